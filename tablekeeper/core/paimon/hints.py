@@ -1,0 +1,22 @@
+"""EARLIEST/LATEST hint files: decimal text without a trailing newline. Readers trust a hint
+only as Java's HintFileUtils does (LATEST only if LATEST+1 is absent, EARLIEST only if that
+snapshot exists); otherwise the directory listing decides."""
+
+from __future__ import annotations
+
+__all__ = ["EARLIEST", "LATEST", "encode_hint", "decode_hint"]
+
+EARLIEST = "EARLIEST"
+LATEST = "LATEST"
+
+
+def encode_hint(value: int) -> str:
+    return str(int(value))
+
+
+def decode_hint(text: str | bytes) -> int | None:
+    raw = text.decode("utf-8") if isinstance(text, bytes) else text
+    try:
+        return int(raw.strip())
+    except ValueError:
+        return None

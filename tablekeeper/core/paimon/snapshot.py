@@ -1,0 +1,156 @@
+"""Snapshot JSON (versions 1-3): every field Java writes, in Java's order, NON_NULL fields
+omitted; unknown fields kept (after the known ones) so nothing a newer writer added is lost,
+except ``logOffsets`` which Java itself dropped in 1.4.1."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tablekeeper.core import errors
+from tablekeeper.core.paimon import jackson
+
+__all__ = ["Snapshot", "SNAPSHOT_FIELDS", "ALWAYS_WRITTEN", "parse_json_object"]
+
+#: Java's write order (union of all releases up to 2.1-SNAPSHOT).
+SNAPSHOT_FIELDS: tuple[str, ...] = (
+    "version", "uuid", "id", "schemaId",
+    "baseManifestList", "baseManifestListSize",
+    "deltaManifestList", "deltaManifestListSize",
+    "changelogManifestList", "changelogManifestListSize",
+    "indexManifest", "commitUser", "writerVersion", "commitIdentifier", "commitKind",
+    "timeMillis", "totalRecordCount", "deltaRecordCount", "changelogRecordCount",
+    "watermark", "statistics", "properties", "nextRowId", "totalFileSize", "totalDataFiles",
+    "operation",
+)
+#: Fields Java writes even when null (no @JsonInclude(NON_NULL)).
+ALWAYS_WRITTEN = frozenset({
+    "version", "id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser",
+    "commitIdentifier", "commitKind", "timeMillis", "totalRecordCount", "deltaRecordCount",
+})
+_DROPPED = frozenset({"logOffsets"})
+TAG_FIELDS = ("tagCreateTime", "tagTimeRetained")
+
+
+def parse_json_object(text: str | bytes, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise errors.FormatError(f"{what} is not valid JSON: {e}",
+                                 fix="restore the file from a backup or remove it") from e
+    if not isinstance(value, dict):
+        raise errors.FormatError(f"{what} is not a JSON object", fix="restore the file")
+    return value
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One snapshot. ``fields`` holds the parsed JSON (known and unknown keys)."""
+
+    fields: Mapping[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, what: str = "snapshot") -> Snapshot:
+        data = parse_json_object(text, what)
+        for key in ("id", "schemaId", "commitKind", "timeMillis"):
+            if key not in data:
+                raise errors.FormatError(f"{what} has no {key!r}", fix="restore the file")
+        data.setdefault("version", 1)
+        return cls(data)
+
+    # typed accessors -----------------------------------------------------------------
+    @property
+    def id(self) -> int:
+        return int(self.fields["id"])
+
+    @property
+    def version(self) -> int:
+        return int(self.fields.get("version", 1))
+
+    @property
+    def schema_id(self) -> int:
+        return int(self.fields["schemaId"])
+
+    @property
+    def base_manifest_list(self) -> str | None:
+        return self.fields.get("baseManifestList")
+
+    @property
+    def delta_manifest_list(self) -> str | None:
+        return self.fields.get("deltaManifestList")
+
+    @property
+    def changelog_manifest_list(self) -> str | None:
+        return self.fields.get("changelogManifestList")
+
+    @property
+    def index_manifest(self) -> str | None:
+        return self.fields.get("indexManifest")
+
+    @property
+    def statistics(self) -> str | None:
+        return self.fields.get("statistics")
+
+    @property
+    def commit_kind(self) -> str:
+        return str(self.fields["commitKind"])
+
+    @property
+    def time_millis(self) -> int:
+        return int(self.fields["timeMillis"])
+
+    @property
+    def total_record_count(self) -> int | None:
+        value = self.fields.get("totalRecordCount")
+        return None if value is None else int(value)
+
+    @property
+    def delta_record_count(self) -> int | None:
+        value = self.fields.get("deltaRecordCount")
+        return None if value is None else int(value)
+
+    @property
+    def watermark(self) -> int | None:
+        value = self.fields.get("watermark")
+        return None if value is None else int(value)
+
+    @property
+    def uuid(self) -> str | None:
+        return self.fields.get("uuid")
+
+    @property
+    def manifest_lists(self) -> tuple[str, ...]:
+        """Every manifest list this snapshot names (base, delta, changelog)."""
+        return tuple(n for n in (self.base_manifest_list, self.delta_manifest_list,
+                                 self.changelog_manifest_list) if n)
+
+    def identity(self) -> tuple[int, str | None, str | None]:
+        """What identifies a snapshot's content across copies and renames (fork detection)."""
+        return (self.id, self.base_manifest_list, self.delta_manifest_list)
+
+    # serialisation ---------------------------------------------------------------------
+    def ordered_fields(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in SNAPSHOT_FIELDS:
+            value = self.fields.get(key)
+            if value is None and key not in ALWAYS_WRITTEN:
+                continue
+            if key in self.fields or key in ALWAYS_WRITTEN:
+                out[key] = value
+        for key, value in self.fields.items():
+            if key in out or key in _DROPPED or key in TAG_FIELDS or key in SNAPSHOT_FIELDS:
+                continue
+            if value is not None:
+                out[key] = value
+        return out
+
+    def to_json(self) -> str:
+        """Jackson-pretty JSON as Java's ``Snapshot.toJson()``."""
+        return jackson.dumps(self.ordered_fields())
+
+    def with_fields(self, **updates: Any) -> Snapshot:
+        data = dict(self.fields)
+        data.update(updates)
+        return Snapshot(data)

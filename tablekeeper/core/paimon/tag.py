@@ -1,0 +1,97 @@
+"""Tag JSON: the snapshot JSON plus ``tagCreateTime`` (a Java LocalDateTime array, wall clock
+of the writer's zone) and ``tagTimeRetained`` (a Duration as decimal seconds). A tag without
+retention is written as the plain snapshot JSON, as Java does (old readers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from tablekeeper.core import durations, errors
+from tablekeeper.core.paimon import jackson
+from tablekeeper.core.paimon.snapshot import Snapshot, parse_json_object
+
+__all__ = ["Tag", "encode_local_datetime", "decode_local_datetime", "encode_duration",
+           "decode_duration"]
+
+
+def encode_local_datetime(value: datetime) -> list[int]:
+    """Jackson's LocalDateTime array: seconds and nanos omitted when zero (trailing)."""
+    parts = [value.year, value.month, value.day, value.hour, value.minute]
+    nanos = value.microsecond * 1000
+    if value.second or nanos:
+        parts.append(value.second)
+        if nanos:
+            parts.append(nanos)
+    return parts
+
+
+def decode_local_datetime(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, list) and len(value) >= 3:
+        nums = [int(v) for v in value] + [0] * (7 - len(value))
+        return datetime(nums[0], nums[1], nums[2], nums[3], nums[4], nums[5], nums[6] // 1000)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError as e:
+            raise errors.FormatError(f"bad tagCreateTime {value!r}", fix="restore the tag file") from e
+    raise errors.FormatError(f"bad tagCreateTime {value!r}", fix="restore the tag file")
+
+
+def encode_duration(value: timedelta) -> jackson.RawNumber:
+    """Jackson's Duration: decimal seconds with nine fraction digits."""
+    total_micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+    seconds, micros = divmod(total_micros, 1_000_000)
+    return jackson.RawNumber(f"{seconds}.{micros * 1000:09d}")
+
+
+def decode_duration(value: Any) -> timedelta | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return timedelta(seconds=float(Decimal(str(value))))
+    if isinstance(value, str):
+        try:
+            return timedelta(seconds=float(Decimal(value)))
+        except ArithmeticError:
+            return durations.parse_duration(value, field="tagTimeRetained")
+    raise errors.FormatError(f"bad tagTimeRetained {value!r}", fix="restore the tag file")
+
+
+@dataclass(frozen=True)
+class Tag:
+    name: str
+    snapshot: Snapshot
+    create_time: datetime | None = None
+    time_retained: timedelta | None = None
+
+    @classmethod
+    def from_json(cls, name: str, text: str | bytes) -> Tag:
+        data = parse_json_object(text, f"tag {name!r}")
+        create = decode_local_datetime(data.pop("tagCreateTime", None))
+        retained = decode_duration(data.pop("tagTimeRetained", None))
+        snapshot = Snapshot.from_json(jackson.dumps(data), what=f"tag {name!r}")
+        return cls(name, snapshot, create, retained)
+
+    @property
+    def snapshot_id(self) -> int:
+        return self.snapshot.id
+
+    def expires_at(self) -> datetime | None:
+        if self.create_time is None or self.time_retained is None:
+            return None
+        return self.create_time + self.time_retained
+
+    def to_json(self) -> str:
+        """Java's TagManager: plain snapshot JSON without retention, else the Tag JSON."""
+        if self.time_retained is None:
+            return self.snapshot.to_json()
+        fields: dict[str, Any] = self.snapshot.ordered_fields()
+        if self.create_time is not None:
+            fields["tagCreateTime"] = encode_local_datetime(self.create_time)
+        fields["tagTimeRetained"] = encode_duration(self.time_retained)
+        return jackson.dumps(fields)
