@@ -1,0 +1,327 @@
+"""The ``tablekeeper`` command line: tags, branches and the table timeline.
+
+Every destructive command takes ``--dry-run`` and prints what would change; ``--output json``
+prints machine-readable results. Errors print one line plus the fix and exit with code 2,
+having changed nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+import click
+
+from tablekeeper.cli import render
+from tablekeeper.core import branches, durations, errors, execution, plans, tags
+from tablekeeper.core.paimon import layout
+from tablekeeper.core.paimon.table import Table, open_table, open_table_path
+
+__all__ = ["main", "cli"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+EXIT_INPUT_ERROR = 2
+
+
+def _common(func: F) -> F:
+    """--warehouse, --option, --output and --branch on every table command."""
+    func = click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table",
+                        show_default=True, help="Output format.")(func)
+    func = click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+                        help="Storage option, e.g. s3.endpoint=http://127.0.0.1:9000 (repeatable).")(func)
+    func = click.option("--warehouse", "-w", envvar="TABLEKEEPER_WAREHOUSE", metavar="URI",
+                        help="Warehouse URI (local path or s3://bucket/path); env TABLEKEEPER_WAREHOUSE. "
+                             "Without it, TABLE is a table path.")(func)
+    return func
+
+
+def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise errors.InvalidInputError(f"--option {pair!r} is not KEY=VALUE", fix="write e.g. s3.region=eu-west-1")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN) -> Table:
+    opts = _parse_options(options)
+    if warehouse:
+        return open_table(warehouse, table, branch=branch, options=opts)
+    if "/" in table or table.startswith("s3:"):
+        return open_table_path(table, branch=branch, options=opts)
+    raise errors.InvalidInputError(
+        f"no warehouse given for table {table!r}",
+        fix="pass --warehouse URI (or set TABLEKEEPER_WAREHOUSE), or give the table's path")
+
+
+def _emit(output: str, payload: Any, text: Callable[[], None]) -> None:
+    if output == "json":
+        click.echo(json.dumps(payload, indent=2, default=str))
+    else:
+        text()
+
+
+def _duration(value: str | None, field: str) -> Any:
+    return durations.parse_duration(value, field=field) if value is not None else None
+
+
+def _timestamp_ms(value: str | None) -> int | None:
+    if value is None:
+        return None
+    if value.isdigit():
+        return int(value)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as e:
+        raise errors.InvalidInputError(f"--timestamp {value!r} is neither epoch ms nor ISO-8601",
+                                       fix="write e.g. 2026-01-31T23:00:00 or 1769900400000") from e
+    return int(parsed.timestamp() * 1000)
+
+
+def _run_plan(plan: plans.Plan, table: Table, dry_run: bool, output: str, parallelism: int | None) -> None:
+    summary = plan.summary()
+    if dry_run:
+        summary["dry_run"] = True
+        _emit(output, summary, lambda: render.plan(plan, dry_run=True))
+        return
+    result = execution.execute(plan, table.file_io, parallelism=parallelism, progress=render.progress_callback())
+    summary["result"] = result.as_dict()
+    _emit(output, summary, lambda: render.plan(plan, dry_run=False, result=result))
+    if result.failed:
+        raise errors.StorageError(f"{len(result.failed)} file(s) could not be deleted",
+                                  fix="check permissions and rerun the same command; it resumes")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="tablekeeper")
+def cli() -> None:
+    """Keep Apache Paimon tables healthy: tags, branches and retention, declaratively.
+
+    \b
+    Examples:
+      tablekeeper -h
+      tablekeeper tag create -w /data/wh sales.orders nightly --time-retained '7 d'
+      tablekeeper branch create -w /data/wh sales.orders fix-1 --from-tag nightly
+      tablekeeper show -w /data/wh sales.orders
+    """
+
+
+# ----------------------------------------------------------------------------------- tags
+@cli.group("tag")
+def tag_group() -> None:
+    """Create, delete, rename, replace and list tags."""
+
+
+@tag_group.command("create")
+@click.argument("table")
+@click.argument("name")
+@click.option("--snapshot", type=int, help="Snapshot id (default: latest).")
+@click.option("--timestamp", help="Tag the latest snapshot committed at or before this time (epoch ms or ISO).")
+@click.option("--time-retained", help="Tag TTL in Paimon syntax, e.g. '7 d', '12 h'.")
+@click.option("--branch", "-b", default=layout.MAIN, show_default=True, help="Branch to tag.")
+@click.option("--dry-run", is_flag=True, help="Show what would be created.")
+@_common
+def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | None, time_retained: str | None,
+               branch: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Create tag NAME on TABLE (idempotent; never moves an existing tag)."""
+    retained = _duration(time_retained, "--time-retained")
+    t = _open(table, warehouse, options, branch)
+    result = tags.create_tag(t, name, snapshot_id=snapshot, timestamp_ms=_timestamp_ms(timestamp),
+                             time_retained=retained, dry_run=dry_run)
+    payload = {"action": result.action, "tag": name, "snapshot_id": result.snapshot_id, "branch": branch}
+    _emit(output, payload, lambda: click.echo(f"{result.action}: tag {name!r} at snapshot {result.snapshot_id}"))
+
+
+@tag_group.command("delete")
+@click.argument("table")
+@click.argument("name")
+@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--force", is_flag=True, help="Delete even if a branch was created from this tag.")
+@click.option("--parallelism", type=int, help="Delete threads (default: 2 x CPUs, max 8).")
+@click.option("--dry-run", is_flag=True, help="Print the cleanup plan, delete nothing.")
+@_common
+def tag_delete(table: str, name: str, branch: str, force: bool, parallelism: int | None, dry_run: bool,
+               warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Delete tag NAME and the files only it still references."""
+    t = _open(table, warehouse, options, branch)
+    _run_plan(tags.plan_delete_tag(t, name, force=force), t, dry_run, output, parallelism)
+
+
+@tag_group.command("rename")
+@click.argument("table")
+@click.argument("old")
+@click.argument("new")
+@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--force", is_flag=True, help="Rename even if a branch was created from this tag.")
+@click.option("--dry-run", is_flag=True)
+@_common
+def tag_rename(table: str, old: str, new: str, branch: str, force: bool, dry_run: bool,
+               warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Rename tag OLD to NEW."""
+    t = _open(table, warehouse, options, branch)
+    result = tags.rename_tag(t, old, new, force=force, dry_run=dry_run)
+    _emit(output, {"action": result.action, "from": old, "to": new},
+          lambda: click.echo(f"{result.action}: tag {old!r} -> {new!r}"))
+
+
+@tag_group.command("replace")
+@click.argument("table")
+@click.argument("name")
+@click.option("--snapshot", type=int, help="New snapshot id (default: latest).")
+@click.option("--time-retained", help="New TTL, e.g. '7 d' (default: keep the old one).")
+@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--force", is_flag=True, help="Replace even if a branch was created from this tag.")
+@click.option("--dry-run", is_flag=True)
+@_common
+def tag_replace(table: str, name: str, snapshot: int | None, time_retained: str | None, branch: str, force: bool,
+                dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Point existing tag NAME at another snapshot."""
+    retained = _duration(time_retained, "--time-retained")
+    t = _open(table, warehouse, options, branch)
+    result = tags.replace_tag(t, name, snapshot_id=snapshot, time_retained=retained, force=force, dry_run=dry_run)
+    _emit(output, {"action": result.action, "tag": name, "snapshot_id": result.snapshot_id},
+          lambda: click.echo(f"{result.action}: tag {name!r} at snapshot {result.snapshot_id}"))
+
+
+@tag_group.command("list")
+@click.argument("table")
+@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@_common
+def tag_list(table: str, branch: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """List tags with the $tags columns."""
+    rows = tags.list_tags(_open(table, warehouse, options, branch))
+    _emit(output, [r.as_dict() for r in rows], lambda: render.rows([r.as_dict() for r in rows], "no tags"))
+
+
+# ------------------------------------------------------------------------------- branches
+@cli.group("branch")
+def branch_group() -> None:
+    """Create, drop, fast-forward, replace main with, rename and list branches."""
+
+
+@branch_group.command("create")
+@click.argument("table")
+@click.argument("name")
+@click.option("--from-tag", help="Create from this tag (copies its snapshot and schemas).")
+@click.option("--from-snapshot", type=int, help="Create from a snapshot (a protected fork tag is created first).")
+@click.option("--empty", is_flag=True, help="Create an empty branch with main's schemas.")
+@click.option("--dry-run", is_flag=True)
+@_common
+def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: int | None, empty: bool,
+                  dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Create branch NAME of TABLE."""
+    if sum(x is not None and x is not False for x in (from_tag, from_snapshot, empty or None)) != 1:
+        raise errors.InvalidInputError("give exactly one of --from-tag, --from-snapshot, --empty",
+                                       fix="e.g. --from-tag nightly")
+    t = _open(table, warehouse, options)
+    change = branches.create_branch(t, name, from_tag=from_tag, from_snapshot=from_snapshot, dry_run=dry_run)
+    _emit(output, change.as_dict(), lambda: render.change(change))
+
+
+@branch_group.command("drop")
+@click.argument("table")
+@click.argument("name")
+@click.option("--dry-run", is_flag=True)
+@_common
+def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
+                output: str) -> None:
+    """Drop branch NAME (its own data files become orphans for clean-orphans)."""
+    change = branches.drop_branch(_open(table, warehouse, options), name, dry_run=dry_run)
+    _emit(output, change.as_dict(), lambda: render.change(change))
+
+
+@branch_group.command("fast-forward")
+@click.argument("table")
+@click.argument("name")
+@click.option("--dry-run", is_flag=True)
+@_common
+def branch_fast_forward(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
+                        output: str) -> None:
+    """Merge branch NAME into main: main then reads exactly what the branch reads."""
+    change = branches.fast_forward(_open(table, warehouse, options), name, dry_run=dry_run)
+    _emit(output, change.as_dict(), lambda: render.change(change))
+
+
+@branch_group.command("replace-main")
+@click.argument("table")
+@click.argument("name")
+@click.option("--backup", help="Keep the old main as a branch with this name.")
+@click.option("--dry-run", is_flag=True)
+@_common
+def branch_replace_main(table: str, name: str, backup: str | None, dry_run: bool, warehouse: str | None,
+                        options: tuple[str, ...], output: str) -> None:
+    """Make branch NAME the table's main (the branch is removed)."""
+    change = branches.replace_main(_open(table, warehouse, options), name, backup=backup, dry_run=dry_run)
+    _emit(output, change.as_dict(), lambda: render.change(change))
+
+
+@branch_group.command("rename")
+@click.argument("table")
+@click.argument("old")
+@click.argument("new")
+@click.option("--dry-run", is_flag=True)
+@_common
+def branch_rename(table: str, old: str, new: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
+                  output: str) -> None:
+    """Rename branch OLD to NEW."""
+    change = branches.rename_branch(_open(table, warehouse, options), old, new, dry_run=dry_run)
+    _emit(output, change.as_dict(), lambda: render.change(change))
+
+
+@branch_group.command("list")
+@click.argument("table")
+@_common
+def branch_list(table: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """List branches with the $branches columns and their fork points."""
+    rows = branches.list_branches(_open(table, warehouse, options))
+    _emit(output, [r.as_dict() for r in rows], lambda: render.rows([r.as_dict() for r in rows], "no branches"))
+
+
+# ----------------------------------------------------------------------------------- show
+@cli.command("show")
+@click.argument("table")
+@_common
+def show(table: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Draw snapshots, tags and branches of TABLE as a timeline (like git log --graph)."""
+    t = _open(table, warehouse, options)
+    timeline = render.build_timeline(t)
+    _emit(output, timeline, lambda: render.timeline(timeline))
+
+
+@cli.command("demo")
+@click.option("--dir", "directory", default=".tablekeeper-demo", show_default=True,
+              help="Where to build the demo warehouse (recreated).")
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def demo(directory: str, output: str) -> None:
+    """Build a local warehouse and walk through tags and branches, verifying every view."""
+    from tablekeeper.cli import demo as demo_mod
+
+    report = demo_mod.run(os.path.abspath(directory), echo=output == "table")
+    if output == "json":
+        click.echo(json.dumps(report, indent=2, default=str))
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        cli.main(args=argv, prog_name="tablekeeper", standalone_mode=False)
+    except errors.TablekeeperError as e:
+        click.echo(f"error: {e.message}", err=True)
+        if e.fix:
+            click.echo(f"  fix: {e.fix}", err=True)
+        return EXIT_INPUT_ERROR
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 1
+    except click.ClickException as e:
+        e.show()
+        return EXIT_INPUT_ERROR
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

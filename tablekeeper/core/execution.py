@@ -1,0 +1,95 @@
+"""The in-process executor: carries a Plan out step by step, in order, with a thread pool per
+delete step, bulk deletes on object stores, a progress callback and per-file outcomes. Missing
+files are tolerated (a concurrent or crashed earlier run); failures are counted, never fatal."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from tablekeeper.core import plans
+from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO
+
+__all__ = ["ExecutionResult", "execute", "Progress", "FaultInjector"]
+
+#: progress(step_kind, done, total)
+Progress = Callable[[str, int, int], None]
+#: Called before each deletion batch with the paths; may raise to simulate a crash (tests).
+FaultInjector = Callable[[list[str]], None]
+
+
+@dataclass
+class ExecutionResult:
+    deleted: Counter[str] = field(default_factory=Counter)
+    deleted_bytes: Counter[str] = field(default_factory=Counter)
+    missing: Counter[str] = field(default_factory=Counter)
+    failed: list[DeleteResult] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "deleted": dict(self.deleted),
+            "deleted_bytes": dict(self.deleted_bytes),
+            "missing": dict(self.missing),
+            "failed": [{"path": r.path, "error": r.error} for r in self.failed[:20]],
+            "failed_count": len(self.failed),
+            "written": list(self.written),
+        }
+
+
+def _batches(items: list[plans.PlannedFile], size: int) -> list[list[plans.PlannedFile]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None,
+            batch_size: int = 250, progress: Progress | None = None,
+            fault: FaultInjector | None = None) -> ExecutionResult:
+    """Carry out ``plan`` in order. Each step finishes before the next begins, so a crash
+    leaves a state a rerun of the same planner finishes."""
+    result = ExecutionResult()
+    workers = max(1, parallelism or min(8, (os.cpu_count() or 2) * 2))
+    for step in plan.steps:
+        if isinstance(step, plans.WriteStep):
+            if fault is not None:
+                fault([step.path])
+            if step.create_only:
+                try:
+                    file_io.write_new(step.path, step.content)
+                except FileExistsError:
+                    pass
+            else:
+                file_io.overwrite(step.path, step.content)
+            result.written.append(step.path)
+            result.order.append(f"write:{step.path}")
+            continue
+        kind = step.kind.value
+        sizes = {f.path: f.size or 0 for f in step.files}
+        batches = _batches(list(step.files), batch_size)
+        done = 0
+
+        def run(batch: list[plans.PlannedFile]) -> list[DeleteResult]:
+            paths = [f.path for f in batch]
+            if fault is not None:
+                fault(paths)
+            return file_io.delete_files(paths)
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for outcomes in pool.map(run, batches):
+                for r in outcomes:
+                    if r.outcome == DeleteOutcome.DELETED:
+                        result.deleted[kind] += 1
+                        result.deleted_bytes[kind] += sizes.get(r.path, 0)
+                    elif r.outcome == DeleteOutcome.MISSING:
+                        result.missing[kind] += 1
+                    else:
+                        result.failed.append(r)
+                done += len(outcomes)
+                if progress is not None:
+                    progress(kind, done, len(step.files))
+        result.order.append(f"delete:{kind}")
+    return result

@@ -1,0 +1,110 @@
+"""Plan types shared by every executor (in-process threads and Spark): what is deleted or
+written, in which order, why, and how many bytes. Planners are pure and return these frozen
+objects; dry run = the same plan, executed by nothing."""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["FileKind", "PlannedFile", "DeleteStep", "WriteStep", "Step", "Plan", "STAGE_ORDER"]
+
+
+class FileKind(str, enum.Enum):
+    DATA = "data"
+    CHANGELOG_DATA = "changelog"
+    MANIFEST = "manifest"
+    INDEX = "index"
+    STATISTICS = "statistics"
+    SNAPSHOT = "snapshot"
+    CHANGELOG_META = "changelog-meta"
+    TAG = "tag"
+    OTHER = "other"
+
+
+#: Paimon's deletion order: data, changelog, manifests/index/statistics, snapshot/changelog
+#: metadata files, tag files, then hints (paimon-semantics.md §2.3).
+STAGE_ORDER: tuple[FileKind, ...] = (
+    FileKind.DATA, FileKind.CHANGELOG_DATA, FileKind.MANIFEST, FileKind.INDEX,
+    FileKind.STATISTICS, FileKind.CHANGELOG_META, FileKind.SNAPSHOT, FileKind.TAG, FileKind.OTHER,
+)
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    path: str
+    kind: FileKind
+    size: int | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class DeleteStep:
+    """Delete these files (never directories); missing files are tolerated and counted."""
+
+    kind: FileKind
+    files: tuple[PlannedFile, ...]
+
+
+@dataclass(frozen=True)
+class WriteStep:
+    """Write (or replace) one small metadata file, e.g. the EARLIEST hint or changelog-N."""
+
+    path: str
+    content: str
+    reason: str = ""
+    create_only: bool = False
+
+
+Step = DeleteStep | WriteStep
+
+
+@dataclass(frozen=True)
+class Plan:
+    operation: str
+    table: str
+    steps: tuple[Step, ...] = ()
+    notes: tuple[str, ...] = ()
+    details: tuple[tuple[str, Any], ...] = field(default=())
+
+    @staticmethod
+    def ordered_deletes(files: Iterable[PlannedFile]) -> tuple[DeleteStep, ...]:
+        """Group files into delete steps in Paimon's stage order, de-duplicated by path."""
+        seen: set[str] = set()
+        by_kind: dict[FileKind, list[PlannedFile]] = {}
+        for f in files:
+            if f.path in seen:
+                continue
+            seen.add(f.path)
+            by_kind.setdefault(f.kind, []).append(f)
+        return tuple(DeleteStep(k, tuple(sorted(by_kind[k], key=lambda p: p.path)))
+                     for k in STAGE_ORDER if by_kind.get(k))
+
+    @property
+    def files(self) -> tuple[PlannedFile, ...]:
+        return tuple(f for s in self.steps if isinstance(s, DeleteStep) for f in s.files)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.steps
+
+    def summary(self) -> dict[str, Any]:
+        counts: Counter[str] = Counter()
+        sizes: Counter[str] = Counter()
+        for f in self.files:
+            counts[f.kind.value] += 1
+            sizes[f.kind.value] += f.size or 0
+        return {
+            "operation": self.operation,
+            "table": self.table,
+            "files": dict(counts),
+            "bytes": dict(sizes),
+            "total_files": sum(counts.values()),
+            "total_bytes": sum(sizes.values()),
+            "writes": [s.path for s in self.steps if isinstance(s, WriteStep)],
+            "notes": list(self.notes),
+            **dict(self.details),
+        }

@@ -1,0 +1,310 @@
+"""Tags: create (latest / snapshot id / timestamp, optional time-retained), delete with data
+cleanup, rename, replace, list (the ``$tags`` columns).
+
+Semantics follow Java's TagManager/TagDeletion (paimon-semantics.md §3) with tablekeeper's
+stronger rules: a tag is never moved silently (TagConflictError), fork-point tags are protected,
+and tag deletion protects the files of every other branch and changelog (fail closed)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from tablekeeper.core import errors, forks, names, plans
+from tablekeeper.core.paimon import layout
+from tablekeeper.core.paimon.snapshot import Snapshot
+from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.paimon.tag import Tag
+from tablekeeper.core.reachability import DataKey, Reachability
+
+__all__ = [
+    "TagRow", "TagResult", "list_tags", "resolve_snapshot", "create_tag", "plan_delete_tag",
+    "rename_tag", "replace_tag", "protected_fork_tags",
+]
+
+
+@dataclass(frozen=True)
+class TagRow:
+    """One row of Paimon's ``$tags`` system table."""
+
+    tag_name: str
+    snapshot_id: int
+    schema_id: int
+    commit_time: datetime
+    record_count: int | None
+    create_time: datetime | None
+    time_retained: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tag_name": self.tag_name,
+            "snapshot_id": self.snapshot_id,
+            "schema_id": self.schema_id,
+            "commit_time": self.commit_time.isoformat(timespec="milliseconds"),
+            "record_count": self.record_count,
+            "create_time": self.create_time.isoformat() if self.create_time else None,
+            "time_retained": self.time_retained,
+        }
+
+
+@dataclass(frozen=True)
+class TagResult:
+    action: str  # created | unchanged | deleted | renamed | replaced | would-*
+    tag: str
+    snapshot_id: int | None = None
+    plan: plans.Plan | None = None
+
+
+def _iso_duration(value: timedelta | None) -> str | None:
+    """As Java prints a Duration (``PT24H``), which is what ``$tags.time_retained`` shows."""
+    if value is None:
+        return None
+    total = int(value.total_seconds())
+    hours, rest = divmod(total, 3600)
+    minutes, seconds = divmod(rest, 60)
+    out = "PT"
+    if hours:
+        out += f"{hours}H"
+    if minutes:
+        out += f"{minutes}M"
+    if seconds or out == "PT":
+        out += f"{seconds}S"
+    return out
+
+
+def list_tags(table: Table) -> list[TagRow]:
+    rows = []
+    for tag in table.tags():
+        snap = tag.snapshot
+        rows.append(TagRow(
+            tag_name=tag.name,
+            snapshot_id=snap.id,
+            schema_id=snap.schema_id,
+            commit_time=datetime.fromtimestamp(snap.time_millis / 1000, tz=timezone.utc),
+            record_count=snap.total_record_count,
+            create_time=tag.create_time,
+            time_retained=_iso_duration(tag.time_retained),
+        ))
+    return sorted(rows, key=lambda r: r.tag_name)
+
+
+def resolve_snapshot(table: Table, *, snapshot_id: int | None = None,
+                     timestamp_ms: int | None = None) -> Snapshot:
+    """The snapshot a new tag points at.
+
+    - neither given: the latest snapshot;
+    - ``snapshot_id``: ``snapshot-<id>``, or a tag pinning that expired snapshot (as Java);
+    - ``timestamp_ms``: the latest snapshot committed at or before it (tags pinning expired
+      snapshots count too).
+
+    Raises:
+        InvalidInputError: both given. SnapshotNotFoundError: nothing matches.
+    """
+    if snapshot_id is not None and timestamp_ms is not None:
+        raise errors.InvalidInputError("give a snapshot id or a timestamp, not both",
+                                       fix="drop --snapshot or --timestamp")
+    if snapshot_id is not None:
+        if snapshot_id < 1:
+            raise errors.InvalidInputError(f"snapshot id must be >= 1, got {snapshot_id}",
+                                           fix="give an existing snapshot id")
+        if table.snapshot_exists(snapshot_id):
+            return table.snapshot(snapshot_id)
+        for tag in table.tags():
+            if tag.snapshot_id == snapshot_id:
+                return tag.snapshot
+        raise errors.SnapshotNotFoundError(
+            f"snapshot {snapshot_id} does not exist on branch {table.branch!r} of {table.identifier}",
+            fix=f"pick one of the snapshots shown by 'tablekeeper show {table.identifier}'")
+    if timestamp_ms is not None:
+        best: Snapshot | None = None
+        candidates = [*table.snapshots(), *(t.snapshot for t in table.tags())]
+        for snap in candidates:
+            if snap.time_millis <= timestamp_ms and (best is None or snap.id > best.id):
+                best = snap
+        if best is None:
+            raise errors.SnapshotNotFoundError(
+                f"no snapshot of {table.identifier} was committed at or before {timestamp_ms} ms",
+                fix="pick a later timestamp")
+        return best
+    latest = table.latest_snapshot()
+    if latest is None:
+        raise errors.SnapshotNotFoundError(f"{table.identifier} (branch {table.branch!r}) has no snapshot",
+                                           fix="commit data before tagging")
+    return latest
+
+
+def create_tag(table: Table, name: str, *, snapshot_id: int | None = None, timestamp_ms: int | None = None,
+               time_retained: timedelta | None = None, now: datetime | None = None,
+               dry_run: bool = False) -> TagResult:
+    """Create ``name``; idempotent when it already points at the same snapshot.
+
+    ``now`` is the writer-zone wall clock written as ``tagCreateTime`` (Java uses the JVM's
+    ``LocalDateTime.now()``); defaults to this machine's local time.
+
+    Raises:
+        TagConflictError: the tag exists at another snapshot (tags are never moved silently).
+    """
+    names.validate_tag_name(name)
+    if time_retained is not None and time_retained <= timedelta(0):
+        raise errors.InvalidDurationError("time-retained must be positive", fix="e.g. '7 d'")
+    snap = resolve_snapshot(table, snapshot_id=snapshot_id, timestamp_ms=timestamp_ms)
+    if table.tag_exists(name):
+        return _existing(table, name, snap)
+    if dry_run:
+        return TagResult("would-create", name, snap.id)
+    tag = Tag(name, snap, (now or datetime.now()).replace(tzinfo=None) if time_retained else None, time_retained)
+    try:
+        table.file_io.write_new(table.tag_path(name), tag.to_json())
+    except FileExistsError:  # a concurrent creator won: same snapshot is fine, else conflict
+        return _existing(table, name, snap)
+    written = table.tag(name)
+    if written.snapshot.identity() != snap.identity():
+        raise errors.ConcurrentModificationError(
+            f"tag {name!r} changed while it was being created", fix="inspect the tag and retry")
+    return TagResult("created", name, snap.id)
+
+
+def _existing(table: Table, name: str, snap: Snapshot) -> TagResult:
+    existing = table.tag(name)
+    if existing.snapshot.identity() == snap.identity():
+        return TagResult("unchanged", name, snap.id)
+    raise errors.TagConflictError(
+        f"tag {name!r} already exists at snapshot {existing.snapshot_id}, not {snap.id}",
+        fix="choose another tag name, or 'tablekeeper tag replace' to move it on purpose")
+
+
+def protected_fork_tags(table: Table) -> dict[str, list[str]]:
+    """Tags on this branch that branches were created from: {tag: [branches]}."""
+    return forks.fork_tags_of(table)
+
+
+def _refuse_fork_tag(table: Table, name: str, verb: str, force: bool) -> None:
+    users = protected_fork_tags(table).get(name)
+    if users and not force:
+        raise errors.ProtectedObjectError(
+            f"cannot {verb} tag {name!r}: branch(es) {', '.join(users)} were created from it",
+            fix=f"drop or fast-forward those branches first, or pass --force to {verb} it anyway")
+
+
+def _retained_roots(table: Table, *, exclude_tag: str
+                    ) -> tuple[list[Snapshot], list[Snapshot], list[Snapshot]]:
+    """(snapshots+tags of this branch, snapshots+tags of every other branch, long-lived
+    changelogs of every branch)."""
+    own: list[Snapshot] = []
+    others: list[Snapshot] = []
+    changelogs: list[Snapshot] = []
+    for branch in table.all_branches():
+        roots: list[Snapshot] = []
+        roots.extend(t.snapshot for t in branch.tags() if not (branch.branch == table.branch and t.name == exclude_tag))
+        roots.extend(branch.snapshots())
+        for cid in branch.changelog_ids():
+            try:
+                changelogs.append(branch.changelog(cid))
+            except FileNotFoundError:
+                continue
+        (own if branch.branch == table.branch else others).extend(roots)
+    return own, others, changelogs
+
+
+def plan_delete_tag(table: Table, name: str, *, force: bool = False) -> plans.Plan:
+    """Plan the deletion of ``name`` with Paimon's tag-deletion cleanup (§3.2), stronger:
+
+    - the tag file is deleted last, after its now-unreferenced data, manifests, index and
+      statistics files, so a rerun after a crash finishes the job;
+    - if its snapshot still exists, or another tag pins the same snapshot: only the tag file;
+    - data files are kept when the nearest retained roots of this branch (left neighbour tag,
+      right neighbour = next tag/snapshot/changelog) or ANY root of another branch reaches them;
+    - manifests, index and statistics files are kept when any other root references them;
+    - any read error while building the protection set aborts (fail closed).
+
+    Raises:
+        TagNotFoundError, ProtectedObjectError (fork tag, unless ``force``),
+        IncompleteProtectionSetError.
+    """
+    tag = table.tag(name)
+    _refuse_fork_tag(table, name, "delete", force)
+    tag_file = plans.PlannedFile(table.tag_path(name), plans.FileKind.TAG, None, f"tag {name}")
+    notes: list[str] = []
+    others_same = [t for t in table.tags() if t.name != name and t.snapshot_id == tag.snapshot_id]
+    if table.snapshot_exists(tag.snapshot_id):
+        notes.append(f"snapshot {tag.snapshot_id} still exists: only the tag file is removed "
+                     "(snapshot expiration reclaims its files later)")
+        return plans.Plan("delete-tag", table.identifier, plans.Plan.ordered_deletes([tag_file]), tuple(notes))
+    if others_same:
+        notes.append(f"tag {others_same[0].name!r} pins the same snapshot: only the tag file is removed")
+        return plans.Plan("delete-tag", table.identifier, plans.Plan.ordered_deletes([tag_file]), tuple(notes))
+    reach = Reachability(table)
+    try:
+        candidates = reach.live_files(tag.snapshot)
+        candidate_meta = reach.meta_files(tag.snapshot, include_changelog=False)
+        own, others, changelogs = _retained_roots(table, exclude_tag=name)
+        sid = tag.snapshot_id
+        left = max((r for r in own if r.id < sid), key=lambda r: r.id, default=None)
+        right = min((r for r in own if r.id > sid), key=lambda r: r.id, default=None)
+        neighbours = [r for r in (left, right) if r is not None]
+        # A file's life is a contiguous range of one branch's history: if any root of this
+        # branch still reaches it, the nearest root on that side does (Java's skipper rule).
+        keep_data: set[DataKey] = reach.union_live(neighbours + others)
+        for log in changelogs:  # long-lived changelog-N: its changelog and delta files
+            for ref in reach.changelog_refs(log) + reach.delta_refs(log):
+                keep_data.add((ref.partition, ref.bucket, ref.file_name))
+        keep_meta = reach.union_meta(own + others + changelogs)
+        candidate_paths = [
+            (key, reach.data_paths(ref)) for key, ref in candidates.items() if key not in keep_data
+        ]
+    except FileNotFoundError as e:
+        raise errors.IncompleteProtectionSetError(
+            f"cannot build the protection set for deleting tag {name!r}: {e}",
+            fix="a manifest or snapshot file is missing; run 'tablekeeper show' and repair the table "
+                "before deleting with cleanup") from e
+    except errors.FormatError as e:
+        raise errors.IncompleteProtectionSetError(
+            f"cannot read metadata while deleting tag {name!r}: {e}", fix="repair the damaged file") from e
+    files: list[plans.PlannedFile] = [tag_file]
+    for _key, paths in candidate_paths:
+        for path in paths:
+            files.append(plans.PlannedFile(path, plans.FileKind.DATA, None, f"only tag {name} reached it"))
+    for meta in candidate_meta:
+        if meta.path in keep_meta:
+            continue
+        kind = {"manifest": plans.FileKind.MANIFEST, "index": plans.FileKind.INDEX}.get(
+            meta.kind, plans.FileKind.STATISTICS)
+        files.append(plans.PlannedFile(meta.path, kind, meta.size, f"only tag {name} referenced it"))
+    return plans.Plan("delete-tag", table.identifier, plans.Plan.ordered_deletes(files), tuple(notes),
+                      (("tag", name), ("snapshot_id", tag.snapshot_id)))
+
+
+def rename_tag(table: Table, old: str, new: str, *, force: bool = False, dry_run: bool = False) -> TagResult:
+    """Rename (a file rename, as Java). Refused for fork-point tags unless ``force``."""
+    names.validate_tag_name(new)
+    tag = table.tag(old)
+    if table.tag_exists(new):
+        raise errors.AlreadyExistsError(f"tag {new!r} already exists", fix="choose another name")
+    _refuse_fork_tag(table, old, "rename", force)
+    if dry_run:
+        return TagResult("would-rename", new, tag.snapshot_id)
+    table.file_io.copy_new(table.tag_path(old), table.tag_path(new))
+    table.file_io.delete_files([table.tag_path(old)])
+    return TagResult("renamed", new, tag.snapshot_id)
+
+
+def replace_tag(table: Table, name: str, *, snapshot_id: int | None = None,
+                time_retained: timedelta | None = None, now: datetime | None = None,
+                force: bool = False, dry_run: bool = False) -> TagResult:
+    """Point an existing tag at another snapshot (latest if none given). Like Java, no file
+    cleanup: files only the old target pinned are reclaimed by expiration/orphan cleanup.
+    Refused for fork-point tags unless ``force``."""
+    old = table.tag(name)
+    _refuse_fork_tag(table, name, "replace", force)
+    snap = resolve_snapshot(table, snapshot_id=snapshot_id)
+    retained = time_retained if time_retained is not None else old.time_retained
+    if dry_run:
+        return TagResult("would-replace", name, snap.id)
+    tag = Tag(name, snap, (now or datetime.now()).replace(tzinfo=None) if retained else None, retained)
+    table.file_io.overwrite(table.tag_path(name), tag.to_json())
+    return TagResult("replaced", name, snap.id)
+
+
+def is_main(table: Table) -> bool:
+    return table.branch == layout.MAIN
