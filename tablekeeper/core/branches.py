@@ -94,7 +94,7 @@ class _Writer:
     def put_if_absent(self, dst: str, data: bytes | str) -> None:
         payload = data.encode("utf-8") if isinstance(data, str) else data
         try:
-            existing = self.io.read_bytes(dst)
+            existing = None if dst in self.deleted else self.io.read_bytes(dst)
         except FileNotFoundError:
             existing = None
         if existing is not None:

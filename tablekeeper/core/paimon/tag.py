@@ -4,7 +4,7 @@ retention is written as the plain snapshot JSON, as Java does (old readers)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -45,6 +45,8 @@ def decode_local_datetime(value: Any) -> datetime | None:
 def encode_duration(value: timedelta) -> jackson.RawNumber:
     """Jackson's Duration: decimal seconds with nine fraction digits."""
     total_micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
+    if total_micros == 0:
+        return jackson.RawNumber("0.0")  # Jackson's DecimalUtils: zero keeps a single digit
     seconds, micros = divmod(total_micros, 1_000_000)
     return jackson.RawNumber(f"{seconds}.{micros * 1000:09d}")
 
@@ -68,14 +70,19 @@ class Tag:
     snapshot: Snapshot
     create_time: datetime | None = None
     time_retained: timedelta | None = None
+    #: ``tagCreateTime`` exactly as read. Java writes nanoseconds, ``datetime`` keeps only
+    #: microseconds; re-serialising writes this array while it still matches ``create_time``.
+    create_time_array: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_json(cls, name: str, text: str | bytes) -> Tag:
         data = parse_json_object(text, f"tag {name!r}")
-        create = decode_local_datetime(data.pop("tagCreateTime", None))
+        raw_create = data.pop("tagCreateTime", None)
+        create = decode_local_datetime(raw_create)
         retained = decode_duration(data.pop("tagTimeRetained", None))
         snapshot = Snapshot.from_json(jackson.dumps(data), what=f"tag {name!r}")
-        return cls(name, snapshot, create, retained)
+        array = tuple(int(v) for v in raw_create) if isinstance(raw_create, list) else None
+        return cls(name, snapshot, create, retained, array)
 
     @property
     def snapshot_id(self) -> int:
@@ -92,6 +99,10 @@ class Tag:
             return self.snapshot.to_json()
         fields: dict[str, Any] = self.snapshot.ordered_fields()
         if self.create_time is not None:
-            fields["tagCreateTime"] = encode_local_datetime(self.create_time)
+            array = self.create_time_array
+            if array is not None and decode_local_datetime(list(array)) == self.create_time:
+                fields["tagCreateTime"] = list(array)
+            else:
+                fields["tagCreateTime"] = encode_local_datetime(self.create_time)
         fields["tagTimeRetained"] = encode_duration(self.time_retained)
         return jackson.dumps(fields)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import enum
 import os
+import stat as stat_module
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import fsspec
@@ -44,7 +45,7 @@ class FileStatus:
         return basename(self.path)
 
 
-class DeleteOutcome(str, enum.Enum):
+class DeleteOutcome(enum.StrEnum):
     DELETED = "deleted"
     MISSING = "missing"
     FAILED = "failed"
@@ -141,11 +142,22 @@ def _mtime_ms(info: Mapping[str, Any]) -> int:
             continue
         if isinstance(value, datetime):
             if value.tzinfo is None:
-                value = value.replace(tzinfo=timezone.utc)
+                value = value.replace(tzinfo=UTC)
             return int(value.timestamp() * 1000)
         if isinstance(value, (int, float)):
             return int(value * 1000) if value < 1e11 else int(value)
     return 0
+
+
+def _is_marker(info: Mapping[str, Any]) -> bool:
+    """An object-store "directory marker": an empty object whose key ends with ``/``.
+    pyarrow (and so pypaimon) creates one for every ``mkdirs``; it is not a file."""
+    return info.get("type") != "directory" and str(info.get("name", "")).endswith("/")
+
+
+def _is_precondition_failure(error: BaseException) -> bool:
+    text = str(error)
+    return "PreconditionFailed" in text or "(412)" in text or "At least one of the pre" in text
 
 
 class FileIO:
@@ -226,7 +238,8 @@ class FileIO:
         except FileNotFoundError:
             return []
         raw = self._raw(path).rstrip("/")
-        return [self._status(i) for i in infos if str(i["name"]).rstrip("/") != raw]
+        return [self._status(i) for i in infos
+                if not _is_marker(i) and str(i["name"]).rstrip("/") != raw]
 
     def walk_files(self, path: str) -> Iterator[FileStatus]:
         """Every regular file below ``path``, recursively."""
@@ -246,13 +259,14 @@ class FileIO:
         except FileNotFoundError:
             return
         for info in found.values():
-            if info.get("type") != "directory":
+            if info.get("type") != "directory" and not _is_marker(info):
                 yield self._status(info)
 
     def stat(self, path: str) -> FileStatus:
         if self.is_local:
-            st = os.stat(self._raw(path))
-            return FileStatus(path, st.st_size, st.st_mtime_ns // 1_000_000, os.path.isdir(path))
+            raw = self._raw(path)
+            st = os.stat(raw)
+            return FileStatus(raw, st.st_size, st.st_mtime_ns // 1_000_000, stat_module.S_ISDIR(st.st_mode))
         try:
             info = self.fs.info(self._raw(path))
         except FileNotFoundError:
@@ -291,10 +305,16 @@ class FileIO:
 
     # -- writing -----------------------------------------------------------------------
     def write_new(self, path: str, data: bytes | str) -> None:
-        """Create ``path`` atomically; ``FileExistsError`` if it is already there.
+        """Create ``path`` atomically; ``FileExistsError`` if it is already there (the existing
+        content is left alone).
 
-        Local: temp file + ``os.link`` (atomic create-if-absent). Object stores: conditional
-        PUT with ``If-None-Match: *``.
+        Local: temp file + ``os.link`` (atomic create-if-absent). Object stores: an existence
+        check, then a conditional PUT with ``If-None-Match: *``. S3 (and moto >= 5) reject the
+        PUT with 412 when the key exists, so two racing writers cannot both win. The
+        pre-check keeps stores that silently ignore the header (some S3-compatible servers)
+        from overwriting a file that existed before the call; only a race inside that window
+        remains unprotected on such stores. A store that rejects the header outright fails
+        the write (fail closed).
         """
         payload = data.encode("utf-8") if isinstance(data, str) else data
         if self.is_local:
@@ -309,15 +329,19 @@ class FileIO:
             finally:
                 os.unlink(tmp)
             return
+        raw = self._raw(path)
+        if self.fs.exists(raw) and not self.fs.isdir(raw):
+            raise FileExistsError(path)
         try:
-            self.fs.pipe_file(self._raw(path), payload, mode="create")
+            self.fs.pipe_file(raw, payload, mode="create")
         except FileExistsError:
             raise
         except Exception as e:  # botocore PreconditionFailed surfaces as OSError/ClientError
-            text = str(e)
-            if "PreconditionFailed" in text or "412" in text or "At least one of the pre" in text:
+            if _is_precondition_failure(e):
                 raise FileExistsError(path) from e
             raise
+        finally:
+            self._invalidate(raw)
 
     def overwrite(self, path: str, data: bytes | str) -> None:
         """Replace ``path`` (hint files): temp + ``os.replace`` locally, a plain PUT elsewhere."""
@@ -332,6 +356,7 @@ class FileIO:
             os.replace(tmp, raw)
             return
         self.fs.pipe_file(self._raw(path), payload)
+        self._invalidate(self._raw(path))
 
     def copy_new(self, src: str, dst: str) -> None:
         """Copy bytes verbatim to a path that must not exist (metadata copies keep Java's
@@ -339,23 +364,65 @@ class FileIO:
         self.write_new(dst, self.read_bytes(src))
 
     def rename(self, src: str, dst: str) -> None:
-        """Rename a file or (local) directory; ``FileExistsError`` when ``dst`` exists."""
+        """Rename a file or a directory; ``FileExistsError`` when ``dst`` exists.
+
+        Local files: ``os.link`` + unlink, so an existing target is refused atomically (plain
+        ``os.rename`` would replace it). Local directories: checked, then ``os.rename``.
+        Object stores have no rename: a file is copied with create-if-absent (``write_new``)
+        and the source deleted afterwards (not atomic: a crash in between leaves both);
+        a directory prefix is copied key by key (``mv``) after an existence check.
+        """
+        if self.is_local:
+            raw_src, raw_dst = self._raw(src), self._raw(dst)
+            if not os.path.isdir(raw_src):
+                try:
+                    os.link(raw_src, raw_dst)
+                except FileExistsError:
+                    raise FileExistsError(dst) from None
+                except FileNotFoundError:
+                    raise FileNotFoundError(src) from None
+                except OSError:  # no hard links on this filesystem
+                    pass
+                else:
+                    os.unlink(raw_src)
+                    return
+            if os.path.lexists(raw_dst):
+                raise FileExistsError(dst)
+            os.rename(raw_src, raw_dst)
+            return
         if self.exists(dst):
             raise FileExistsError(dst)
-        if self.is_local:
-            os.rename(self._raw(src), self._raw(dst))
+        status = self.stat(src)
+        if status.is_dir:
+            self.fs.mv(self._raw(src), self._raw(dst), recursive=True)
+            self._invalidate(self._raw(src))
+            self._invalidate(self._raw(dst))
             return
-        self.fs.mv(self._raw(src), self._raw(dst), recursive=True)
+        self.write_new(dst, self.read_bytes(src))
+        result = self._bulk_delete([src])[0]
+        if result.outcome == DeleteOutcome.FAILED:
+            raise errors.StorageError(f"renamed {src} to {dst} but could not delete the source: {result.error}",
+                                      fix="delete the source file by hand")
 
     def mkdirs(self, path: str) -> None:
         if self.is_local:
             os.makedirs(self._raw(path), exist_ok=True)
 
+    def _invalidate(self, raw: str) -> None:
+        try:
+            self.fs.invalidate_cache(raw)
+        except Exception:  # pragma: no cover - caches are an optimisation only
+            pass
+
     # -- deleting ----------------------------------------------------------------------
     def delete_files(self, paths: Iterable[str]) -> list[DeleteResult]:
-        """Delete regular files, never directories. Per-file outcome: deleted, already
-        missing, or failed (with the error). Object stores use bulk DeleteObjects, after one
-        listing per directory to tell missing files apart (S3 reports absent keys as deleted).
+        """Delete regular files, never directories. One result per input path, in input
+        order: deleted, already missing, or failed (with the error).
+
+        Object stores: one listing per parent directory tells missing files and directories
+        apart (S3 reports absent keys as deleted), then bulk DeleteObjects in batches of at
+        most ``safety.DELETE_BATCH_MAX`` keys. If a listing fails, that directory's files are
+        deleted blindly and reported as S3 reports them.
         """
         paths = list(paths)
         if self.is_local:
@@ -375,67 +442,126 @@ class FileIO:
             return DeleteResult(path, DeleteOutcome.FAILED, f"{type(e).__name__}: {e}")
 
     def _delete_object_store(self, paths: list[str]) -> list[DeleteResult]:
-        results: list[DeleteResult] = []
+        decided: dict[str, DeleteResult] = {}
         by_dir: dict[str, list[str]] = defaultdict(list)
-        for p in paths:
-            by_dir[parent(p)].append(p)
+        for p in dict.fromkeys(paths):  # unique, in input order
+            raw = self._raw(p).strip("/")
+            if "/" not in raw:
+                decided[p] = DeleteResult(p, DeleteOutcome.FAILED, "is a bucket: never deleted")
+                continue
+            by_dir[parent(raw)].append(p)
+        to_delete: list[str] = []
         for directory, members in by_dir.items():
+            files: set[str] | None
+            dirs: set[str] = set()
             try:
-                listing = {s.path: s for s in self.list_dir(directory)}
-            except Exception as e:  # listing failed: delete blindly, report what S3 says
-                listing = None
-                _ = e
-            existing: list[str] = []
+                files = set()
+                for status in self.list_dir(self._uri(directory)):
+                    (dirs if status.is_dir else files).add(status.name)
+            except Exception:  # listing failed: delete blindly, report what the store says
+                files = None
             for p in members:
-                if listing is not None and p not in listing:
-                    results.append(DeleteResult(p, DeleteOutcome.MISSING))
-                elif listing is not None and listing[p].is_dir:
-                    results.append(DeleteResult(p, DeleteOutcome.FAILED, "is a directory: never deleted"))
+                name = basename(p)
+                if files is None or name in files:  # a file wins over a same-named prefix
+                    to_delete.append(p)
+                elif name in dirs:
+                    decided[p] = DeleteResult(p, DeleteOutcome.FAILED, "is a directory: never deleted")
                 else:
-                    existing.append(p)
-            for start in range(0, len(existing), safety.DELETE_BATCH_MAX):
-                results.extend(self._bulk_delete(existing[start:start + safety.DELETE_BATCH_MAX]))
-        return results
+                    decided[p] = DeleteResult(p, DeleteOutcome.MISSING)
+        for start in range(0, len(to_delete), safety.DELETE_BATCH_MAX):
+            for result in self._bulk_delete(to_delete[start:start + safety.DELETE_BATCH_MAX]):
+                decided[result.path] = result
+        return [decided[p] for p in paths]
 
     def _bulk_delete(self, batch: list[str]) -> list[DeleteResult]:
+        """Delete exactly these keys (files or directory markers), at most 1000, any buckets."""
         if not batch:
             return []
-        bucket = self._raw(batch[0]).split("/", 1)[0]
-        keys = {self._raw(p).split("/", 1)[1]: p for p in batch}
-        try:
-            response = self.fs.call_s3(
-                "delete_objects", Bucket=bucket,
-                Delete={"Objects": [{"Key": k} for k in keys], "Quiet": False},
+        if not hasattr(self.fs, "call_s3"):  # another object store: one delete per file
+            return [self._delete_one(p) for p in batch]
+        by_bucket: dict[str, dict[str, str]] = defaultdict(dict)
+        for p in batch:
+            bucket, _, key = self._raw(p).lstrip("/").partition("/")
+            by_bucket[bucket][key] = p
+        results: list[DeleteResult] = []
+        for bucket, keys in by_bucket.items():
+            try:
+                response = self.fs.call_s3(
+                    "delete_objects", Bucket=bucket,
+                    Delete={"Objects": [{"Key": k} for k in keys], "Quiet": False},
+                )
+            except Exception as e:
+                results.extend(DeleteResult(p, DeleteOutcome.FAILED, f"{type(e).__name__}: {e}")
+                               for p in keys.values())
+                continue
+            finally:
+                for key in keys:
+                    self._invalidate(f"{bucket}/{key}")
+            failed = {err["Key"]: f"{err.get('Code')}: {err.get('Message')}" for err in response.get("Errors", [])}
+            results.extend(
+                DeleteResult(p, DeleteOutcome.FAILED, failed[k]) if k in failed
+                else DeleteResult(p, DeleteOutcome.DELETED)
+                for k, p in keys.items()
             )
+        return results
+
+    def _delete_one(self, path: str) -> DeleteResult:
+        try:
+            self.fs.rm_file(self._raw(path))
+            return DeleteResult(path, DeleteOutcome.DELETED)
+        except FileNotFoundError:
+            return DeleteResult(path, DeleteOutcome.MISSING)
         except Exception as e:
-            return [DeleteResult(p, DeleteOutcome.FAILED, f"{type(e).__name__}: {e}") for p in batch]
-        failed = {err["Key"]: f"{err.get('Code')}: {err.get('Message')}" for err in response.get("Errors", [])}
-        return [
-            DeleteResult(p, DeleteOutcome.FAILED, failed[k]) if k in failed else DeleteResult(p, DeleteOutcome.DELETED)
-            for k, p in keys.items()
-        ]
+            return DeleteResult(path, DeleteOutcome.FAILED, f"{type(e).__name__}: {e}")
+
+    def _keys_under(self, path: str) -> list[str]:
+        """Every object below ``path`` on an object store, directory markers included."""
+        raw = self._raw(path).rstrip("/")
+        try:
+            found = self.fs.find(raw, detail=True)
+        except FileNotFoundError:
+            return []
+        out = []
+        for info in found.values():
+            if info.get("type") == "directory":
+                continue
+            name = str(info["name"])
+            if name.startswith(raw + "/"):
+                out.append(self._uri(name))
+        return out
 
     def delete_empty_dir(self, path: str) -> bool:
-        """Remove a directory only if it is empty (non-recursive). Object stores have no
-        directories to remove: returns False."""
-        if not self.is_local:
+        """Remove a directory only if it is empty (non-recursive); True if removed.
+
+        Object stores have no real directories: a prefix holding nothing but its own marker
+        object (``dir/``, written by pyarrow/pypaimon ``mkdirs``) counts as an empty directory
+        and the marker is deleted; a prefix with any other object is left alone."""
+        if self.is_local:
+            try:
+                os.rmdir(self._raw(path))
+                return True
+            except OSError:
+                return False
+        marker = self._raw(path).rstrip("/") + "/"
+        keys = self._keys_under(path)
+        if [self._raw(k) for k in keys] != [marker]:
             return False
-        try:
-            os.rmdir(self._raw(path))
-            return True
-        except OSError:
-            return False
+        return self._bulk_delete(keys)[0].outcome == DeleteOutcome.DELETED
 
     def delete_tree(self, path: str) -> None:
         """Recursive delete of a metadata directory (branch drop). Callers restrict this to
-        ``branch/branch-<name>`` paths; data directories are never deleted recursively."""
+        ``branch/branch-<name>`` paths; data directories are never deleted recursively.
+        On object stores every key below the prefix goes, directory markers included."""
         if self.is_local:
             import shutil
 
             shutil.rmtree(self._raw(path), ignore_errors=False)
             return
-        files = [s.path for s in self.walk_files(path)]
-        failed = [r for r in self.delete_files(files) if r.outcome == DeleteOutcome.FAILED]
+        keys = self._keys_under(path)
+        failed: list[DeleteResult] = []
+        for start in range(0, len(keys), safety.DELETE_BATCH_MAX):
+            batch = keys[start:start + safety.DELETE_BATCH_MAX]
+            failed.extend(r for r in self._bulk_delete(batch) if r.outcome == DeleteOutcome.FAILED)
         if failed:
             raise errors.StorageError(f"could not delete {failed[0].path}: {failed[0].error}",
                                       fix="check permissions and retry")
