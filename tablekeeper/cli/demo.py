@@ -62,10 +62,11 @@ def run(warehouse: str, *, echo: bool = True) -> dict[str, Any]:
          lambda: tags.create_tag(table, "nightly-1", snapshot_id=2, time_retained=timedelta(days=7)))
     step("tag 'release' at the latest snapshot", lambda: tags.create_tag(table, "release"))
     step("branch 'fix' from tag 'nightly-1'", lambda: branches.create_branch(table, "fix", from_tag="nightly-1"))
-    step("two commits on branch 'fix'", lambda: [
-        sample_data.commit_rows(warehouse, TABLE, [{"dt": "2026-11-01", "order_id": 1, "amount": -1.0}], "fix"),
-        sample_data.commit_rows(warehouse, TABLE, [{"dt": "2026-11-09", "order_id": 7, "amount": 7.0}], "fix")],
-         moves="fix@latest")
+    def branch_commits() -> None:
+        sample_data.commit_rows(warehouse, TABLE, [{"dt": "2026-11-01", "order_id": 1, "amount": -1.0}], "fix")
+        sample_data.commit_rows(warehouse, TABLE, [{"dt": "2026-11-09", "order_id": 7, "amount": 7.0}], "fix")
+
+    step("two commits on branch 'fix'", branch_commits, moves="fix@latest")
     step("branch 'scratch' from snapshot 4", lambda: branches.create_branch(table, "scratch", from_snapshot=4))
     step("drop branch 'scratch'", lambda: branches.drop_branch(table, "scratch"))
     plan = tags.plan_delete_tag(table, "fork-scratch-4")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -100,7 +100,7 @@ def progress_callback() -> execution.Progress | None:
 
 
 def _when(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def build_timeline(table: Table) -> dict[str, Any]:
@@ -175,8 +175,7 @@ def timeline(data: Mapping[str, Any]) -> None:
         if s["id"] in pending:
             draw_branches_for(s["id"])
         click.echo(f"  * {_snapshot_line(s, main['latest'])}")
-    for fid in sorted(pending, key=lambda x: -1 if x is None else x, reverse=True):
-        if fid is not None:
-            draw_branches_for(fid)
+    for leftover in sorted((f for f in pending if f is not None), reverse=True):
+        draw_branches_for(leftover)
     if not main_ids:
         click.echo("  (main has no snapshots)")

@@ -9,7 +9,7 @@ so a rerun after a crash finishes the job."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from tablekeeper.core import errors, forks, names
@@ -68,7 +68,7 @@ def list_branches(table: Table) -> list[BranchRow]:
             mtime = main.file_io.stat(path).mtime_ms
         except FileNotFoundError:
             continue
-        rows.append(BranchRow(fp.branch, datetime.fromtimestamp(mtime / 1000, tz=timezone.utc),
+        rows.append(BranchRow(fp.branch, datetime.fromtimestamp(mtime / 1000, tz=UTC),
                               fp.from_tag, fp.snapshot_id))
     return rows
 

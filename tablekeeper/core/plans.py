@@ -13,7 +13,7 @@ from typing import Any
 __all__ = ["FileKind", "PlannedFile", "DeleteStep", "WriteStep", "Step", "Plan", "STAGE_ORDER"]
 
 
-class FileKind(str, enum.Enum):
+class FileKind(enum.StrEnum):
     DATA = "data"
     CHANGELOG_DATA = "changelog"
     MANIFEST = "manifest"

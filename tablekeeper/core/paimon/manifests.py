@@ -115,9 +115,9 @@ def _read(file_io: FileIO, path: str) -> bytes:
 
 def _records(data: bytes, path: str, reader_schema: Any = None) -> Iterable[dict[str, Any]]:
     try:
-        if reader_schema is None:
-            return list(fastavro.reader(io.BytesIO(data)))
-        return list(fastavro.reader(io.BytesIO(data), reader_schema=reader_schema))
+        reader = (fastavro.reader(io.BytesIO(data)) if reader_schema is None
+                  else fastavro.reader(io.BytesIO(data), reader_schema=reader_schema))
+        return [r for r in reader if isinstance(r, dict)]
     except Exception as e:
         raise errors.FormatError(f"cannot decode Avro file {path}: {e}",
                                  fix="the manifest is damaged; restore it or repair the table") from e
@@ -192,6 +192,8 @@ def read_manifest_refs(file_io: FileIO, path: str) -> list[FileRef]:
     data = _read(file_io, path)
     try:
         writer = fastavro.reader(io.BytesIO(data)).writer_schema
+        if not isinstance(writer, dict):
+            raise TypeError("top-level schema is not a record")
     except Exception as e:
         raise errors.FormatError(f"cannot decode Avro file {path}: {e}", fix="restore the manifest") from e
     out = []

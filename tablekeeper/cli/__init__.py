@@ -1,0 +1,1 @@
+"""The tablekeeper command line."""
