@@ -55,7 +55,7 @@ class PartitionPathResolver:
         cached = self._dirs.get(key)
         if cached is None:
             rel = self._factory.relative_bucket_path(self._values(partition), bucket, canonical_partition=True)
-            if "://" in rel or rel.startswith("/") or rel.startswith("file:"):
+            if "://" in rel or rel.startswith(("/", "file:")):
                 cached = rel.replace("file:", "", 1) if rel.startswith("file:") and "://" not in rel else rel
             else:
                 cached = join(self.root, rel.removeprefix("./"))
