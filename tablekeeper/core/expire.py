@@ -1,0 +1,271 @@
+"""Snapshot expiration (paimon-semantics.md §2) as a pure planner returning a frozen Plan.
+
+Range: Java 2.0's ``ExpireSnapshotsImpl`` (retain min/max, time retention checked on the
+*next* snapshot, expire limit, consumers). Deletion: Java's ``SnapshotDeletion`` order — data
+files, changelog files, manifests/index/statistics, (changelog-N copies when decoupled),
+snapshot files, EARLIEST. Protection is stronger than Java's: tags of *every* branch, every
+snapshot and tag of every *other* branch, and long-lived changelogs are roots; any read error on
+a protecting root aborts the plan (IncompleteProtectionSetError)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+
+from tablekeeper.core import durations, errors, plans, safety
+from tablekeeper.core.paimon import hints, layout, manifests
+from tablekeeper.core.paimon.snapshot import Snapshot
+from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.reachability import DataKey, Reachability
+from tablekeeper.core.storage import join
+
+__all__ = ["ExpireConfig", "ExpireRange", "config_from_options", "compute_range", "plan_expire"]
+
+INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class ExpireConfig:
+    retain_min: int = 10
+    retain_max: int = INT_MAX
+    time_retained: timedelta = timedelta(hours=1)
+    expire_limit: int = 50
+    clean_empty_directories: bool = False
+    changelog_decoupled: bool = False
+    changelog_producer: str = "none"
+    consumer_changelog_only: bool = False
+
+    def validate(self) -> None:
+        if self.retain_min < safety.MIN_RETAIN_MIN:
+            raise errors.UnsafePolicyError(
+                f"snapshot.num-retained.min must be >= {safety.MIN_RETAIN_MIN}, got {self.retain_min}",
+                fix="keep at least one snapshot (Paimon issue #10088)")
+        if self.retain_max < self.retain_min:
+            raise errors.InvalidInputError(
+                f"snapshot.num-retained.max ({self.retain_max}) < snapshot.num-retained.min ({self.retain_min})",
+                fix="raise the max or lower the min")
+        if self.expire_limit < 1:
+            raise errors.InvalidInputError("snapshot.expire.limit must be >= 1", fix="e.g. 50")
+        if self.time_retained < timedelta(0):
+            raise errors.InvalidInputError("snapshot.time-retained must not be negative", fix="e.g. '1 h'")
+
+
+def _int(options: Mapping[str, str], key: str, default: int) -> int:
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError as e:
+        raise errors.InvalidInputError(f"{key} = {raw!r} is not an integer", fix=f"set {key} to a number") from e
+
+
+def config_from_options(options: Mapping[str, str], **overrides: object) -> ExpireConfig:
+    """The expiration config Paimon derives from table options (``snapshot.*``, ``changelog.*``,
+    ``consumer.changelog-only``), with explicit overrides (None = keep)."""
+    retain_min = _int(options, "snapshot.num-retained.min", 10)
+    retain_max = _int(options, "snapshot.num-retained.max", INT_MAX)
+    time_retained = durations.parse_duration(options.get("snapshot.time-retained", "1 h"),
+                                             field="snapshot.time-retained")
+    limit = _int(options, "snapshot.expire.limit", 50)
+    clean = (options.get("snapshot.clean-empty-directories")
+             or options.get("snapshot.expire.clean-empty-directories") or "false").lower() == "true"
+    cl_min = _int(options, "changelog.num-retained.min", retain_min)
+    cl_max = _int(options, "changelog.num-retained.max", retain_max)
+    cl_time = durations.parse_duration(options.get("changelog.time-retained", "0 ms"), field="changelog.time-retained") \
+        if "changelog.time-retained" in options else time_retained
+    decoupled = cl_max > retain_max or cl_min > retain_min or cl_time > time_retained
+    values: dict[str, object] = {
+        "retain_min": retain_min, "retain_max": retain_max, "time_retained": time_retained,
+        "expire_limit": limit, "clean_empty_directories": clean, "changelog_decoupled": decoupled,
+        "changelog_producer": options.get("changelog-producer", "none"),
+        "consumer_changelog_only": options.get("consumer.changelog-only", "false").lower() == "true",
+    }
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    config = ExpireConfig(**values)  # type: ignore[arg-type]
+    config.validate()
+    return config
+
+
+@dataclass(frozen=True)
+class ExpireRange:
+    earliest: int | None
+    latest: int | None
+    end_exclusive: int | None
+    reason: str
+
+    @property
+    def count(self) -> int:
+        if self.earliest is None or self.end_exclusive is None:
+            return 0
+        return max(0, self.end_exclusive - self.earliest)
+
+
+def compute_range(table: Table, config: ExpireConfig, now_ms: int) -> ExpireRange:
+    """Which snapshots expire: ``[earliest, end_exclusive)`` (Java 2.0 rules)."""
+    config.validate()
+    latest = table.latest_snapshot_id()
+    earliest = table.earliest_snapshot_id()
+    if latest is None or earliest is None:
+        return ExpireRange(earliest, latest, None, "no snapshots")
+    low = max(latest - config.retain_max + 1, earliest)
+    end = latest - config.retain_min + 1
+    reason = f"snapshot.num-retained.min={config.retain_min}"
+    if not (config.consumer_changelog_only and config.changelog_decoupled):
+        consumers = table.consumers()
+        if consumers:
+            nxt = min(c.next_snapshot for c in consumers)
+            if nxt < end:
+                end, reason = nxt, f"consumer {min(consumers, key=lambda c: c.next_snapshot).consumer_id} at {nxt}"
+    if earliest + config.expire_limit < end:
+        end, reason = earliest + config.expire_limit, f"snapshot.expire.limit={config.expire_limit}"
+    older_than = now_ms - int(config.time_retained.total_seconds() * 1000)
+    for sid in range(low, end):
+        if table.snapshot_exists(sid + 1) and table.snapshot(sid + 1).time_millis >= older_than:
+            return ExpireRange(earliest, latest, sid,
+                               f"snapshot {sid + 1} is younger than snapshot.time-retained")
+    return ExpireRange(earliest, latest, end, reason)
+
+
+def _roots(table: Table) -> tuple[list[Snapshot], list[Snapshot], list[Snapshot]]:
+    """(tags of every branch, snapshots and tags of other branches, long-lived changelogs)."""
+    tags: list[Snapshot] = []
+    others: list[Snapshot] = []
+    changelogs: list[Snapshot] = []
+    for branch in table.all_branches():
+        tags.extend(t.snapshot for t in branch.tags())
+        if branch.branch != table.branch:
+            others.extend(branch.snapshots())
+            others.extend(t.snapshot for t in branch.tags())
+        for cid in branch.changelog_ids():
+            try:
+                changelogs.append(branch.changelog(cid))
+            except FileNotFoundError:
+                continue
+    return tags, others, changelogs
+
+
+def _delta_deletions(reach: Reachability, snapshot: Snapshot) -> list[manifests.FileRef]:
+    """DELETE entries of a delta, cancelled by an ADD of the same file in the same delta
+    (upgrades: DELETE level L + ADD level L' of one file), regardless of order."""
+    refs = reach.delta_refs(snapshot)
+    added = {(r.partition, r.bucket, r.file_name) for r in refs if r.kind == manifests.ADD}
+    return [r for r in refs if r.kind == manifests.DELETE and (r.partition, r.bucket, r.file_name) not in added]
+
+
+def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
+    """Plan snapshot expiration of ``table``'s branch. Pure: reads metadata, writes nothing."""
+    rng = compute_range(table, config, now_ms)
+    details: tuple[tuple[str, object], ...] = (
+        ("branch", table.branch), ("earliest", rng.earliest), ("latest", rng.latest),
+        ("end_exclusive", rng.end_exclusive), ("expired_snapshots", 0), ("stop_reason", rng.reason))
+    snapshot_dir = table.dir(layout.SNAPSHOT_DIR)
+    earliest_hint = join(snapshot_dir, hints.EARLIEST)
+    if rng.earliest is None or rng.end_exclusive is None or rng.end_exclusive <= rng.earliest:
+        steps: tuple[plans.Step, ...] = ()
+        if rng.earliest is not None and table.read_hint(layout.SNAPSHOT_DIR, hints.EARLIEST) is None:
+            steps = (plans.WriteStep(earliest_hint, hints.encode_hint(rng.earliest), "EARLIEST was missing"),)
+        return plans.Plan("expire-snapshots", table.identifier, steps, (f"nothing expires: {rng.reason}",), details)
+    end = rng.end_exclusive
+    expiring: list[Snapshot] = []
+    for sid in range(rng.earliest, end):
+        if table.snapshot_exists(sid):
+            expiring.append(table.snapshot(sid))
+    notes: list[str] = [f"expiring snapshots {rng.earliest}..{end - 1} (stop: {rng.reason})"]
+    missing = [sid for sid in range(rng.earliest, end) if not table.snapshot_exists(sid)]
+    if missing:
+        notes.append(f"snapshot files already gone (concurrent or earlier run): {missing[:10]}")
+    if not expiring:
+        return plans.Plan("expire-snapshots", table.identifier,
+                          (plans.WriteStep(earliest_hint, hints.encode_hint(end), "advance EARLIEST"),),
+                          tuple(notes), details)
+    end_snapshot = table.snapshot(end)
+    reach = Reachability(table)
+    try:
+        tag_roots, other_roots, changelog_roots = _roots(table)
+        keep_data: set[DataKey] = reach.union_live(other_roots)
+        keep_changelog: set[DataKey] = set()
+        for root in [*tag_roots, *other_roots, *changelog_roots, end_snapshot]:
+            keep_changelog.update((r.partition, r.bucket, r.file_name) for r in reach.changelog_refs(root))
+        for log in changelog_roots:
+            keep_data.update((r.partition, r.bucket, r.file_name) for r in reach.delta_refs(log))
+        keep_meta = reach.union_meta([end_snapshot, *tag_roots, *other_roots, *changelog_roots])
+        own_tags = sorted((t.snapshot for t in table.tags()), key=lambda s: s.id)
+        tag_live: dict[int, set[DataKey]] = {}
+    except FileNotFoundError as e:
+        raise errors.IncompleteProtectionSetError(
+            f"cannot read a protecting root while planning expiration: {e}",
+            fix="a manifest of a retained snapshot/tag/branch is missing; repair it (nothing was deleted)") from e
+    begin = expiring[0].id
+    files: list[plans.PlannedFile] = []
+    skipped: list[int] = []
+    # 1. data files deleted in the deltas of (begin, end]
+    for snap in [*expiring[1:], end_snapshot]:
+        try:
+            deletions = _delta_deletions(reach, snap)
+        except FileNotFoundError:
+            skipped.append(snap.id)  # an earlier run already removed this delta: its data went first
+            continue
+        previous_tag = max((t for t in own_tags if t.id < snap.id), key=lambda t: t.id, default=None)
+        protected: set[DataKey] = set()
+        if previous_tag is not None:
+            try:
+                if previous_tag.id not in tag_live:
+                    tag_live[previous_tag.id] = set(reach.live_files(previous_tag))
+            except FileNotFoundError as e:
+                raise errors.IncompleteProtectionSetError(
+                    f"cannot read tag at snapshot {previous_tag.id}: {e}", fix="repair the tag's manifests") from e
+            protected = tag_live[previous_tag.id]
+        for ref in deletions:
+            key = (ref.partition, ref.bucket, ref.file_name)
+            if key in protected or key in keep_data:
+                continue
+            reason = f"deleted in snapshot {snap.id}"
+            for path in reach.data_paths(ref):
+                files.append(plans.PlannedFile(path, plans.FileKind.DATA, None, reason))
+    if skipped:
+        notes.append(f"deltas of snapshots {skipped[:10]} already cleaned by an earlier run")
+    # 2. changelog files of [begin, end) (only when not decoupled)
+    if not config.changelog_decoupled:
+        for snap in expiring:
+            try:
+                refs = reach.changelog_refs(snap)
+            except FileNotFoundError:
+                continue
+            for ref in refs:
+                key = (ref.partition, ref.bucket, ref.file_name)
+                if ref.kind == manifests.ADD and key not in keep_changelog:
+                    for path in reach.data_paths(ref):
+                        files.append(plans.PlannedFile(path, plans.FileKind.CHANGELOG_DATA, None,
+                                                       f"changelog of snapshot {snap.id}"))
+    # 3. manifests, index, statistics of [begin, end) not used by any root
+    for snap in expiring:
+        try:
+            metas = reach.meta_files(snap, include_changelog=not config.changelog_decoupled)
+        except FileNotFoundError:
+            metas = set()  # partially cleaned by an earlier run: the rest is orphan-cleanup's
+        for meta in metas:
+            if meta.path in keep_meta:
+                continue
+            if config.changelog_decoupled and config.changelog_producer == "none" and meta.kind == "manifest":
+                name = meta.path.rsplit("/", 1)[-1]
+                if name in (snap.base_manifest_list, snap.delta_manifest_list):
+                    continue
+            kind = {"manifest": plans.FileKind.MANIFEST, "index": plans.FileKind.INDEX}.get(
+                meta.kind, plans.FileKind.STATISTICS)
+            files.append(plans.PlannedFile(meta.path, kind, meta.size, "only expired snapshots used it"))
+    steps: list[plans.Step] = list(plans.Plan.ordered_deletes(files))
+    # 4. decoupled: keep changelog-N copies before the snapshot files go
+    if config.changelog_decoupled:
+        for snap in expiring:
+            steps.append(plans.WriteStep(table.changelog_path(snap.id), table.file_io.read_text(table.snapshot_path(snap.id)),
+                                         "decoupled changelog lifecycle", create_only=True))
+        steps.append(plans.WriteStep(join(table.dir(layout.CHANGELOG_DIR), hints.LATEST),
+                                     hints.encode_hint(expiring[-1].id), "changelog LATEST"))
+    # 5. snapshot files, oldest first, then EARLIEST
+    steps.append(plans.DeleteStep(plans.FileKind.SNAPSHOT, tuple(
+        plans.PlannedFile(table.snapshot_path(s.id), plans.FileKind.SNAPSHOT, None, "expired") for s in expiring)))
+    steps.append(plans.WriteStep(earliest_hint, hints.encode_hint(end), "new earliest snapshot"))
+    details = tuple((k, len(expiring) if k == "expired_snapshots" else v) for k, v in details)
+    return plans.Plan("expire-snapshots", table.identifier, tuple(steps), tuple(notes), details)
