@@ -197,7 +197,6 @@ def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
         raise errors.IncompleteProtectionSetError(
             f"cannot read a protecting root while planning expiration: {e}",
             fix="a manifest of a retained snapshot/tag/branch is missing; repair it (nothing was deleted)") from e
-    begin = expiring[0].id
     files: list[plans.PlannedFile] = []
     skipped: list[int] = []
     # 1. data files deleted in the deltas of (begin, end]
