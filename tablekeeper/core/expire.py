@@ -163,10 +163,10 @@ def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
     snapshot_dir = table.dir(layout.SNAPSHOT_DIR)
     earliest_hint = join(snapshot_dir, hints.EARLIEST)
     if rng.earliest is None or rng.end_exclusive is None or rng.end_exclusive <= rng.earliest:
-        steps: tuple[plans.Step, ...] = ()
+        hint_steps: tuple[plans.Step, ...] = ()
         if rng.earliest is not None and table.read_hint(layout.SNAPSHOT_DIR, hints.EARLIEST) is None:
-            steps = (plans.WriteStep(earliest_hint, hints.encode_hint(rng.earliest), "EARLIEST was missing"),)
-        return plans.Plan("expire-snapshots", table.identifier, steps, (f"nothing expires: {rng.reason}",), details)
+            hint_steps = (plans.WriteStep(earliest_hint, hints.encode_hint(rng.earliest), "EARLIEST was missing"),)
+        return plans.Plan("expire-snapshots", table.identifier, hint_steps, (f"nothing expires: {rng.reason}",), details)
     end = rng.end_exclusive
     expiring: list[Snapshot] = []
     for sid in range(rng.earliest, end):
