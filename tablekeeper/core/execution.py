@@ -29,6 +29,7 @@ class ExecutionResult:
     missing: Counter[str] = field(default_factory=Counter)
     failed: list[DeleteResult] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
+    removed_dirs: list[str] = field(default_factory=list)
     order: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -39,6 +40,7 @@ class ExecutionResult:
             "failed": [{"path": r.path, "error": r.error} for r in self.failed[:20]],
             "failed_count": len(self.failed),
             "written": list(self.written),
+            "removed_dirs": len(self.removed_dirs),
         }
 
 
@@ -54,6 +56,16 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
     result = ExecutionResult()
     workers = max(1, parallelism or min(8, (os.cpu_count() or 2) * 2))
     for step in plan.steps:
+        if isinstance(step, plans.RemoveEmptyDirsStep):
+            for directory in step.dirs:
+                current = directory
+                for _ in range(step.depth + 1):
+                    if not file_io.delete_empty_dir(current):
+                        break
+                    result.removed_dirs.append(current)
+                    current = current.rsplit("/", 1)[0]
+            result.order.append("remove-empty-dirs")
+            continue
         if isinstance(step, plans.WriteStep):
             if fault is not None:
                 fault([step.path])

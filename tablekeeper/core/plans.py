@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FileKind", "PlannedFile", "DeleteStep", "WriteStep", "Step", "Plan", "STAGE_ORDER"]
+__all__ = ["FileKind", "PlannedFile", "DeleteStep", "WriteStep", "RemoveEmptyDirsStep", "Step", "Plan",
+           "STAGE_ORDER"]
 
 
 class FileKind(enum.StrEnum):
@@ -59,7 +60,16 @@ class WriteStep:
     create_only: bool = False
 
 
-Step = DeleteStep | WriteStep
+@dataclass(frozen=True)
+class RemoveEmptyDirsStep:
+    """Remove these bucket directories if empty, then their parents up to ``depth`` partition
+    levels, bottom-up and non-recursively (never the table root)."""
+
+    dirs: tuple[str, ...]
+    depth: int = 0
+
+
+Step = DeleteStep | WriteStep | RemoveEmptyDirsStep
 
 
 @dataclass(frozen=True)

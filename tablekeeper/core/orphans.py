@@ -1,0 +1,205 @@
+"""Orphan file cleanup (paimon-semantics.md §5) as a pure planner.
+
+Order matters (Paimon #3075): candidates are listed *first* — ``manifest/``, ``index/``,
+``statistics/``, the partition/bucket data directories (also under ``data-file.path-directory``
+and ``data-file.external-paths``) and stray temp files in every branch's snapshot/changelog
+directory — then the used set is built from every snapshot, tag and long-lived changelog of
+every branch (ADD and DELETE entries, extra files, index files, statistics). A file written
+after the listing can therefore never be deleted. Only regular files older than ``older_than``
+are candidates; directories, metadata JSON, hints and anything outside the known directories
+are never touched."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from tablekeeper.core import errors, plans, safety
+from tablekeeper.core.paimon import layout
+from tablekeeper.core.paimon.snapshot import Snapshot
+from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.reachability import Reachability
+from tablekeeper.core.storage import FileStatus, join
+
+__all__ = ["OrphanConfig", "resolve_older_than", "list_candidates", "plan_orphan_clean"]
+
+_KEPT_NAMES = {"EARLIEST", "LATEST"}
+
+
+@dataclass(frozen=True)
+class OrphanConfig:
+    older_than_ms: int
+    clean_empty_directories: bool = True
+
+
+def resolve_older_than(now_ms: int, *, older_than_ms: int | None = None, older_than_age: timedelta | None = None,
+                       force: bool = False) -> int:
+    """The deletion threshold: default ``now - 1 day``; it must lie in the past, and closer
+    than ``ORPHAN_AGE_FLOOR`` (1 h) to now only with ``force`` (in-flight writes).
+
+    Raises:
+        UnsafePolicyError: threshold in the future, or too recent without force.
+    """
+    if older_than_ms is not None and older_than_age is not None:
+        raise errors.InvalidInputError("give older-than as a time or as an age, not both", fix="drop one")
+    if older_than_age is not None:
+        older_than_ms = now_ms - int(older_than_age.total_seconds() * 1000)
+    if older_than_ms is None:
+        older_than_ms = now_ms - int(safety.DEFAULT_ORPHAN_MIN_AGE.total_seconds() * 1000)
+    if older_than_ms >= now_ms:
+        raise errors.UnsafePolicyError("older-than must be in the past (Paimon #4779)",
+                                       fix="use the default (1 day ago) or an earlier time")
+    if now_ms - older_than_ms < safety.ORPHAN_AGE_FLOOR.total_seconds() * 1000 and not force:
+        raise errors.UnsafePolicyError(
+            f"older-than is less than {safety.ORPHAN_AGE_FLOOR} ago: files of running writers could be deleted",
+            fix="use an older threshold, or --force if no writer is running")
+    return older_than_ms
+
+
+def _data_roots(table: Table) -> list[str]:
+    options = table.options()
+    roots = [join(table.root, options["data-file.path-directory"])
+             if options.get("data-file.path-directory") else table.root]
+    for raw in (options.get("data-file.external-paths") or "").split(","):
+        if raw.strip():
+            roots.append(table.file_io.normalize(raw.strip()))
+    return roots
+
+
+def _bucket_dirs(table: Table, root: str, depth: int) -> list[str]:
+    """Walk exactly ``depth`` partition levels (names with '='), then ``bucket-*``."""
+    level = [root]
+    for _ in range(depth):
+        nxt = []
+        for d in level:
+            nxt.extend(s.path for s in table.file_io.list_dir(d) if s.is_dir and "=" in s.name)
+        level = nxt
+    out = []
+    for d in level:
+        out.extend(s.path for s in table.file_io.list_dir(d) if s.is_dir and s.name.startswith("bucket-"))
+    return out
+
+
+def list_candidates(table: Table, older_than_ms: int) -> tuple[list[FileStatus], list[str]]:
+    """(candidate files older than the threshold, bucket directories seen)."""
+    io = table.file_io
+    main = table.on_branch(layout.MAIN)
+    candidates: list[FileStatus] = []
+    for kind in (layout.MANIFEST_DIR, layout.INDEX_DIR, layout.STATISTICS_DIR):
+        candidates.extend(s for s in io.list_dir(main.shared_dir(kind)) if not s.is_dir)
+    depth = len(main.schema().partition_keys)
+    buckets: list[str] = []
+    for root in _data_roots(main):
+        for bucket in _bucket_dirs(main, root, depth):
+            buckets.append(bucket)
+            candidates.extend(s for s in io.list_dir(bucket) if not s.is_dir)
+    for branch in main.all_branches():
+        for kind, prefix in ((layout.SNAPSHOT_DIR, layout.SNAPSHOT_PREFIX),
+                             (layout.CHANGELOG_DIR, layout.CHANGELOG_PREFIX)):
+            for s in io.list_dir(branch.dir(kind)):
+                if not s.is_dir and not s.name.startswith(prefix) and s.name not in _KEPT_NAMES:
+                    candidates.append(s)  # leftover temp files of crashed commits
+    return [c for c in candidates if c.mtime_ms < older_than_ms], buckets
+
+
+def _roots(table: Table) -> list[tuple[Table, str, Snapshot]]:
+    """Every snapshot, tag and long-lived changelog of every branch, with the path that proves
+    the root still exists."""
+    out: list[tuple[Table, str, Snapshot]] = []
+    for branch in table.all_branches():
+        if not branch.schema_ids():
+            raise errors.IncompleteProtectionSetError(
+                f"branch {branch.branch!r} has no schema: its files cannot be attributed",
+                fix="check that branch manually (Paimon aborts here too), then drop or repair it")
+        for sid in branch.snapshot_ids():
+            try:
+                out.append((branch, branch.snapshot_path(sid), branch.snapshot(sid)))
+            except errors.SnapshotNotFoundError:
+                continue
+        for name in branch.tag_names():
+            try:
+                out.append((branch, branch.tag_path(name), branch.tag(name).snapshot))
+            except errors.TagNotFoundError:
+                continue
+        for cid in branch.changelog_ids():
+            try:
+                out.append((branch, branch.changelog_path(cid), branch.changelog(cid)))
+            except FileNotFoundError:
+                continue
+    return out
+
+
+def plan_orphan_clean(table: Table, config: OrphanConfig, *,
+                      after_listing: Callable[[], None] | None = None) -> plans.Plan:
+    """Plan orphan cleanup of the whole table (all branches share data and manifests).
+
+    ``after_listing`` is a test hook run between candidate listing and used-set building.
+
+    Raises:
+        IncompleteProtectionSetError: a branch without schema, or an unreadable manifest under
+        a root that still exists.
+    """
+    main = table.on_branch(layout.MAIN)
+    candidates, buckets = list_candidates(main, config.older_than_ms)
+    if after_listing is not None:
+        after_listing()
+    by_name: dict[str, list[FileStatus]] = {}
+    for c in candidates:
+        by_name.setdefault(c.name, []).append(c)
+    used: set[str] = set()
+    reach = Reachability(main)
+
+    def mark(name: str | None) -> None:
+        if name and name in by_name:
+            used.add(name)
+
+    for branch, root_path, snap in _roots(main):
+        try:
+            for list_name in snap.manifest_lists:
+                mark(list_name)
+                for meta in reach.manifest_list(list_name):
+                    mark(meta.file_name)
+                    for extra in meta.extra_files:
+                        mark(extra)
+                    for ref in reach.manifest_refs(meta.file_name):
+                        mark(ref.file_name)
+                        if ref.external_path:
+                            mark(ref.external_path.rsplit("/", 1)[-1])
+                        for extra in ref.extra_files:
+                            mark(extra)
+            if snap.index_manifest:
+                mark(snap.index_manifest)
+                for entry in reach.index_entries(snap.index_manifest):
+                    mark(entry.file_name)
+            mark(snap.statistics)
+        except FileNotFoundError as e:
+            if not branch.file_io.exists(root_path):
+                continue  # the root itself vanished (concurrent expiry): nothing to protect
+            raise errors.IncompleteProtectionSetError(
+                f"{root_path} references a missing file: {e}",
+                fix="repair the table (e.g. Paimon's remove_unexisting_files) before cleaning orphans") from e
+        except errors.FormatError as e:
+            raise errors.IncompleteProtectionSetError(f"cannot read metadata of {root_path}: {e}",
+                                                      fix="repair the damaged file") from e
+    kind_of = {main.shared_dir(layout.MANIFEST_DIR): plans.FileKind.MANIFEST,
+               main.shared_dir(layout.INDEX_DIR): plans.FileKind.INDEX,
+               main.shared_dir(layout.STATISTICS_DIR): plans.FileKind.STATISTICS}
+    files = []
+    for name, statuses in by_name.items():
+        if name in used:
+            continue
+        for s in statuses:
+            parent_dir = s.path.rsplit("/", 1)[0]
+            kind = kind_of.get(parent_dir, plans.FileKind.OTHER if "/snapshot/" in s.path or "/changelog/" in s.path
+                               else plans.FileKind.DATA)
+            files.append(plans.PlannedFile(s.path, kind, s.size, "referenced by no snapshot, tag or changelog"))
+    steps = list(plans.Plan.ordered_deletes(files))
+    if config.clean_empty_directories and files:
+        touched = sorted({f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA})
+        if touched:
+            steps.append(plans.RemoveEmptyDirsStep(tuple(touched), depth=len(main.schema().partition_keys)))
+    return plans.Plan("clean-orphans", main.identifier, tuple(steps),
+                      (f"{len(candidates)} candidate file(s) older than the threshold, {len(files)} unreferenced",),
+                      (("older_than_ms", config.older_than_ms), ("candidates", len(candidates)),
+                       ("bucket_dirs", len(buckets))))
