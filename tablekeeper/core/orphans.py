@@ -71,11 +71,11 @@ def _bucket_dirs(table: Table, root: str, depth: int) -> list[str]:
     """Walk exactly ``depth`` partition levels (names with '='), then ``bucket-*``."""
     level = [root]
     for _ in range(depth):
-        nxt = []
+        nxt: list[str] = []
         for d in level:
             nxt.extend(s.path for s in table.file_io.list_dir(d) if s.is_dir and "=" in s.name)
         level = nxt
-    out = []
+    out: list[str] = []
     for d in level:
         out.extend(s.path for s in table.file_io.list_dir(d) if s.is_dir and s.name.startswith("bucket-"))
     return out
@@ -194,7 +194,7 @@ def plan_orphan_clean(table: Table, config: OrphanConfig, *,
             kind = kind_of.get(parent_dir, plans.FileKind.OTHER if "/snapshot/" in s.path or "/changelog/" in s.path
                                else plans.FileKind.DATA)
             files.append(plans.PlannedFile(s.path, kind, s.size, "referenced by no snapshot, tag or changelog"))
-    steps = list(plans.Plan.ordered_deletes(files))
+    steps: list[plans.Step] = list(plans.Plan.ordered_deletes(files))
     if config.clean_empty_directories and files:
         touched = sorted({f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA})
         if touched:

@@ -1,80 +1,172 @@
-"""The only module that imports pypaimon internals: partition-path rendering exactly as
-pypaimon/Java do (Hive escaping, type-aware value strings, ``data-file.path-directory``,
-index files in data directories), cached per (partition, bucket)."""
+"""The only module that imports pypaimon (an import-linter contract enforces it).
+
+pypaimon 2.1.0 renders partition directories exactly as Java does (Hive escaping, type-aware
+value strings, legacy date/timestamp names, ``partition.default-name``, ``data-file.path-
+directory``); re-implementing that would be a second place for the rules to drift. Its internals
+are not public API, so they are used here only, behind a small typed surface, and pinned by the
+compatibility tests in ``tests/compat``.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
+from pypaimon.common.options.core_options import CoreOptions
+from pypaimon.common.options.options import Options
 from pypaimon.schema.table_schema import TableSchema as PyTableSchema
 from pypaimon.table.row.generic_row import GenericRowDeserializer
 from pypaimon.utils.file_store_path_factory import FileStorePathFactory
 
+from tablekeeper.core import errors
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon.layout import INDEX_DIR
-from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.storage import join, parent
+from tablekeeper.core.paimon.schema import TableSchema
+from tablekeeper.core.paimon.table import Table, open_table_path
+from tablekeeper.core.storage import FileIO, join, parent
 
-__all__ = ["PartitionPathResolver"]
+__all__ = ["PartitionPathResolver", "data_file_path", "index_file_path"]
+
+#: Index types Java/pypaimon keep per bucket (in the bucket directory with
+#: ``index-file-in-data-file-dir``); every other type is a global index under ``index/``.
+_BUCKET_INDEX_TYPES = frozenset({"HASH", "DELETION_VECTORS"})
+
+
+def _local_form(path: str) -> str:
+    """``file:/x`` and ``file:///x`` -> ``/x`` (what our FileIO lists); other URIs unchanged."""
+    if path.startswith("file://"):
+        rest = path[len("file://"):]
+        return rest if rest.startswith("/") else "/" + rest.split("/", 1)[-1]
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    return path
 
 
 class PartitionPathResolver:
-    """Turns manifest entries into absolute file paths under a table root."""
+    """Maps manifest entries of one table to file paths, as pypaimon and Java do.
 
-    def __init__(self, table: Table) -> None:
-        schema = table.schema()
-        py_schema = PyTableSchema.from_json(json.dumps(dict(schema.raw)))
-        self.root = table.root
-        opts = dict(schema.options)
+    Built from a table handle, or from a table root plus its schema (no I/O) or storage options
+    (reads the latest schema). Bucket directories are cached per (partition bytes, bucket):
+    one table has few of them and planners ask for the same ones over and over.
+    """
+
+    def __init__(self, table: Table | str, *, schema: TableSchema | None = None,
+                 options: Mapping[str, Any] | None = None, file_io: FileIO | None = None) -> None:
+        if isinstance(table, Table):
+            root = table.root
+            schema = schema or table.schema()
+        else:
+            root = table.rstrip("/")
+            if schema is None:
+                schema = open_table_path(root, options=options, file_io=file_io).schema()
+        self.root = root
+        self.schema = schema
+        try:
+            py_schema = PyTableSchema.from_json(json.dumps(dict(schema.raw)))
+        except Exception as e:  # pypaimon wraps every parse problem in RuntimeError
+            raise errors.FormatError(f"schema {schema.id} of {root} cannot be parsed by pypaimon: {e}",
+                                     fix="check the schema file") from e
         by_name = {f.name: f for f in py_schema.fields}
-        self._partition_fields = [by_name[k] for k in schema.partition_keys]
+        try:
+            self._partition_fields = [by_name[k] for k in schema.partition_keys]
+        except KeyError as e:
+            raise errors.FormatError(f"partition key {e} of {root} is not a column",
+                                     fix="check the schema file") from e
+        core = CoreOptions(Options(dict(schema.options)))
         self._factory = FileStorePathFactory(
-            root=self.root,
+            root=root,
             partition_keys=list(schema.partition_keys),
             partition_types=[f.type for f in self._partition_fields],
-            default_part_value=opts.get("partition.default-name", "__DEFAULT_PARTITION__"),
-            format_identifier=opts.get("file.format", "parquet"),
-            data_file_prefix=opts.get("data-file.prefix", "data-"),
-            changelog_file_prefix=opts.get("changelog-file.prefix", "changelog-"),
-            legacy_partition_name=opts.get("partition.legacy-name", "true").lower() == "true",
+            default_part_value=core.options.get(CoreOptions.PARTITION_DEFAULT_NAME, "__DEFAULT_PARTITION__"),
+            format_identifier=core.file_format(),
+            data_file_prefix="data-",
+            changelog_file_prefix="changelog-",
+            legacy_partition_name=core.options.get(CoreOptions.PARTITION_GENERATE_LEGACY_NAME),
             file_suffix_include_compression=False,
-            file_compression=opts.get("file.compression", "zstd"),
-            data_file_path_directory=opts.get("data-file.path-directory"),
-            index_file_in_data_file_dir=opts.get("index-file-in-data-file-dir", "false").lower() == "true",
+            file_compression=core.file_compression(),
+            data_file_path_directory=core.data_file_path_directory(),
+            index_file_in_data_file_dir=bool(core.index_file_in_data_file_dir()),
         )
+        self.index_file_in_data_file_dir: bool = bool(core.index_file_in_data_file_dir())
+        self._values: dict[bytes, tuple[Any, ...]] = {}
+        self._relative: dict[tuple[bytes, int], str] = {}
         self._dirs: dict[tuple[bytes, int], str] = {}
 
-    def _values(self, partition: bytes) -> tuple[Any, ...]:
-        if not self._partition_fields:
-            return ()
-        return tuple(GenericRowDeserializer.from_bytes(partition, self._partition_fields).values)
+    def partition_values(self, partition: bytes) -> tuple[Any, ...]:
+        """Python values of a serialized partition row (pypaimon's BinaryRow decoding)."""
+        cached = self._values.get(partition)
+        if cached is None:
+            if not self._partition_fields:
+                cached = ()
+            else:
+                try:
+                    row = GenericRowDeserializer.from_bytes(partition, self._partition_fields)
+                except Exception as e:
+                    raise errors.FormatError(
+                        f"partition bytes {partition.hex()} do not match the partition keys "
+                        f"{list(self.schema.partition_keys)} of {self.root}: {e}",
+                        fix="the manifest entry is damaged or written under another schema") from e
+                cached = tuple(row.values)
+            self._values[partition] = cached
+        return cached
+
+    def relative_bucket_dir(self, partition: bytes, bucket: int) -> str:
+        """``k1=v1/k2=v2/bucket-N`` (with ``data-file.path-directory`` in front if set)."""
+        key = (partition, bucket)
+        cached = self._relative.get(key)
+        if cached is None:
+            rel = self._factory.relative_bucket_path(self.partition_values(partition), bucket,
+                                                     canonical_partition=True)
+            cached = str(rel).removeprefix("./")
+            self._relative[key] = cached
+        return cached
 
     def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        """Absolute bucket directory in the form our FileIO uses."""
         key = (partition, bucket)
         cached = self._dirs.get(key)
         if cached is None:
-            rel = self._factory.relative_bucket_path(self._values(partition), bucket, canonical_partition=True)
-            if "://" in rel or rel.startswith(("/", "file:")):
-                cached = rel.replace("file:", "", 1) if rel.startswith("file:") and "://" not in rel else rel
-            else:
-                cached = join(self.root, rel.removeprefix("./"))
+            absolute = self._factory.bucket_path(self.partition_values(partition), bucket, canonical_partition=True)
+            cached = _local_form(str(absolute)) if not self.root.startswith("file:") else str(absolute)
             self._dirs[key] = cached
         return cached
 
-    def file_paths(self, ref: manifests.FileRef) -> list[str]:
-        """The data file and its extra files (file-index files sit next to it)."""
+    def data_file_path(self, ref: manifests.FileRef) -> str:
+        """Where the data file is: its external path when set, else ``bucket dir/name``."""
         if ref.external_path:
-            base = ref.external_path
-            directory = parent(base)
-        else:
-            directory = self.bucket_dir(ref.partition, ref.bucket)
-            base = join(directory, ref.file_name)
-        return [base] + [join(directory, extra) for extra in ref.extra_files]
+            return _local_form(ref.external_path)
+        return join(self.bucket_dir(ref.partition, ref.bucket), ref.file_name)
+
+    def extra_file_paths(self, ref: manifests.FileRef) -> list[str]:
+        """Extra files (file indexes) sit next to the data file, in its external directory if any."""
+        directory = (parent(_local_form(ref.external_path)) if ref.external_path
+                     else self.bucket_dir(ref.partition, ref.bucket))
+        return [join(directory, name) for name in ref.extra_files]
+
+    def file_paths(self, ref: manifests.FileRef) -> list[str]:
+        """The data file followed by its extra files."""
+        return [self.data_file_path(ref), *self.extra_file_paths(ref)]
 
     def index_file_path(self, entry: manifests.IndexManifestEntry) -> str:
+        """Where an index file is: its external path when set; HASH and deletion-vector files in
+        the bucket directory with ``index-file-in-data-file-dir``; otherwise ``<table>/index/``.
+
+        pypaimon's extra lookup for float/double partitions (JDK ``Float.toString`` drift) is
+        not replicated: such a directory is returned in its canonical spelling.
+        """
         if entry.external_path:
-            return entry.external_path
-        if self._factory.index_file_in_data_file_dir:
+            return _local_form(entry.external_path)
+        if self.index_file_in_data_file_dir and entry.index_type in _BUCKET_INDEX_TYPES:
             return join(self.bucket_dir(entry.partition, entry.bucket), entry.file_name)
         return join(self.root, INDEX_DIR, entry.file_name)
+
+
+def data_file_path(resolver: PartitionPathResolver, ref: manifests.FileRef) -> str:
+    """Path of a data file (external path wins); see ``PartitionPathResolver.data_file_path``."""
+    return resolver.data_file_path(ref)
+
+
+def index_file_path(resolver: PartitionPathResolver, entry: manifests.IndexManifestEntry) -> str:
+    """Path of an index file; see ``PartitionPathResolver.index_file_path``."""
+    return resolver.index_file_path(entry)

@@ -162,7 +162,7 @@ class PaimonCatalogSpec(SpecModel):
 class ClusterPaimonCatalogSpec(PaimonCatalogSpec):
     """A shared, cluster-scoped warehouse connection, gated by ``allowedNamespaces``."""
 
-    credentials_secret_ref: ClusterSecretReference | None = Field(  # type: ignore[assignment]
+    credentials_secret_ref: ClusterSecretReference | None = Field(
         default=None,
         description="Secret (name and namespace) whose keys are catalog option names and whose values are "
         "merged over options when connecting; never logged or written to status.",

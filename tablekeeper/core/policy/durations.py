@@ -60,13 +60,10 @@ class Duration(str):
         """The amount of time this duration stands for."""
         return durations.parse_duration(self)
 
-    def __repr__(self) -> str:
-        return f"Duration({str.__repr__(self)})"
-
     def _no_order(self, other: object) -> bool:
         raise TypeError("Durations are not ordered as strings; compare .to_timedelta() values")
 
-    __lt__ = __le__ = __gt__ = __ge__ = _no_order  # type: ignore[assignment]
+    __lt__ = __le__ = __gt__ = __ge__ = _no_order
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:

@@ -133,9 +133,6 @@ class Schedule(str):
             return None
         return MACROS.get(str(self), str(self))
 
-    def __repr__(self) -> str:
-        return f"Schedule({str.__repr__(self)})"
-
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
         return core_schema.no_info_after_validator_function(

@@ -330,7 +330,7 @@ class FileIO:
                 os.unlink(tmp)
             return
         raw = self._raw(path)
-        if self.fs.exists(raw) and not self.fs.isdir(raw):
+        if self.fs.exists(raw):  # a file, or a directory (prefix) of that name
             raise FileExistsError(path)
         try:
             self.fs.pipe_file(raw, payload, mode="create")
@@ -448,6 +448,9 @@ class FileIO:
             raw = self._raw(p).strip("/")
             if "/" not in raw:
                 decided[p] = DeleteResult(p, DeleteOutcome.FAILED, "is a bucket: never deleted")
+                continue
+            if p.endswith("/"):
+                decided[p] = DeleteResult(p, DeleteOutcome.FAILED, "is a directory: never deleted")
                 continue
             by_dir[parent(raw)].append(p)
         to_delete: list[str] = []
