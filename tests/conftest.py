@@ -1,0 +1,3 @@
+"""Shared pytest configuration: fixture plugins live in tests/support/."""
+
+pytest_plugins = ["tests.support.s3"]
