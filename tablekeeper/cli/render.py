@@ -57,8 +57,11 @@ def plan(p: plans.Plan, *, dry_run: bool, result: execution.ExecutionResult | No
                     click.echo(f"    - {f.path}")
                 if len(step.files) > 20:
                     click.echo(f"    ... and {len(step.files) - 20} more")
-        else:
+        elif isinstance(step, plans.WriteStep):
             click.echo(f"  {'would write' if dry_run else 'wrote'} {step.path}")
+        else:
+            click.echo(f"  {'would remove' if dry_run else 'removed'} empty directories under "
+                       f"{len(step.dirs)} bucket(s)")
     if result is not None:
         missing = sum(result.missing.values())
         if missing:

@@ -1,0 +1,31 @@
+"""Commits that need Paimon's conflict logic go through pypaimon: partition drops are an
+OVERWRITE snapshot whose delta DELETEs every live file of the partitions (Java's
+``FileStoreCommitImpl.dropPartitions``); snapshot expiration reclaims the files later."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pypaimon import CatalogFactory
+from pypaimon.table.file_store_table import FileStoreTable
+
+__all__ = ["drop_partitions"]
+
+
+def drop_partitions(table_root: str, branch: str, partitions: Sequence[Mapping[str, Any]],
+                    options: Mapping[str, str] | None = None) -> None:
+    """Commit one OVERWRITE snapshot dropping ``partitions`` (typed values per key).
+
+    Raises whatever pypaimon raises on a commit conflict; callers retry with a fresh plan."""
+    warehouse = table_root.rsplit("/", 2)[0]
+    db = table_root.rsplit("/", 2)[1].removesuffix(".db")
+    name = table_root.rsplit("/", 1)[1]
+    catalog = CatalogFactory.create({"warehouse": warehouse, **(options or {})})
+    identifier = f"{db}.{name}" if branch == "main" else f"{db}.{name}$branch_{branch}"
+    table: FileStoreTable = catalog.get_table(identifier)
+    commit = table.new_batch_write_builder().new_commit()
+    try:
+        commit.truncate_partitions([dict(p) for p in partitions])
+    finally:
+        commit.close()
