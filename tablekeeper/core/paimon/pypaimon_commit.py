@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pypaimon import CatalogFactory
-from pypaimon.table.file_store_table import FileStoreTable
 
 __all__ = ["drop_partitions"]
 
@@ -23,7 +22,7 @@ def drop_partitions(table_root: str, branch: str, partitions: Sequence[Mapping[s
     name = table_root.rsplit("/", 1)[1]
     catalog = CatalogFactory.create({"warehouse": warehouse, **(options or {})})
     identifier = f"{db}.{name}" if branch == "main" else f"{db}.{name}$branch_{branch}"
-    table: FileStoreTable = catalog.get_table(identifier)
+    table = catalog.get_table(identifier)
     commit = table.new_batch_write_builder().new_commit()
     try:
         commit.truncate_partitions([dict(p) for p in partitions])
