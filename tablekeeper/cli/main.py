@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from tablekeeper.cli import render
-from tablekeeper.core import branches, durations, errors, execution, plans, tags
+from tablekeeper.core import branches, durations, errors, execution, expire, orphans, partitions, plans, tags
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table, open_table, open_table_path
 
@@ -280,6 +280,121 @@ def branch_list(table: str, warehouse: str | None, options: tuple[str, ...], out
     """List branches with the $branches columns and their fork points."""
     rows = branches.list_branches(_open(table, warehouse, options))
     _emit(output, [r.as_dict() for r in rows], lambda: render.rows([r.as_dict() for r in rows], "no branches"))
+
+
+# ---------------------------------------------------------------------------- maintenance
+def _now_ms(now: str | None) -> int:
+    parsed = _timestamp_ms(now)
+    return parsed if parsed is not None else int(datetime.now().timestamp() * 1000)
+
+
+@cli.command("expire")
+@click.argument("table")
+@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--retain-min", type=int, help="snapshot.num-retained.min (default: table option, else 10; >= 1).")
+@click.option("--retain-max", type=int, help="snapshot.num-retained.max (default: table option, else unlimited).")
+@click.option("--time-retained", help="snapshot.time-retained, e.g. '1 h' (default: table option, else 1 h).")
+@click.option("--max-deletes", "expire_limit", type=int, help="snapshot.expire.limit (default: table option, else 50).")
+@click.option("--parallelism", type=int, help="Delete threads.")
+@click.option("--now", hidden=True, help="Evaluate retention at this time (epoch ms or ISO).")
+@click.option("--dry-run", is_flag=True, help="Print the plan, delete nothing.")
+@_common
+def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int | None, time_retained: str | None,
+               expire_limit: int | None, parallelism: int | None, now: str | None, dry_run: bool,
+               warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Expire old snapshots of TABLE: data, changelog, manifests, then snapshot files, EARLIEST.
+
+    Options come from the flags, else from the table's own Paimon options."""
+    t = _open(table, warehouse, options, branch)
+    config = expire.config_from_options(t.options(), retain_min=retain_min, retain_max=retain_max,
+                                        time_retained=_duration(time_retained, "--time-retained"),
+                                        expire_limit=expire_limit)
+    _run_plan(expire.plan_expire(t, config, _now_ms(now)), t, dry_run, output, parallelism)
+
+
+@cli.command("expire-changelog")
+@click.argument("table")
+@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--parallelism", type=int)
+@click.option("--now", hidden=True)
+@click.option("--dry-run", is_flag=True)
+@_common
+def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: str | None, dry_run: bool,
+                         warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Expire long-lived changelog-N files (decoupled changelog.* options of the table)."""
+    t = _open(table, warehouse, options, branch)
+    config = expire.changelog_config_from_options(t.options())
+    _run_plan(expire.plan_expire_changelog(t, config, _now_ms(now)), t, dry_run, output, parallelism)
+
+
+@cli.command("expire-partitions")
+@click.argument("table")
+@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--expiration-time", help="partition.expiration-time, e.g. '30 d' (default: table option).")
+@click.option("--strategy", type=click.Choice(["values-time", "update-time"]))
+@click.option("--timestamp-formatter", help="Java pattern, e.g. yyyyMMdd.")
+@click.option("--timestamp-pattern", help="e.g. '$dt $hour:00:00'.")
+@click.option("--max-expires", type=int, help="partition.expiration-max-num (default 100).")
+@click.option("--zone-known", is_flag=True, help="Clock of this machine equals the writers' zone (no 12 h margin).")
+@click.option("--now", hidden=True)
+@click.option("--dry-run", is_flag=True)
+@_common
+def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, strategy: str | None,
+                          timestamp_formatter: str | None, timestamp_pattern: str | None, max_expires: int | None,
+                          zone_known: bool, now: str | None, dry_run: bool, warehouse: str | None,
+                          options: tuple[str, ...], output: str) -> None:
+    """Drop expired partitions with an OVERWRITE commit (files go with snapshot expiration)."""
+    t = _open(table, warehouse, options, branch)
+    config = partitions.config_from_options(
+        t.options(), expiration_time=_duration(expiration_time, "--expiration-time"), strategy=strategy,
+        timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern, max_expires=max_expires,
+        zone_known=zone_known or None)
+    if config is None:
+        raise errors.InvalidInputError("partition expiration is off for this table",
+                                       fix="pass --expiration-time or set partition.expiration-time")
+    plan = partitions.plan_partition_expiry(t, config, datetime.fromtimestamp(_now_ms(now) / 1000))
+    summary = plan.summary()
+    if not dry_run:
+        summary["dropped"] = partitions.apply_partition_expiry(t, plan, options=_parse_options(options))
+    summary["dry_run"] = dry_run
+
+    def text() -> None:
+        verb = "would drop" if dry_run else "dropped"
+        click.echo(f"expire-partitions on {t.identifier}: {verb} {len(plan.expired)} partition(s)")
+        for p in plan.expired:
+            click.echo(f"  - {p.name} ({p.file_count} files)")
+        for name in plan.unparseable:
+            click.echo(f"  kept (value does not parse): {name}")
+        for note in plan.notes:
+            click.echo(f"  note: {note}")
+
+    _emit(output, summary, text)
+
+
+@cli.command("clean-orphans")
+@click.argument("table")
+@click.option("--older-than", help="Delete only files older than this: an age ('2 d') or a time (ISO/epoch ms). "
+                                   "Default: 1 day.")
+@click.option("--force", is_flag=True, help="Allow thresholds less than 1 hour ago (no writer may be running).")
+@click.option("--parallelism", type=int)
+@click.option("--now", hidden=True)
+@click.option("--dry-run", is_flag=True, help="List the orphans, delete nothing.")
+@_common
+def clean_orphans_cmd(table: str, older_than: str | None, force: bool, parallelism: int | None, now: str | None,
+                      dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Delete files no snapshot, tag, branch or changelog references (never directories or
+    metadata JSON)."""
+    t = _open(table, warehouse, options)
+    now_ms = _now_ms(now)
+    age = None
+    at = None
+    if older_than is not None:
+        if older_than.isdigit() or "T" in older_than or older_than.count("-") >= 2:
+            at = _timestamp_ms(older_than)
+        else:
+            age = durations.parse_duration(older_than, field="--older-than")
+    threshold = orphans.resolve_older_than(now_ms, older_than_ms=at, older_than_age=age, force=force)
+    _run_plan(orphans.plan_orphan_clean(t, orphans.OrphanConfig(threshold)), t, dry_run, output, parallelism)
 
 
 # ----------------------------------------------------------------------------------- show

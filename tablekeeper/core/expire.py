@@ -20,7 +20,8 @@ from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.reachability import DataKey, Reachability
 from tablekeeper.core.storage import join
 
-__all__ = ["ExpireConfig", "ExpireRange", "config_from_options", "compute_range", "plan_expire"]
+__all__ = ["ExpireConfig", "ExpireRange", "ChangelogConfig", "config_from_options", "changelog_config_from_options",
+           "compute_range", "plan_expire", "plan_expire_changelog"]
 
 INT_MAX = 2**31 - 1
 
@@ -268,3 +269,100 @@ def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
     steps.append(plans.WriteStep(earliest_hint, hints.encode_hint(end), "new earliest snapshot"))
     details = tuple((k, len(expiring) if k == "expired_snapshots" else v) for k, v in details)
     return plans.Plan("expire-snapshots", table.identifier, tuple(steps), tuple(notes), details)
+
+
+@dataclass(frozen=True)
+class ChangelogConfig:
+    retain_min: int
+    retain_max: int
+    time_retained: timedelta
+    expire_limit: int = 50
+    changelog_producer: str = "none"
+
+
+def changelog_config_from_options(options: Mapping[str, str]) -> ChangelogConfig:
+    """``changelog.*`` options, falling back to the ``snapshot.*`` values as Paimon does."""
+    snap = config_from_options(options)
+    config = ChangelogConfig(
+        retain_min=_int(options, "changelog.num-retained.min", snap.retain_min),
+        retain_max=_int(options, "changelog.num-retained.max", snap.retain_max),
+        time_retained=durations.parse_duration(options["changelog.time-retained"], field="changelog.time-retained")
+        if "changelog.time-retained" in options else snap.time_retained,
+        expire_limit=snap.expire_limit,
+        changelog_producer=snap.changelog_producer,
+    )
+    if config.retain_min < safety.MIN_RETAIN_MIN or config.retain_max < config.retain_min:
+        raise errors.UnsafePolicyError("changelog.num-retained.min must be >= 1 and <= changelog.num-retained.max",
+                                       fix="fix the changelog.num-retained.* options")
+    return config
+
+
+def plan_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) -> plans.Plan:
+    """Expire long-lived ``changelog-N`` files (decoupled lifecycle, Java's ExpireChangelogImpl):
+    changelog files they added, delta files they deleted (producer ``none``), manifests no
+    retained root uses, then the ``changelog-N`` files and the changelog EARLIEST hint. Tags of
+    every branch, other branches, the earliest snapshot and the end changelog protect files."""
+    ids = table.changelog_ids()
+    latest = table.latest_snapshot_id()
+    if not ids or latest is None:
+        return plans.Plan("expire-changelog", table.identifier, (), ("no long-lived changelogs",))
+    earliest_log, latest_log = ids[0], ids[-1]
+    low = max(latest - config.retain_max + 1, earliest_log)
+    end = min(latest - config.retain_min + 1, earliest_log + config.expire_limit, latest_log)
+    consumers = table.consumers()
+    if consumers:
+        end = min(end, min(c.next_snapshot for c in consumers))
+    older_than = now_ms - int(config.time_retained.total_seconds() * 1000)
+    present = [i for i in ids if i < end]
+    for cid in present:
+        if cid >= low and table.changelog(cid).time_millis >= older_than:
+            end = cid
+            break
+    expiring = [table.changelog(i) for i in ids if i < end]
+    if not expiring:
+        return plans.Plan("expire-changelog", table.identifier, (), ("nothing expires",))
+    reach = Reachability(table)
+    try:
+        tag_roots, other_roots, _logs = _roots(table)
+        earliest_snapshot = table.snapshot(table.earliest_snapshot_id() or latest)
+        end_log = table.changelog(end) if table.changelog_path(end) and end in ids else earliest_snapshot
+        keep_data: set[DataKey] = reach.union_live([*other_roots, *tag_roots, earliest_snapshot])
+        keep_meta = reach.union_meta([end_log, earliest_snapshot, *tag_roots, *other_roots,
+                                      *(table.snapshot(s) for s in table.snapshot_ids())])
+    except (FileNotFoundError, errors.SnapshotNotFoundError) as e:
+        raise errors.IncompleteProtectionSetError(f"cannot read a protecting root: {e}",
+                                                  fix="repair the table; nothing was deleted") from e
+    files: list[plans.PlannedFile] = []
+    for log in expiring:
+        try:
+            if log.changelog_manifest_list:
+                refs = [r for r in reach.changelog_refs(log) if r.kind == manifests.ADD]
+                kind = plans.FileKind.CHANGELOG_DATA
+            else:
+                refs = _delta_deletions(reach, log)
+                kind = plans.FileKind.DATA
+        except FileNotFoundError:
+            continue
+        for ref in refs:
+            if (ref.partition, ref.bucket, ref.file_name) in keep_data:
+                continue
+            for path in reach.data_paths(ref):
+                files.append(plans.PlannedFile(path, kind, None, f"changelog {log.id} expired"))
+        try:
+            metas = reach.meta_files(log)
+        except FileNotFoundError:
+            metas = set()
+        for meta in metas:
+            if meta.path not in keep_meta:
+                mkind = {"manifest": plans.FileKind.MANIFEST, "index": plans.FileKind.INDEX}.get(
+                    meta.kind, plans.FileKind.STATISTICS)
+                files.append(plans.PlannedFile(meta.path, mkind, meta.size, "only expired changelogs used it"))
+    steps: list[plans.Step] = list(plans.Plan.ordered_deletes(files))
+    steps.append(plans.DeleteStep(plans.FileKind.CHANGELOG_META, tuple(
+        plans.PlannedFile(table.changelog_path(c.id), plans.FileKind.CHANGELOG_META, None, "expired")
+        for c in expiring)))
+    steps.append(plans.WriteStep(join(table.dir(layout.CHANGELOG_DIR), hints.EARLIEST), hints.encode_hint(end),
+                                 "new earliest changelog"))
+    return plans.Plan("expire-changelog", table.identifier, tuple(steps),
+                      (f"expiring changelogs {expiring[0].id}..{expiring[-1].id}",),
+                      (("expired_changelogs", len(expiring)),))
