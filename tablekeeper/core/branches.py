@@ -158,22 +158,35 @@ def create_branch(table: Table, name: str, *, from_tag: str | None = None, from_
             tags_mod.create_tag(table, from_tag, snapshot_id=from_snapshot)
             notes.append(f"created fork tag {from_tag!r} at snapshot {from_snapshot}")
     if from_tag is not None:
+        io = table.file_io
         tag = table.tag(from_tag)
-        if exists and not (target.tag_exists(from_tag)
-                           and target.tag(from_tag).snapshot.identity() == tag.snapshot.identity()):
-            raise errors.AlreadyExistsError(f"branch {name!r} already exists", fix="choose another name")
         snap = tag.snapshot
+        # Everything this create writes, in write order: tag copy first (so a rerun recognises
+        # its own unfinished branch), then snapshot, schemas, and the hints last.
+        intended: dict[str, bytes] = {target.tag_path(from_tag): io.read_bytes(table.tag_path(from_tag))}
+        if table.snapshot_exists(snap.id):
+            intended[target.snapshot_path(snap.id)] = io.read_bytes(table.snapshot_path(snap.id))
+        else:
+            intended[target.snapshot_path(snap.id)] = snap.to_json().encode("utf-8")
+            notes.append(f"snapshot {snap.id} expired: written from the tag")
         for sid in table.schema_ids():
             if sid <= snap.schema_id:
-                w.copy_if_absent(table.schema_path(sid), target.schema_path(sid))
-        if table.snapshot_exists(snap.id):
-            w.copy_if_absent(table.snapshot_path(snap.id), target.snapshot_path(snap.id))
-        else:
-            w.put_if_absent(target.snapshot_path(snap.id), snap.to_json())
-            notes.append(f"snapshot {snap.id} expired: written from the tag")
-        w.copy_if_absent(table.tag_path(from_tag), target.tag_path(from_tag))
-        w.overwrite(join(target.dir(layout.SNAPSHOT_DIR), hints.EARLIEST), hints.encode_hint(snap.id))
-        w.overwrite(join(target.dir(layout.SNAPSHOT_DIR), hints.LATEST), hints.encode_hint(snap.id))
+                intended[target.schema_path(sid)] = io.read_bytes(table.schema_path(sid))
+        for hint in (hints.EARLIEST, hints.LATEST):
+            intended[join(target.dir(layout.SNAPSHOT_DIR), hint)] = hints.encode_hint(snap.id).encode("utf-8")
+        if exists:
+            present = {st.path for st in io.walk_files(target.branch_path) if not st.name.startswith(".")}
+            foreign = sorted(present - set(intended))
+            differing = sorted(p for p in present & set(intended) if io.read_bytes(p) != intended[p])
+            if foreign or differing:
+                raise errors.AlreadyExistsError(
+                    f"branch {name!r} already exists" + (" and has moved on from its fork" if foreign else ""),
+                    fix="choose another name, or drop the branch first")
+            if present == set(intended):
+                return BranchChange("unchanged", name, (), (), ("branch already exists at this fork",))
+            notes.append("completing an interrupted create")
+        for path, data in intended.items():
+            w.put_if_absent(path, data)
     else:
         if exists:
             raise errors.AlreadyExistsError(f"branch {name!r} already exists", fix="choose another name")

@@ -242,7 +242,7 @@ def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
     # 3. manifests, index, statistics of [begin, end) not used by any root
     for snap in expiring:
         try:
-            metas = reach.meta_files(snap, include_changelog=not config.changelog_decoupled)
+            metas = reach.meta_files(snap, include_changelog=not config.changelog_decoupled, tolerant=True)
         except FileNotFoundError:
             metas = set()  # partially cleaned by an earlier run: the rest is orphan-cleanup's
         for meta in metas:

@@ -29,9 +29,21 @@ class FileKind(enum.StrEnum):
 #: Paimon's deletion order: data, changelog, manifests/index/statistics, snapshot/changelog
 #: metadata files, tag files, then hints (paimon-semantics.md §2.3).
 STAGE_ORDER: tuple[FileKind, ...] = (
-    FileKind.DATA, FileKind.CHANGELOG_DATA, FileKind.MANIFEST, FileKind.INDEX,
-    FileKind.STATISTICS, FileKind.CHANGELOG_META, FileKind.SNAPSHOT, FileKind.TAG, FileKind.OTHER,
+    FileKind.DATA, FileKind.CHANGELOG_DATA, FileKind.INDEX, FileKind.STATISTICS, FileKind.MANIFEST,
+    FileKind.CHANGELOG_META, FileKind.SNAPSHOT, FileKind.TAG, FileKind.OTHER,
 )
+
+
+def _manifest_rank(path: str) -> tuple[int, str]:
+    """Within the manifest stage: manifests, then manifest lists, then index manifests — a file
+    is deleted only after the files it lists, so an interrupted run can still enumerate what
+    is left (index files already go before, in their own stage)."""
+    name = path.rsplit("/", 1)[-1]
+    if name.startswith("index-manifest-"):
+        return (2, path)
+    if name.startswith("manifest-list-"):
+        return (1, path)
+    return (0, path)
 
 
 @dataclass(frozen=True)
@@ -90,7 +102,7 @@ class Plan:
                 continue
             seen.add(f.path)
             by_kind.setdefault(f.kind, []).append(f)
-        return tuple(DeleteStep(k, tuple(sorted(by_kind[k], key=lambda p: p.path)))
+        return tuple(DeleteStep(k, tuple(sorted(by_kind[k], key=lambda p: _manifest_rank(p.path))))
                      for k in STAGE_ORDER if by_kind.get(k))
 
     @property

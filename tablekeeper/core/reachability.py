@@ -90,8 +90,13 @@ class Reachability:
     def changelog_refs(self, snapshot: Snapshot) -> list[manifests.FileRef]:
         return self.refs_of_list(snapshot.changelog_manifest_list)
 
-    def meta_files(self, snapshot: Snapshot, *, include_changelog: bool = True) -> set[MetaFile]:
-        """Manifest lists, manifests, index manifest + index files, statistics of a root."""
+    def meta_files(self, snapshot: Snapshot, *, include_changelog: bool = True,
+                   tolerant: bool = False) -> set[MetaFile]:
+        """Manifest lists, manifests, index manifest + index files, statistics of a root.
+
+        ``tolerant`` is for roots being deleted: a list or index manifest that is already gone
+        (an interrupted earlier run deletes manifests before lists, index files before the
+        index manifest) contributes only its own name. Never use it for protecting roots."""
         out: set[MetaFile] = set()
         lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
         if include_changelog:
@@ -100,13 +105,25 @@ class Reachability:
             if not list_name:
                 continue
             out.add(MetaFile("manifest", join(self.manifest_dir, list_name)))
-            for meta in self.manifest_list(list_name):
+            try:
+                metas = self.manifest_list(list_name)
+            except FileNotFoundError:
+                if not tolerant:
+                    raise
+                continue
+            for meta in metas:
                 out.add(MetaFile("manifest", join(self.manifest_dir, meta.file_name), meta.file_size))
                 for extra in meta.extra_files:
                     out.add(MetaFile("manifest", join(self.manifest_dir, extra)))
         if snapshot.index_manifest:
             out.add(MetaFile("manifest", join(self.manifest_dir, snapshot.index_manifest)))
-            for entry in self.index_entries(snapshot.index_manifest):
+            try:
+                entries = self.index_entries(snapshot.index_manifest)
+            except FileNotFoundError:
+                if not tolerant:
+                    raise
+                entries = []
+            for entry in entries:
                 if entry.kind == 0:
                     out.add(MetaFile("index", self.index_path(entry), entry.file_size))
         if snapshot.statistics:

@@ -236,8 +236,14 @@ def plan_delete_tag(table: Table, name: str, *, force: bool = False) -> plans.Pl
         return plans.Plan("delete-tag", table.identifier, plans.Plan.ordered_deletes([tag_file]), tuple(notes))
     reach = Reachability(table)
     try:
-        candidates = reach.live_files(tag.snapshot)
-        candidate_meta = reach.meta_files(tag.snapshot, include_changelog=False)
+        try:
+            candidates = reach.live_files(tag.snapshot)
+        except FileNotFoundError:
+            # Some of the tag's own manifests are gone: an earlier run was interrupted after its
+            # data stage (data goes first), so only metadata and the tag file remain to delete.
+            candidates = {}
+            notes.append("resuming an interrupted deletion: the tag's data files were already handled")
+        candidate_meta = reach.meta_files(tag.snapshot, include_changelog=False, tolerant=True)
         own, others, changelogs = _retained_roots(table, exclude_tag=name)
         sid = tag.snapshot_id
         left = max((r for r in own if r.id < sid), key=lambda r: r.id, default=None)
