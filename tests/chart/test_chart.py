@@ -1,0 +1,210 @@
+"""The Helm chart ``charts/tablekeeper``: lint, values schema, rendering (helm-python-sdk: Helm's Go
+SDK in a bundled shared library, offline, no helm binary), Kubernetes schema validation of every
+rendered manifest (kubernetes-validate: the API's OpenAPI schemas for each Kubernetes version,
+shipped in the package, strict mode), the Deployment's contract with the image and the CLI, the
+CRD copies, and RBAC: the rendered roles and bindings grant exactly what
+``tablekeeper.operator.rbac`` lists, where it lists it, with no wildcards.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import kubernetes_validate
+import pytest
+import yaml
+
+from tablekeeper.cli.main import cli
+from tablekeeper.operator import rbac
+from tests.support.k8s import CRD_DIR, REPO_ROOT
+
+CHART = REPO_ROOT / "charts" / "tablekeeper"
+RELEASE, NAMESPACE = "tk", "tablekeeper-system"
+KUBE_VERSIONS = ["1.29.0", kubernetes_validate.utils.latest_version()]
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "namespaced": {"watchNamespaces": ["sales", "finance"]},
+    "namespaced-incl-release": {"watchNamespaces": ["sales", NAMESPACE]},
+    "job-namespaces": {"jobNamespaces": ["spark-jobs", "batch-jobs"], "watchNamespaces": ["sales"]},
+    "no-metrics-custom-image": {"prometheus": {"metrics": {"enable": False, "port": 9090, "portName": "metrics"}},
+                                "image": {"registry": "registry.example.com", "repository": "data/tablekeeper",
+                                          "tag": "0.1.0-rc1", "pullPolicy": "Always",
+                                          "pullSecrets": [{"name": "regcred"}]},
+                                "serviceAccount": {"name": "tk-operator"}, "fullnameOverride": "tablekeeper"},
+}
+
+
+@pytest.fixture(scope="module")
+def chart() -> Iterator[helm.Chart]:
+    with helm.Chart.load(CHART) as loaded:
+        yield loaded
+
+
+def render(chart: helm.Chart, values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every object the chart renders (NOTES.txt excluded)."""
+    rendered = chart.render(values or {}, name=RELEASE, namespace=NAMESPACE, is_install=True)
+    objects = []
+    for path, text in sorted(rendered.items()):
+        if path.endswith(".yaml"):
+            objects += [doc for doc in yaml.safe_load_all(text) if doc]
+    return objects
+
+
+def one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    [found] = [obj for obj in objects if obj["kind"] == kind]
+    return found
+
+
+def test_helm_is_the_bundled_library_not_a_binary() -> None:
+    assert helm.helm_sdk_version().startswith("v4.")
+    assert Path(helm.library_path).is_relative_to(Path(helm.__file__).parent)
+
+
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+def test_lint(kube_version: str) -> None:
+    report = helm.lint(CHART, strict=True, kube_version=f"v{kube_version}")
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] > 1] == [], report["messages"]
+
+
+def test_chart_metadata_matches_the_package(chart: helm.Chart) -> None:
+    assert chart.metadata["appVersion"] == importlib.metadata.version("tablekeeper")
+    assert chart.metadata["kubeVersion"] == ">=1.29.0-0"  # CEL validation rules are GA from 1.29
+
+
+def test_values_schema(chart: helm.Chart) -> None:
+    chart.validate_schema({})
+    for values in SCENARIOS.values():
+        chart.validate_schema(values)
+    for bad in ({"replicas": 2}, {"watchNamespaces": ["Sales"]}, {"image": {"pullPolicy": "Sometimes"}},
+                {"prometheus": {"metrics": {"enable": True, "port": 0, "portName": "metrics"}}}):
+        with pytest.raises(helm.HelmValuesError):
+            chart.validate_schema(bad)
+        with pytest.raises(helm.HelmError):
+            chart.render(bad, name=RELEASE, namespace=NAMESPACE)
+
+
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_rendered_manifests_are_valid_kubernetes_objects(chart: helm.Chart, scenario: str, kube_version: str) -> None:
+    objects = render(chart, SCENARIOS[scenario])
+    assert {obj["kind"] for obj in objects} >= {"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+                                                "Role", "RoleBinding"}
+    for obj in objects:
+        kubernetes_validate.validate(obj, kube_version, strict=True)
+        assert obj["metadata"]["labels"]["app.kubernetes.io/part-of"] == "tablekeeper"
+        if obj["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+            assert obj["metadata"]["namespace"]
+
+
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+def test_chart_crds_are_valid_and_copies_of_crds(chart: helm.Chart, kube_version: str) -> None:
+    packaged = {Path(crd["filename"]).name: crd["data"] for crd in chart.crds}
+    expected = {path.name: path.read_text(encoding="utf-8") for path in sorted(CRD_DIR.glob("*.yaml"))}
+    assert packaged.keys() == expected.keys()
+    for name, text in packaged.items():
+        assert text == expected[name], f"charts/tablekeeper/crds/{name} differs from crds/{name}"
+        kubernetes_validate.validate(yaml.safe_load(text), kube_version, strict=True)
+
+
+def _operator_options() -> set[str]:
+    command = cli.commands["operator"]
+    return {opt for param in command.params for opt in param.opts}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_deployment(chart: helm.Chart, scenario: str) -> None:
+    values = SCENARIOS[scenario]
+    objects = render(chart, values)
+    deployment = one(objects, "Deployment")
+    spec = deployment["spec"]
+    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
+    pod = spec["template"]["spec"]
+    assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
+    [container] = pod["containers"]
+    assert "command" not in container  # the image's entrypoint is `tablekeeper operator`
+    args = container["args"]
+    assert {arg.split("=", 1)[0] for arg in args} <= _operator_options()
+    assert [a.split("=", 1)[1] for a in args if a.startswith("--namespace=")] == values.get("watchNamespaces", [])
+    ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+    liveness = next(a for a in args if a.startswith("--liveness="))
+    assert liveness == f"--liveness=http://0.0.0.0:{ports['health']}/healthz"
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    metrics_port = int(next(a for a in args if a.startswith("--metrics-port=")).split("=", 1)[1])
+    services = [obj for obj in objects if obj["kind"] == "Service"]
+    if values.get("prometheus", {}).get("metrics", {}).get("enable", True):
+        assert ports["metrics"] == metrics_port == 9090
+        [service] = services
+        assert service["spec"]["selector"].items() <= spec["template"]["metadata"]["labels"].items()
+        assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    else:
+        assert metrics_port == 0 and "metrics" not in ports and not services
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 65532
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+    service_account = one(objects, "ServiceAccount")
+    assert pod["serviceAccountName"] == service_account["metadata"]["name"]
+    image = values.get("image", {})
+    expected_image = (f"{image['registry']}/{image['repository']}:{image['tag']}" if image
+                      else f"tablekeeper:{importlib.metadata.version('tablekeeper')}")
+    assert container["image"] == expected_image
+
+
+def _effective_grants(objects: list[dict[str, Any]], service_account: tuple[str, str]) -> set[rbac.Grant]:
+    """(namespace or None, group, resource, verb) that the bindings give ``service_account``."""
+    roles = {(obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]): obj
+             for obj in objects if obj["kind"] in ("ClusterRole", "Role")}
+    used: set[tuple[str, str | None, str]] = set()
+    grants: set[rbac.Grant] = set()
+    for binding in (obj for obj in objects if obj["kind"] in ("ClusterRoleBinding", "RoleBinding")):
+        subjects = [(s["kind"], s["namespace"], s["name"]) for s in binding["subjects"]]
+        assert subjects == [("ServiceAccount", *service_account)], binding["metadata"]["name"]
+        where = binding["metadata"].get("namespace") if binding["kind"] == "RoleBinding" else None
+        ref = binding["roleRef"]
+        key = (ref["kind"], where if ref["kind"] == "Role" else None, ref["name"])
+        assert key in roles, f"{binding['metadata']['name']} refers to a missing {key}"
+        used.add(key)
+        for rule in roles[key]["rules"]:
+            assert set(rule) == {"apiGroups", "resources", "verbs"}, rule  # no resourceNames, nonResourceURLs
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        assert "*" not in (group, resource, verb), rule
+                        grants.add((where, group, resource, verb))
+    assert used == set(roles), f"unbound roles: {set(roles) - used}"
+    return grants
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_rbac_grants_exactly_what_the_operator_needs(chart: helm.Chart, scenario: str) -> None:
+    values = SCENARIOS[scenario]
+    objects = render(chart, values)
+    service_account = one(objects, "ServiceAccount")["metadata"]["name"]
+    granted = _effective_grants(objects, (NAMESPACE, service_account))
+    needed = rbac.required_grants(operator_namespace=NAMESPACE, watch_namespaces=values.get("watchNamespaces", ()),
+                                  job_namespaces=values.get("jobNamespaces", ()))
+    assert granted - needed == set(), "granted but not needed"
+    assert needed - granted == set(), "needed but not granted"
+
+
+def test_rbac_and_service_account_can_be_external(chart: helm.Chart) -> None:
+    objects = render(chart, {"rbac": {"create": False}, "serviceAccount": {"create": False, "name": "ops"}})
+    assert {obj["kind"] for obj in objects} == {"Deployment", "Service"}
+    assert one(objects, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == "ops"
+    with pytest.raises(helm.HelmError, match="serviceAccount.name is required"):
+        render(chart, {"serviceAccount": {"create": False}})
+
+
+def test_dockerfile_matches_the_chart() -> None:
+    dockerfile = (REPO_ROOT / "Dockerfile").read_text(encoding="utf-8")
+    assert re.search(r"^FROM python:3\.11-slim\b", dockerfile, re.MULTILINE)
+    assert re.search(r"pip install[^\n]*\"?\.\[operator\]\"?", dockerfile)
+    assert re.search(r'^ENTRYPOINT \["tablekeeper", "operator"\]$', dockerfile, re.MULTILINE)
+    assert re.search(r"^USER 65532:65532$", dockerfile, re.MULTILINE)  # = podSecurityContext.runAsUser
+    assert re.search(r"^EXPOSE 8080 9090$", dockerfile, re.MULTILINE)
