@@ -408,22 +408,157 @@ def show(table: str, warehouse: str | None, options: tuple[str, ...], output: st
     _emit(output, timeline, lambda: render.timeline(timeline))
 
 
+# --------------------------------------------------------------------------------- gitops
+def _gitops_options(func: F) -> F:
+    func = click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table",
+                        show_default=True, help="Output format.")(func)
+    func = click.option("--now", hidden=True, help="Evaluate at this time (ISO-8601 or epoch ms; tests).")(func)
+    func = click.option("--verbose", "-v", is_flag=True, help="Show the effective-policy values behind each action, "
+                                                              "with their sources.")(func)
+    func = click.option("--no-estimate", is_flag=True, help="Do not size deletions (faster; no file counts).")(func)
+    func = click.option("--spark-threshold", type=int, default=100_000, show_default=True,
+                        help="engine: Auto runs a step with at least this many files on Spark.")(func)
+    func = click.option("--ignore-schedules", is_flag=True,
+                        help="Treat every maintenance step as due (a manual run).")(func)
+    func = click.option("--table", "tables", multiple=True, metavar="DB.TABLE",
+                        help="Only these tables (repeatable).")(func)
+    func = click.option("--relative-to", type=click.Choice(["cwd", "manifests"]), default="cwd", show_default=True,
+                        help="What relative warehouse paths of catalogs resolve against: the current directory or "
+                             "the directory of the manifest file.")(func)
+    func = click.option("--filename", "-f", "paths", multiple=True, required=True, metavar="PATH",
+                        help="Manifest file or directory (*.yaml, *.yml; repeatable).")(func)
+    return func
+
+
+def _reconcile_setup(paths: tuple[str, ...], relative_to: str, spark_threshold: int, ignore_schedules: bool,
+                     no_estimate: bool) -> tuple[Any, Any, Any, Any]:
+    from tablekeeper import reconcile
+    from tablekeeper.cli import gitops
+
+    desired = gitops.load_desired(paths, relative_to)
+    opener = reconcile.Opener()
+    config = reconcile.ReconcileConfig(spark_threshold_files=spark_threshold, ignore_schedules=ignore_schedules,
+                                       estimate=not no_estimate)
+    return desired, opener, gitops.record_store(opener), config
+
+
+@cli.command("plan")
+@_gitops_options
+def plan_cmd(paths: tuple[str, ...], relative_to: str, tables: tuple[str, ...], ignore_schedules: bool,
+             spark_threshold: int, no_estimate: bool, verbose: bool, now: str | None, output: str) -> None:
+    """Show what 'apply -f' would change so storage matches the manifests (terraform plan).
+
+    \b
+    Exit codes: 0 nothing would change; 2 something would change (the diff is on stdout);
+    2 with an 'error:' line on stderr for bad manifests (nothing is read or changed then).
+    """
+    from tablekeeper import reconcile
+    from tablekeeper.cli import gitops
+
+    desired, opener, store, config = _reconcile_setup(paths, relative_to, spark_threshold, ignore_schedules,
+                                                      no_estimate)
+    result = reconcile.plan(desired, now=gitops.parse_now(now), store=store, opener=opener, config=config,
+                            tables=tables or None)
+    _emit(output, result.to_dict(), lambda: gitops.render_plan(result, verbose=verbose))
+    if not result.is_empty:
+        raise click.exceptions.Exit(gitops.EXIT_CHANGES)
+
+
+@cli.command("apply")
+@_gitops_options
+def apply_cmd(paths: tuple[str, ...], relative_to: str, tables: tuple[str, ...], ignore_schedules: bool,
+              spark_threshold: int, no_estimate: bool, verbose: bool, now: str | None, output: str) -> None:
+    """Make storage match the manifests: create/adopt tags and branches, delete what manifests
+    no longer declare, expire tags, run due maintenance. Every manifest is validated first;
+    on any problem nothing is changed.
+
+    \b
+    Exit codes: 0 applied (or nothing to do); 1 an action failed or conflicts remain;
+    2 bad manifests ('error:' on stderr, nothing changed).
+    """
+    from tablekeeper import reconcile
+    from tablekeeper.cli import gitops
+
+    desired, opener, store, config = _reconcile_setup(paths, relative_to, spark_threshold, ignore_schedules,
+                                                      no_estimate)
+    when = gitops.parse_now(now)
+    first = reconcile.plan(desired, now=when, store=store, opener=opener, config=config, tables=tables or None)
+    text = output == "table"
+    if text:
+        gitops.render_plan(first, verbose=verbose)
+        if not first.is_empty:
+            click.echo("\nApplying:")
+    passes = {"n": 0}
+
+    def progress(r: reconcile.ActionResult) -> None:
+        if text:
+            gitops.render_result(r)
+
+    if tables:
+        result = reconcile.converge(reconcile.DesiredState(desired.resources, tuple(
+            t for t in desired.tables if t.location.identifier in tables)), now=when, store=store, opener=opener,
+            config=config, on_result=progress, first_plan=first)
+    else:
+        result = reconcile.converge(desired, now=when, store=store, opener=opener, config=config,
+                                    on_result=progress, first_plan=first)
+    passes["n"] = len(result.applied)
+    if output == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
+    elif result.applied:
+        totals = [r.totals() for r in result.applied]
+        applied = sum(t["applied"] for t in totals)
+        failed = sum(t["failed"] for t in totals)
+        deleted = sum(t["deletedFiles"] for t in totals)
+        size = sum(t["deletedBytes"] for t in totals)
+        extra = f" in {passes['n']} passes (applying made more work due)" if passes["n"] > 1 else ""
+        click.echo(f"\nApply complete{extra}: {applied} applied, {failed} failed; deleted {deleted} file(s), "
+                   f"{gitops.human_bytes(size)}.")
+        if not result.final.is_empty:
+            click.echo("Still pending (run apply again):")
+            for tp in result.final.tables:
+                for a in tp.changes:
+                    click.echo(f"  {a.kind} {a.table}: {a.reason}")
+    conflicts = [a for a in result.final.reported if a.kind in ("TagConflict", "BranchConflict")]
+    if not result.ok or conflicts:
+        raise click.exceptions.Exit(gitops.EXIT_APPLY_FAILED)
+
+
 @cli.command("demo")
 @click.option("--dir", "directory", default=".tablekeeper-demo", show_default=True,
               help="Where to build the demo warehouse (recreated).")
+@click.option("--examples", type=click.Path(file_okay=False), help="The examples/ directory to apply "
+              "(default: the one of the source tree).")
 @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def demo(directory: str, output: str) -> None:
-    """Build a local warehouse and walk through tags and branches, verifying every view."""
+def demo(directory: str, examples: str | None, output: str) -> None:
+    """Build a local warehouse with days of history, apply examples/ step by step through the
+    reconciler (tags, a branch, a retention policy), and verify every retained view."""
     from tablekeeper.cli import demo as demo_mod
 
-    report = demo_mod.run(os.path.abspath(directory), echo=output == "table")
+    report = demo_mod.run(os.path.abspath(directory), echo=output == "table", examples=examples)
     if output == "json":
         click.echo(json.dumps(report, indent=2, default=str))
 
 
+@cli.command("operator")
+@click.option("--namespace", "-n", "namespaces", multiple=True, metavar="NS",
+              help="Watch only this namespace (repeatable); default: the whole cluster.")
+@click.option("--liveness", default="http://0.0.0.0:8080/healthz", show_default=True, metavar="URL",
+              help="Health endpoint for liveness probes; '' disables it.")
+@click.option("--metrics-port", type=click.IntRange(min=0, max=65535), default=9090, show_default=True,
+              help="Port of the Prometheus metrics server; 0 disables it.")
+def operator(namespaces: tuple[str, ...], liveness: str, metrics_port: int) -> None:
+    """Run the Kubernetes operator (Kopf, standalone; needs the 'operator' extra)."""
+    try:
+        from tablekeeper.operator import main as operator_main
+    except ImportError as e:
+        raise errors.InvalidInputError(f"the operator cannot start: {e}",
+                                       fix="install the operator extra: pip install 'tablekeeper[operator]'") from e
+    operator_main.run(namespaces=namespaces, liveness_endpoint=liveness or None, metrics_port=metrics_port)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        cli.main(args=argv, prog_name="tablekeeper", standalone_mode=False)
+        rv = cli.main(args=argv, prog_name="tablekeeper", standalone_mode=False)
     except errors.TablekeeperError as e:
         click.echo(f"error: {e.message}", err=True)
         if e.fix:
@@ -435,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as e:
         e.show()
         return EXIT_INPUT_ERROR
-    return 0
+    return rv if isinstance(rv, int) else 0  # click returns an Exit's code here (plan: 2 = changes pending)
 
 
 if __name__ == "__main__":

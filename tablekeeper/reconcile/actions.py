@@ -1,0 +1,283 @@
+"""Actions: what reconciliation decided to do, as data.
+
+Each action is a small frozen pydantic model with a ``kind`` discriminator and a ``reason``
+(style.md §2.8, pyiceberg's ``TableUpdate``). A plan is an ordered list of them; ``apply``
+carries the *changes* out through the core planners/executors, re-planning each maintenance
+step against the table's current state (the estimate shown in a plan is what the planner saw
+then). Reported actions (``TagConflict``, ``BranchConflict``, ``Skipped``, and a dry-run
+``CleanOrphans``) are never applied: they explain why storage will not match the manifests.
+
+Every action names its table by ``warehouse`` (normalised URI) and ``table`` (``db.table``);
+``resource`` is the manifest object it serves (``PaimonTag demo/baseline``) and ``policy`` the
+effective-policy values it was built from, each with its source (``7 d (policy/demo/gold)``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Estimate",
+    "ExpiringTag",
+    "CreateTag",
+    "AdoptTag",
+    "DeleteTag",
+    "TagConflict",
+    "ExpireTags",
+    "CreateBranch",
+    "AdoptBranch",
+    "DropBranch",
+    "BranchConflict",
+    "ReleaseObject",
+    "ExpireSnapshots",
+    "ExpireChangelog",
+    "ExpirePartitions",
+    "CleanOrphans",
+    "Skipped",
+    "Action",
+    "ACTION_TYPES",
+    "MAINTENANCE_KINDS",
+    "Engine",
+]
+
+Engine = Literal["in-process", "spark"]
+#: Maintenance kinds: scheduled, recorded as runs, sized and given an engine.
+MAINTENANCE_KINDS = ("ExpirePartitions", "ExpireSnapshots", "ExpireChangelog", "CleanOrphans")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Estimate(_Model):
+    """Plan size: files and bytes a step deletes (``partial``: only the first batch was sized)."""
+
+    files: int = 0
+    bytes: int = 0
+    by_kind: dict[str, int] = Field(default_factory=dict)
+    partial: bool = False
+    note: str | None = None
+
+    def __add__(self, other: Estimate) -> Estimate:
+        kinds = dict(self.by_kind)
+        for key, value in other.by_kind.items():
+            kinds[key] = kinds.get(key, 0) + value
+        return Estimate(files=self.files + other.files, bytes=self.bytes + other.bytes, by_kind=kinds,
+                        partial=self.partial or other.partial)
+
+
+class _Action(_Model):
+    warehouse: str
+    table: str
+    branch: str = "main"
+    reason: str
+    resource: str | None = None
+    source: str | None = None
+    policy: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def is_change(self) -> bool:
+        """Whether applying this action changes storage or ownership records."""
+        return True
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class CreateTag(_Action):
+    """Create ``tag`` at ``snapshot_id`` (with a TTL); for a manifest tag, record ownership first."""
+
+    kind: Literal["CreateTag"] = "CreateTag"
+    tag: str
+    snapshot_id: int
+    time_retained: str | None = None
+    auto: bool = False
+    deletion_policy: str | None = None
+
+
+class AdoptTag(_Action):
+    """An existing tag at the same snapshot becomes managed by its manifest (storage unchanged)."""
+
+    kind: Literal["AdoptTag"] = "AdoptTag"
+    tag: str
+    snapshot_id: int
+    deletion_policy: str | None = None
+
+
+class DeleteTag(_Action):
+    """Delete an owned tag whose manifest was removed (deletionPolicy Delete), with Paimon's
+    tag-deletion cleanup."""
+
+    kind: Literal["DeleteTag"] = "DeleteTag"
+    tag: str
+    snapshot_id: int | None = None
+    estimate: Estimate = Field(default_factory=Estimate)
+
+
+class TagConflict(_Action):
+    """Reported, never applied: the tag cannot be brought to the desired state without a human."""
+
+    kind: Literal["TagConflict"] = "TagConflict"
+    tag: str
+    conflict: str  # CamelCase condition reason, e.g. AlreadyExistsDifferentSnapshot
+
+    @property
+    def is_change(self) -> bool:
+        return False
+
+
+class ExpiringTag(_Model):
+    tag: str
+    snapshot_id: int
+    rule: Literal["ttl", "num-retained-max"]
+    detail: str
+    owned_by: str | None = None
+    estimate: Estimate = Field(default_factory=Estimate)
+
+
+class ExpireTags(_Action):
+    """Tags expired by Paimon's rules: TTL (``tagCreateTime + tagTimeRetained``) and
+    ``tag.num-retained-max`` over auto tags. Never fork points, savepoints or rollback tags."""
+
+    kind: Literal["ExpireTags"] = "ExpireTags"
+    tags: tuple[ExpiringTag, ...]
+    estimate: Estimate = Field(default_factory=Estimate)
+
+
+class CreateBranch(_Action):
+    """Create a branch (from a tag, a snapshot via a protected fork tag, or empty)."""
+
+    kind: Literal["CreateBranch"] = "CreateBranch"
+    name: str
+    from_tag: str | None = None
+    from_snapshot_id: int | None = None
+    empty: bool = False
+    protected: bool = False
+    deletion_policy: str | None = None
+
+
+class AdoptBranch(_Action):
+    """An existing branch matching the manifest becomes managed (storage unchanged)."""
+
+    kind: Literal["AdoptBranch"] = "AdoptBranch"
+    name: str
+    deletion_policy: str | None = None
+
+
+class DropBranch(_Action):
+    """Drop an owned branch (manifest removed, or its TTL reached). Never a protected branch,
+    never one whose tags are still declared or forked from. ``fork_tag``: the fork tag
+    tablekeeper created for it in the source branch, deleted afterwards if nothing else uses it."""
+
+    kind: Literal["DropBranch"] = "DropBranch"
+    name: str
+    fork_tag: str | None = None
+    metadata_files: int = 0
+    ttl_expired: bool = False
+
+
+class BranchConflict(_Action):
+    """Reported, never applied."""
+
+    kind: Literal["BranchConflict"] = "BranchConflict"
+    name: str
+    conflict: str
+
+    @property
+    def is_change(self) -> bool:
+        return False
+
+
+class ReleaseObject(_Action):
+    """Forget ownership of a tag or branch without touching storage (deletionPolicy Retain, or
+    the object is already gone)."""
+
+    kind: Literal["ReleaseObject"] = "ReleaseObject"
+    object_kind: Literal["tag", "branch"]
+    name: str
+
+
+class _Maintenance(_Action):
+    engine: Engine = "in-process"
+    estimate: Estimate = Field(default_factory=Estimate)
+
+
+class ExpireSnapshots(_Maintenance):
+    """Snapshot expiration of main (paimon-semantics.md §2), in batches of ``expire_limit``."""
+
+    kind: Literal["ExpireSnapshots"] = "ExpireSnapshots"
+    retain_min: int
+    retain_max: int | None = None
+    time_retained: str
+    expire_limit: int
+    clean_empty_directories: bool = False
+    changelog_decoupled: bool = False
+    first_snapshot: int | None = None
+    last_snapshot: int | None = None
+    snapshots: int = 0
+    batches: int = 1
+
+
+class ExpireChangelog(_Maintenance):
+    """Expiration of long-lived ``changelog-N`` files (decoupled changelog.* retention)."""
+
+    kind: Literal["ExpireChangelog"] = "ExpireChangelog"
+    retain_min: int
+    retain_max: int | None = None
+    time_retained: str
+    changelogs: int = 0
+
+
+class ExpirePartitions(_Maintenance):
+    """Drop expired partitions with an OVERWRITE commit; their files are reclaimed by snapshot
+    expiration once no retained snapshot, tag or branch reads them."""
+
+    kind: Literal["ExpirePartitions"] = "ExpirePartitions"
+    expiration: str
+    strategy: str
+    timestamp_formatter: str | None = None
+    timestamp_pattern: str | None = None
+    max_per_run: int
+    zone_known: bool
+    partitions: tuple[str, ...] = ()
+    more: int = 0
+
+
+class CleanOrphans(_Maintenance):
+    """Orphan file cleanup; with ``dry_run`` only reported (never applied)."""
+
+    kind: Literal["CleanOrphans"] = "CleanOrphans"
+    older_than: str
+    older_than_ms: int
+    dry_run: bool = True
+
+    @property
+    def is_change(self) -> bool:
+        return not self.dry_run
+
+
+class Skipped(_Action):
+    """Reported, never applied: something the manifests ask for that is not done now, and why
+    (not due by schedule, writers own auto-tags, time zone unknown, expired before creation...)."""
+
+    kind: Literal["Skipped"] = "Skipped"
+    what: str
+
+    @property
+    def is_change(self) -> bool:
+        return False
+
+
+Action = Annotated[
+    CreateTag | AdoptTag | DeleteTag | TagConflict | ExpireTags | CreateBranch | AdoptBranch | DropBranch
+    | BranchConflict | ReleaseObject | ExpireSnapshots | ExpireChangelog | ExpirePartitions | CleanOrphans
+    | Skipped,
+    Field(discriminator="kind"),
+]
+
+ACTION_TYPES: tuple[type[_Action], ...] = (
+    CreateTag, AdoptTag, DeleteTag, TagConflict, ExpireTags, CreateBranch, AdoptBranch, DropBranch,
+    BranchConflict, ReleaseObject, ExpireSnapshots, ExpireChangelog, ExpirePartitions, CleanOrphans, Skipped,
+)

@@ -1,0 +1,439 @@
+"""Applying a plan: each change action is carried out through the core planners and executors.
+
+- Maintenance steps are **re-planned** at apply time with the parameters recorded in the action
+  (the core planners are fail-closed and read the table as it is now); expiration runs batch
+  after batch (``expireLimit`` / ``maxPerRun``) until nothing more is due, bounded by
+  ``ReconcileConfig.max_batches``, so a plan right after an apply is empty.
+- Ownership records are written *before* creating a tag or branch (a crash in between leaves a
+  record the next plan repairs by recreating, never an untracked object), and removed after a
+  deletion.
+- One failing action does not stop the others (an action depending on it then fails too); its
+  error is in the result.
+- Reported actions (conflicts, notes, dry-run orphan reports) are never applied.
+
+:func:`converge` plans and applies up to three times, because applying can make new work due:
+a partition drop commits a snapshot that may cross an auto-tag period, a new branch can only
+receive its declared tags once it exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+from tablekeeper.core import branches, errors, execution, expire, orphans, partitions, plans, tag_auto, tags
+from tablekeeper.core.paimon import layout
+from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.policy.durations import Duration
+from tablekeeper.reconcile import actions as A
+from tablekeeper.reconcile.desired import DesiredState
+from tablekeeper.reconcile.opener import Opener
+from tablekeeper.reconcile.planner import INT_MAX, ReconcileConfig, ReconcilePlan, TablePlan, plan, with_sizes
+from tablekeeper.reconcile.records import BranchRecord, RecordStore, TableRecords, TagRecord
+
+__all__ = ["ActionResult", "ApplyResult", "ConvergeResult", "apply", "converge"]
+
+Status = Literal["applied", "unchanged", "failed"]
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What happened to one change action."""
+
+    action: A.Action
+    status: Status
+    message: str
+    deleted_files: int = 0
+    deleted_bytes: int = 0
+    engine: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.action.kind, "table": self.action.table, "branch": self.action.branch,
+                               "status": self.status, "message": self.message,
+                               "deletedFiles": self.deleted_files, "deletedBytes": self.deleted_bytes}
+        name = getattr(self.action, "tag", None) or getattr(self.action, "name", None)
+        if name:
+            out["name"] = name
+        if self.engine:
+            out["engine"] = self.engine
+        return out
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    results: tuple[ActionResult, ...] = ()
+
+    @property
+    def failed(self) -> tuple[ActionResult, ...]:
+        return tuple(r for r in self.results if r.status == "failed")
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def totals(self) -> dict[str, int]:
+        return {"applied": sum(1 for r in self.results if r.status == "applied"),
+                "unchanged": sum(1 for r in self.results if r.status == "unchanged"),
+                "failed": len(self.failed),
+                "deletedFiles": sum(r.deleted_files for r in self.results),
+                "deletedBytes": sum(r.deleted_bytes for r in self.results)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"totals": self.totals(), "results": [r.to_dict() for r in self.results]}
+
+
+@dataclass(frozen=True)
+class ConvergeResult:
+    """Plans and results of each pass; ``final`` is the plan after the last pass (empty when
+    converged)."""
+
+    plans: tuple[ReconcilePlan, ...]
+    applied: tuple[ApplyResult, ...]
+    final: ReconcilePlan
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.applied)
+
+    @property
+    def results(self) -> tuple[ActionResult, ...]:
+        return tuple(r for a in self.applied for r in a.results)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"plan": self.plans[0].to_dict() if self.plans else None,
+                "passes": [a.to_dict() for a in self.applied],
+                "converged": self.final.is_empty,
+                "remaining": self.final.to_dict() if not self.final.is_empty else None}
+
+
+@dataclass
+class _Run:
+    table_plan: TablePlan
+    table: Table
+    records: TableRecords
+    store: RecordStore
+    now: datetime
+    config: ReconcileConfig
+    deleted_files: int = 0
+    deleted_bytes: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def zone(self) -> ZoneInfo | None:
+        return ZoneInfo(self.table_plan.zone) if self.table_plan.zone else None
+
+    def save(self, records: TableRecords) -> None:
+        self.records = records
+        loc = self.table_plan.target.location
+        self.store.save(loc.warehouse, loc.identifier, records)
+
+    def execute(self, plan: plans.Plan, table: Table) -> execution.ExecutionResult:
+        result = execution.execute(with_sizes(plan, table.file_io), table.file_io)
+        self.deleted_files += sum(result.deleted.values())
+        self.deleted_bytes += sum(result.deleted_bytes.values())
+        if result.failed:
+            raise errors.StorageError(f"{len(result.failed)} file(s) could not be deleted, e.g. "
+                                      f"{result.failed[0].path}: {result.failed[0].error}",
+                                      fix="check permissions and apply again; it resumes")
+        return result
+
+    def wall_now(self) -> datetime:
+        return tag_auto.local_wall_clock(self.now, self.zone or UTC)
+
+
+def _ms(when: datetime) -> int:
+    return int(when.timestamp() * 1000)
+
+
+def _td(text: str | None) -> timedelta | None:
+    return None if text is None else Duration(text).to_timedelta()
+
+
+# ----------------------------------------------------------------------------------------
+# One handler per action kind; each returns (status, message).
+
+
+def _create_tag(run: _Run, a: A.CreateTag) -> tuple[Status, str]:
+    t = run.table.on_branch(a.branch)
+    ttl = _td(a.time_retained)
+    previous = run.records
+    if not a.auto and a.resource:
+        expires = _ms(run.now + ttl) if ttl is not None else None
+        run.save(run.records.with_tag(a.branch, a.tag, TagRecord(a.resource, a.snapshot_id,
+                                                                 a.deletion_policy or "Delete", False, expires)))
+    try:
+        result = tags.create_tag(t, a.tag, snapshot_id=a.snapshot_id, time_retained=ttl, now=run.wall_now())
+    except Exception:
+        run.save(previous)  # never claim a tag this run did not create (e.g. someone else's, raced in)
+        raise
+    if result.action == "unchanged":
+        return "unchanged", f"tag {a.tag!r} already at snapshot {a.snapshot_id}"
+    zone = "" if run.zone is not None or ttl is None else " (tagCreateTime written as UTC: writer zone unknown)"
+    return "applied", f"created tag {a.tag!r} at snapshot {a.snapshot_id}{zone}"
+
+
+def _adopt_tag(run: _Run, a: A.AdoptTag) -> tuple[Status, str]:
+    existing = run.table.on_branch(a.branch).tag(a.tag)
+    expires = None
+    if existing.create_time is not None and existing.time_retained is not None and run.zone is not None:
+        local = (existing.create_time + existing.time_retained).replace(tzinfo=run.zone)
+        expires = _ms(local.astimezone(UTC))
+    run.save(run.records.with_tag(a.branch, a.tag, TagRecord(a.resource or "", existing.snapshot_id,
+                                                             a.deletion_policy or "Delete", False, expires)))
+    return "applied", f"adopted tag {a.tag!r} at snapshot {existing.snapshot_id}"
+
+
+def _delete_tag(run: _Run, a: A.DeleteTag) -> tuple[Status, str]:
+    t = run.table.on_branch(a.branch)
+    if not t.tag_exists(a.tag):
+        run.save(run.records.with_tag(a.branch, a.tag, None))
+        return "unchanged", f"tag {a.tag!r} was already gone"
+    before = run.deleted_files
+    run.execute(tags.plan_delete_tag(t, a.tag), t)
+    run.save(run.records.with_tag(a.branch, a.tag, None))
+    return "applied", f"deleted tag {a.tag!r} and {run.deleted_files - before - 1} file(s) only it referenced"
+
+
+def _expire_tags(run: _Run, a: A.ExpireTags) -> tuple[Status, str]:
+    t = run.table.on_branch(a.branch)
+    done, kept = [], []
+    for entry in a.tags:
+        if not t.tag_exists(entry.tag):
+            continue
+        if t.tag(entry.tag).snapshot_id != entry.snapshot_id:
+            kept.append(f"{entry.tag} (moved)")
+            continue
+        try:
+            plan = tags.plan_delete_tag(t, entry.tag)
+        except errors.ProtectedObjectError:
+            kept.append(f"{entry.tag} (now a fork point)")
+            continue
+        run.execute(plan, t)
+        done.append(entry.tag)
+        rec = run.records.tag(a.branch, entry.tag)
+        if rec is not None:
+            run.save(run.records.with_tag(a.branch, entry.tag, replace(rec, expired=True)))
+    message = f"expired {len(done)} tag(s)" + (f": {', '.join(done)}" if done else "")
+    if kept:
+        message += f"; kept {', '.join(kept)}"
+    return ("applied" if done else "unchanged"), message
+
+
+def _create_branch(run: _Run, a: A.CreateBranch) -> tuple[Status, str]:
+    fork_tag = branches.fork_tag_name(a.name, a.from_snapshot_id) if a.from_snapshot_id is not None else None
+    previous = run.records
+    record = BranchRecord(a.resource or "", a.deletion_policy or "Delete", _ms(run.now), fork_tag, pending=True)
+    run.save(run.records.with_branch(a.name, record))
+    try:
+        change = branches.create_branch(run.table, a.name, from_tag=a.from_tag, from_snapshot=a.from_snapshot_id)
+    except Exception:
+        run.save(previous)  # a refused create leaves no claim on a branch someone else may own
+        raise
+    run.save(run.records.with_branch(a.name, replace(record, pending=False)))
+    origin = f"tag {a.from_tag!r}" if a.from_tag else (f"snapshot {a.from_snapshot_id}" if a.from_snapshot_id
+                                                        else "nothing (empty)")
+    return "applied", f"created branch {a.name!r} from {origin} ({len(change.written)} metadata file(s))"
+
+
+def _adopt_branch(run: _Run, a: A.AdoptBranch) -> tuple[Status, str]:
+    run.table.on_branch(a.name)  # must still exist
+    old = run.records.branches.get(a.name)
+    run.save(run.records.with_branch(a.name, BranchRecord(a.resource or "", a.deletion_policy or "Delete",
+                                                          old.created_ms if old else 0, old.fork_tag if old else None)))
+    # (a pending record whose create had finished becomes a confirmed one here)
+    return "applied", f"adopted branch {a.name!r}"
+
+
+def _drop_branch(run: _Run, a: A.DropBranch) -> tuple[Status, str]:
+    main = run.table.on_branch(layout.MAIN)
+    if a.name not in main.branch_names():
+        status: Status = "unchanged"
+        message = f"branch {a.name!r} was already gone"
+    else:
+        change = branches.drop_branch(main, a.name)
+        status, message = "applied", f"dropped branch {a.name!r} ({len(change.deleted)} metadata file(s))"
+    rec = run.records.branches.get(a.name)
+    if a.ttl_expired and rec is not None:
+        run.save(run.records.with_branch(a.name, replace(rec, expired=True)))
+    else:
+        run.save(run.records.with_branch(a.name, None))
+    if a.fork_tag and main.tag_exists(a.fork_tag):
+        try:
+            run.execute(tags.plan_delete_tag(main, a.fork_tag), main)
+            message += f"; deleted its fork tag {a.fork_tag!r}"
+        except errors.ProtectedObjectError:
+            message += f"; kept its fork tag {a.fork_tag!r} (another branch uses it)"
+    return status, message
+
+
+def _release(run: _Run, a: A.ReleaseObject) -> tuple[Status, str]:
+    if a.object_kind == "tag":
+        run.save(run.records.with_tag(a.branch, a.name, None))
+    else:
+        run.save(run.records.with_branch(a.name, None))
+    return "applied", f"forgot {a.object_kind} {a.name!r} (storage untouched)"
+
+
+def _expire_partitions(run: _Run, a: A.ExpirePartitions) -> tuple[Status, str]:
+    config = partitions.PartitionConfig(
+        expiration_time=Duration(a.expiration).to_timedelta(), strategy=a.strategy,
+        timestamp_formatter=a.timestamp_formatter, timestamp_pattern=a.timestamp_pattern,
+        max_expires=a.max_per_run, zone_known=a.zone_known)
+    t = run.table.on_branch(a.branch)
+    dropped: list[str] = []
+    files = 0
+    options = dict(run.table_plan.target.location.options)
+    for _ in range(run.config.max_batches):
+        pplan = partitions.plan_partition_expiry(t, config, run.wall_now())
+        if not pplan.expired:
+            break
+        partitions.apply_partition_expiry(t, pplan, options=options)
+        dropped.extend(p.name for p in pplan.expired)
+        files += sum(p.file_count for p in pplan.expired)
+    if not dropped:
+        return "unchanged", "no partition is expired any more"
+    return "applied", f"dropped {len(dropped)} partition(s) ({files} files leave the latest snapshot)"
+
+
+def _expire_snapshots(run: _Run, a: A.ExpireSnapshots) -> tuple[Status, str]:
+    t = run.table.on_branch(a.branch)
+    options = t.options()
+    config = expire.ExpireConfig(
+        retain_min=a.retain_min, retain_max=a.retain_max or INT_MAX, time_retained=Duration(a.time_retained).to_timedelta(),
+        expire_limit=a.expire_limit, clean_empty_directories=a.clean_empty_directories,
+        changelog_decoupled=a.changelog_decoupled, changelog_producer=options.get("changelog-producer", "none"),
+        consumer_changelog_only=options.get("consumer.changelog-only", "false").lower() == "true")
+    expired = 0
+    batches = 0
+    for _ in range(run.config.max_batches):
+        eplan = expire.plan_expire(t, config, _ms(run.now))
+        if eplan.is_empty:
+            break
+        run.execute(eplan, t)
+        batches += 1
+        count = int(dict(eplan.details).get("expired_snapshots") or 0)
+        expired += count
+        if count == 0:
+            break
+    if not batches:
+        return "unchanged", "nothing expires any more"
+    return "applied", f"expired {expired} snapshot(s) in {batches} batch(es)"
+
+
+def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
+    t = run.table.on_branch(a.branch)
+    options = t.options()
+    config = expire.ChangelogConfig(
+        retain_min=a.retain_min, retain_max=a.retain_max or INT_MAX,
+        time_retained=Duration(a.time_retained).to_timedelta(),
+        expire_limit=int(options.get("snapshot.expire.limit", "50")),
+        changelog_producer=options.get("changelog-producer", "none"))
+    expired = 0
+    for _ in range(run.config.max_batches):
+        cplan = expire.plan_expire_changelog(t, config, _ms(run.now))
+        if cplan.is_empty:
+            break
+        run.execute(cplan, t)
+        expired += int(dict(cplan.details).get("expired_changelogs") or 0)
+    if not expired:
+        return "unchanged", "nothing expires any more"
+    return "applied", f"expired {expired} changelog(s)"
+
+
+def _clean_orphans(run: _Run, a: A.CleanOrphans) -> tuple[Status, str]:
+    oplan = orphans.plan_orphan_clean(run.table, orphans.OrphanConfig(a.older_than_ms))
+    if oplan.is_empty:
+        return "unchanged", "no orphan files"
+    before = run.deleted_files
+    run.execute(oplan, run.table)
+    return "applied", f"deleted {run.deleted_files - before} orphan file(s) older than {a.older_than}"
+
+
+_HANDLERS: dict[str, Callable[[_Run, Any], tuple[Status, str]]] = {
+    "CreateTag": _create_tag,
+    "AdoptTag": _adopt_tag,
+    "DeleteTag": _delete_tag,
+    "ExpireTags": _expire_tags,
+    "CreateBranch": _create_branch,
+    "AdoptBranch": _adopt_branch,
+    "DropBranch": _drop_branch,
+    "ReleaseObject": _release,
+    "ExpirePartitions": _expire_partitions,
+    "ExpireSnapshots": _expire_snapshots,
+    "ExpireChangelog": _expire_changelog,
+    "CleanOrphans": _clean_orphans,
+}
+
+
+def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = None,
+          config: ReconcileConfig | None = None,
+          on_result: Callable[[ActionResult], None] | None = None) -> ApplyResult:
+    """Carry out the changes of ``plan_`` in order (reported actions are skipped).
+
+    Args:
+        plan_: from :func:`tablekeeper.reconcile.plan`.
+        store: ownership/run records (updated as actions complete).
+        opener: opens tables (one FileIO per warehouse).
+        config: batches, engine threshold.
+        on_result: called after each action (progress output).
+    """
+    opener = opener or Opener()
+    config = config or ReconcileConfig()
+    results: list[ActionResult] = []
+    for table_plan in plan_.tables:
+        if not table_plan.changes:
+            continue
+        loc = table_plan.target.location
+        table = opener.open(loc)
+        run = _Run(table_plan, table, store.load(loc.warehouse, loc.identifier), store, plan_.now, config)
+        for action in table_plan.changes:
+            start_files, start_bytes = run.deleted_files, run.deleted_bytes
+            engine = getattr(action, "engine", None)
+            try:
+                status, message = _HANDLERS[action.kind](run, action)
+                if action.kind in A.MAINTENANCE_KINDS:
+                    run.save(run.records.with_run(action.kind, _ms(plan_.now)))
+                if engine == "spark":
+                    message += " (engine spark: no Spark runner in this process, ran in-process)"
+                    engine = "in-process"
+            except Exception as e:  # one failing action must not stop the others
+                status = "failed"
+                message = e.message + (f" ({e.fix})" if e.fix else "") if isinstance(e, errors.TablekeeperError) \
+                    else f"{type(e).__name__}: {e}"
+            result = ActionResult(action, status, message, run.deleted_files - start_files,
+                                  run.deleted_bytes - start_bytes, engine)
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+    return ApplyResult(tuple(results))
+
+
+def converge(desired: DesiredState, *, now: datetime, store: RecordStore, opener: Opener | None = None,
+             config: ReconcileConfig | None = None, max_passes: int = 3,
+             on_result: Callable[[ActionResult], None] | None = None,
+             first_plan: ReconcilePlan | None = None) -> ConvergeResult:
+    """Plan and apply until nothing changes (at most ``max_passes`` applies).
+
+    Raises:
+        ManifestError: from planning (before anything is applied in the first pass).
+    """
+    opener = opener or Opener()
+    config = config or ReconcileConfig()
+    plans_: list[ReconcilePlan] = []
+    applied: list[ApplyResult] = []
+    current = first_plan or plan(desired, now=now, store=store, opener=opener, config=config)
+    for _ in range(max_passes):
+        if current.is_empty:
+            break
+        plans_.append(current)
+        result = apply(current, store=store, opener=opener, config=config, on_result=on_result)
+        applied.append(result)
+        current = plan(desired, now=now, store=store, opener=opener, config=config)
+        if not result.ok:
+            break
+    if not plans_:
+        plans_.append(current)
+    return ConvergeResult(tuple(plans_), tuple(applied), current)

@@ -1,0 +1,288 @@
+"""The desired state: validated manifest objects joined into per-table targets.
+
+``build_desired_state(resources)`` resolves every reference (catalogs, tables, policies, tags a
+branch starts from) and rejects what cannot be meant: a tag or branch of a table that is not
+declared, two objects for one tag/branch/table, a policy reference that does not exist, a
+catalog a namespace may not use, policies whose merged result breaks a safety rail. Checks that
+need storage (the table exists, a branch's tag exists) happen when planning, still before
+anything is applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tablekeeper.core import errors
+from tablekeeper.core.policy import effective
+from tablekeeper.core.policy.branch import PaimonBranchSpec
+from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec, PaimonCatalogSpec
+from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, PaimonRetentionPolicySpec
+from tablekeeper.core.policy.table import PaimonTableSpec
+from tablekeeper.core.policy.tag import PaimonTagSpec
+from tablekeeper.core.policy.validation import InvalidSpecError
+from tablekeeper.reconcile.manifests import ManifestError, Problem, Resource
+
+__all__ = [
+    "TableLocation",
+    "CatalogTarget",
+    "TagTarget",
+    "BranchTarget",
+    "TableTarget",
+    "DesiredState",
+    "build_desired_state",
+]
+
+
+@dataclass(frozen=True)
+class TableLocation:
+    """Where a table lives: the catalog's warehouse (normalised), its options, ``db.table``."""
+
+    warehouse: str
+    identifier: str
+    options: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.warehouse, self.identifier)
+
+    def __str__(self) -> str:
+        return f"{self.identifier} ({self.warehouse})"
+
+
+@dataclass(frozen=True)
+class CatalogTarget:
+    resource: Resource
+    spec: PaimonCatalogSpec
+
+    @property
+    def warehouse(self) -> str:
+        return self.spec.normalized_warehouse
+
+
+@dataclass(frozen=True)
+class TagTarget:
+    """A ``PaimonTag``: the tag ``tag`` on ``branch`` of its table."""
+
+    resource: Resource
+    spec: PaimonTagSpec
+    tag: str
+    branch: str
+
+    @property
+    def deletion_policy(self) -> str:
+        return self.spec.deletion_policy or "Delete"
+
+
+@dataclass(frozen=True)
+class BranchTarget:
+    """A ``PaimonBranch``: branch ``name`` of its table."""
+
+    resource: Resource
+    spec: PaimonBranchSpec
+    name: str
+
+    @property
+    def deletion_policy(self) -> str:
+        return self.spec.deletion_policy or "Delete"
+
+
+@dataclass(frozen=True)
+class TableTarget:
+    """A ``PaimonTable`` with everything that applies to it."""
+
+    resource: Resource
+    spec: PaimonTableSpec
+    catalog: CatalogTarget
+    location: TableLocation
+    tags: tuple[TagTarget, ...]
+    branches: tuple[BranchTarget, ...]
+    policies: tuple[effective.NamespacedPolicy, ...]
+    cluster_policies: tuple[effective.ClusterPolicy, ...]
+
+    @property
+    def writer_zone(self) -> str | None:
+        """The writers' IANA zone: ``spec.timeZone``, else the catalog's ``writerTimeZone``."""
+        return self.spec.time_zone or self.catalog.spec.writer_time_zone
+
+    @property
+    def context(self) -> effective.TableContext:
+        return effective.TableContext(name=self.resource.name, namespace=self.resource.namespace or "",
+                                      spec=self.spec, labels=dict(self.resource.labels))
+
+    def resolve_policy(self, table_options: Mapping[str, str] | None) -> effective.EffectivePolicy:
+        """The effective retention (operator-design.md §6) with the table's own options.
+
+        Raises:
+            PolicyNotFoundError, UnsafeSpecError, InvalidSpecError, InvalidInputError.
+        """
+        return effective.resolve_effective_policy(self.context, policies=self.policies,
+                                                  cluster_policies=self.cluster_policies,
+                                                  table_options=table_options)
+
+
+@dataclass(frozen=True)
+class DesiredState:
+    """Everything the manifests ask for."""
+
+    resources: tuple[Resource, ...]
+    tables: tuple[TableTarget, ...]
+
+    def table(self, identifier: str) -> TableTarget:
+        for t in self.tables:
+            if t.location.identifier == identifier:
+                return t
+        raise KeyError(identifier)
+
+
+def _by_kind(resources: Sequence[Resource], kind: str) -> list[Resource]:
+    return [r for r in resources if r.kind == kind]
+
+
+def build_desired_state(resources: Sequence[Resource], *, problems: Sequence[Problem] = (),
+                        invalid: Collection[tuple[str, str | None, str]] = ()) -> DesiredState:
+    """Join the objects into per-table targets.
+
+    Args:
+        resources: valid objects.
+        problems: problems found while loading, reported together with these.
+        invalid: (kind, namespace, name) of objects that failed validation: references to them
+            are not reported as missing.
+
+    Raises:
+        ManifestError: every broken reference or duplicate, naming file, object and field.
+    """
+    problems = list(problems)
+    skip = set(invalid)
+    catalogs: dict[tuple[str, str | None, str], CatalogTarget] = {}
+    for r in resources:
+        if r.kind in ("PaimonCatalog", "ClusterPaimonCatalog"):
+            assert isinstance(r.spec, PaimonCatalogSpec)
+            catalogs[(r.kind, r.namespace, r.name)] = CatalogTarget(r, r.spec)
+    policies = tuple(effective.NamespacedPolicy(r.name, r.namespace or "", r.spec)
+                     for r in _by_kind(resources, "PaimonRetentionPolicy")
+                     if isinstance(r.spec, PaimonRetentionPolicySpec))
+    cluster_policies = tuple(effective.ClusterPolicy(r.name, r.spec)
+                             for r in _by_kind(resources, "ClusterPaimonRetentionPolicy")
+                             if isinstance(r.spec, ClusterPaimonRetentionPolicySpec))
+
+    tables: dict[tuple[str | None, str], tuple[Resource, PaimonTableSpec, CatalogTarget]] = {}
+    identities: dict[tuple[str, str], Resource] = {}
+    for r in _by_kind(resources, "PaimonTable"):
+        assert isinstance(r.spec, PaimonTableSpec)
+        ref = r.spec.catalog_ref
+        catalog = catalogs.get((ref.kind, r.namespace if ref.kind == "PaimonCatalog" else None, ref.name))
+        if catalog is None and (ref.kind, r.namespace if ref.kind == "PaimonCatalog" else None, ref.name) in skip:
+            continue
+        if catalog is None:
+            where = f"in namespace {r.namespace!r}" if ref.kind == "PaimonCatalog" else "(cluster-scoped)"
+            problems.append(Problem(r.where, "spec.catalogRef",
+                                    f"{ref.kind} {ref.name!r} {where} is not declared in the manifests",
+                                    f"add a {ref.kind} named {ref.name!r}, or point catalogRef at one"))
+            continue
+        if isinstance(catalog.spec, ClusterPaimonCatalogSpec) and not catalog.spec.allows(r.namespace or "", {}):
+            problems.append(Problem(r.where, "spec.catalogRef",
+                                    f"ClusterPaimonCatalog {ref.name!r} does not allow namespace {r.namespace!r}",
+                                    "add the namespace to the catalog's allowedNamespaces.names (namespace labels "
+                                    "are unknown to plan/apply)"))
+            continue
+        identity = (catalog.warehouse, r.spec.qualified_name)
+        if identity in identities:
+            other = identities[identity]
+            problems.append(Problem(r.where, "spec.table",
+                                    f"table {r.spec.qualified_name} in {catalog.warehouse} is also managed by "
+                                    f"{other.ref} ({other.file})", "keep one PaimonTable per Paimon table"))
+            continue
+        identities[identity] = r
+        tables[(r.namespace, r.name)] = (r, r.spec, catalog)
+        known = {p.name for p in policies if p.namespace == r.namespace}
+        for i, pref in enumerate(r.spec.policy_refs):
+            if pref.name not in known and ("PaimonRetentionPolicy", r.namespace, pref.name) not in skip:
+                problems.append(Problem(r.where, f"spec.policyRefs[{i}].name",
+                                        f"PaimonRetentionPolicy {pref.name!r} is not declared in namespace "
+                                        f"{r.namespace!r}", "add it to the manifests or remove the reference"))
+
+    tags_of: dict[tuple[str | None, str], list[TagTarget]] = {key: [] for key in tables}
+    seen_tags: dict[tuple[tuple[str | None, str], str, str], Resource] = {}
+    for r in _by_kind(resources, "PaimonTag"):
+        assert isinstance(r.spec, PaimonTagSpec)
+        key = (r.namespace, r.spec.table_ref.name)
+        if key not in tables:
+            if ("PaimonTable", r.namespace, r.spec.table_ref.name) not in skip:
+                problems.append(Problem(r.where, "spec.tableRef.name",
+                                        f"PaimonTable {r.spec.table_ref.name!r} is not declared in namespace "
+                                        f"{r.namespace!r}", "declare the PaimonTable or fix tableRef.name"))
+            continue
+        try:
+            name = r.spec.resolved_tag_name(r.name)
+        except errors.InvalidNameError as e:
+            problems.append(Problem(r.where, "metadata.name", e.message, "set spec.tagName"))
+            continue
+        ident = (key, r.spec.branch, name)
+        if ident in seen_tags:
+            other = seen_tags[ident]
+            problems.append(Problem(r.where, "spec.tagName" if r.spec.tag_name else "metadata.name",
+                                    f"tag {name!r} of {tables[key][1].qualified_name} (branch {r.spec.branch}) is "
+                                    f"also declared by {other.ref} ({other.file})",
+                                    "declare each Paimon tag once"))
+            continue
+        seen_tags[ident] = r
+        tags_of[key].append(TagTarget(r, r.spec, name, r.spec.branch))
+
+    branches_of: dict[tuple[str | None, str], list[BranchTarget]] = {key: [] for key in tables}
+    seen_branches: dict[tuple[tuple[str | None, str], str], Resource] = {}
+    for r in _by_kind(resources, "PaimonBranch"):
+        assert isinstance(r.spec, PaimonBranchSpec)
+        key = (r.namespace, r.spec.table_ref.name)
+        if key not in tables:
+            if ("PaimonTable", r.namespace, r.spec.table_ref.name) not in skip:
+                problems.append(Problem(r.where, "spec.tableRef.name",
+                                        f"PaimonTable {r.spec.table_ref.name!r} is not declared in namespace "
+                                        f"{r.namespace!r}", "declare the PaimonTable or fix tableRef.name"))
+            continue
+        try:
+            name = r.spec.resolved_branch_name(r.name)
+        except errors.InvalidNameError as e:
+            problems.append(Problem(r.where, "metadata.name", e.message, "set spec.branchName"))
+            continue
+        if (key, name) in seen_branches:
+            other = seen_branches[(key, name)]
+            problems.append(Problem(r.where, "spec.branchName" if r.spec.branch_name else "metadata.name",
+                                    f"branch {name!r} of {tables[key][1].qualified_name} is also declared by "
+                                    f"{other.ref} ({other.file})", "declare each branch once"))
+            continue
+        seen_branches[(key, name)] = r
+        branches_of[key].append(BranchTarget(r, r.spec, name))
+
+    targets: list[TableTarget] = []
+    for key, (r, spec, catalog) in tables.items():
+        location = TableLocation(catalog.warehouse, spec.qualified_name, dict(catalog.spec.options))
+        target = TableTarget(r, spec, catalog, location, tuple(tags_of[key]), tuple(branches_of[key]),
+                             policies, cluster_policies)
+        try:
+            target.resolve_policy(None)
+        except effective.PolicyNotFoundError:
+            pass  # reported above with its field
+        except InvalidSpecError as e:
+            problems.append(_policy_problem(r, e))
+        except errors.InvalidInputError as e:
+            problems.append(Problem(r.where, "spec.retention", e.message, e.fix))
+        targets.append(target)
+    if problems:
+        raise ManifestError(problems)
+    return DesiredState(tuple(resources), tuple(targets))
+
+
+def _policy_problem(r: Resource, e: InvalidSpecError) -> Problem:
+    fields = ", ".join(f"spec.retention.{f}" for f in e.fields) if e.fields else "spec.retention"
+    return Problem(r.where, fields, e.message, e.fix)
+
+
+def describe(values: Mapping[str, Any], sources: Mapping[str, str], paths: Sequence[str]) -> dict[str, str]:
+    """``{path: "value (source)"}`` for the given effective-policy paths (for action records)."""
+    out = {}
+    for path in paths:
+        value = values.get(path)
+        out[path] = f"{'unset' if value is None else value} ({sources.get(path, '?')})"
+    return out

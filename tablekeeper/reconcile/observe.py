@@ -1,0 +1,125 @@
+"""The actual state of a table, read once per plan: snapshots (ids, commit times, watermarks),
+tags of every branch, branches with their fork points, fork-point protection, table options.
+
+A :class:`TableState` is plain data, so deciding what to do about tags and branches is a pure
+function of (desired state, table state, records, now).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from tablekeeper.core import forks
+from tablekeeper.core.paimon import layout
+from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.tag_auto import SnapshotPoint, TagPoint
+
+__all__ = ["TagState", "BranchState", "TableState", "observe"]
+
+Identity = tuple[int, str | None, str | None]
+
+
+@dataclass(frozen=True)
+class TagState:
+    name: str
+    snapshot_id: int
+    identity: Identity
+    snapshot_time_ms: int
+    create_time: datetime | None = None
+    time_retained: timedelta | None = None
+
+    @property
+    def point(self) -> TagPoint:
+        return TagPoint(self.name, self.snapshot_id, self.create_time, self.time_retained)
+
+
+@dataclass(frozen=True)
+class BranchState:
+    name: str
+    fork_snapshot_id: int | None
+    fork_identity: Identity | None
+    from_tag: str | None
+    created_ms: int | None
+    latest_commit_ms: int | None
+    snapshot_ids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableState:
+    """One table as read from storage (main plus every branch)."""
+
+    identifier: str
+    options: Mapping[str, str]
+    snapshots: Mapping[str, tuple[SnapshotPoint, ...]]  # branch -> snapshots ascending
+    tags: Mapping[str, Mapping[str, TagState]]  # branch -> name -> tag
+    branches: Mapping[str, BranchState]
+    fork_tags: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)  # branch -> tag -> users
+
+    def branch_snapshots(self, branch: str = layout.MAIN) -> tuple[SnapshotPoint, ...]:
+        return self.snapshots.get(branch, ())
+
+    def snapshot(self, snapshot_id: int, branch: str = layout.MAIN) -> SnapshotPoint | None:
+        for s in self.branch_snapshots(branch):
+            if s.id == snapshot_id:
+                return s
+        return None
+
+    def latest(self, branch: str = layout.MAIN) -> SnapshotPoint | None:
+        snaps = self.branch_snapshots(branch)
+        return snaps[-1] if snaps else None
+
+    def branch_tags(self, branch: str = layout.MAIN) -> Mapping[str, TagState]:
+        return self.tags.get(branch, {})
+
+    def has_branch(self, branch: str) -> bool:
+        return branch == layout.MAIN or branch in self.branches
+
+    def protected_tags(self, branch: str = layout.MAIN) -> Mapping[str, tuple[str, ...]]:
+        """Fork-point tags of ``branch``: {tag: branches created from it}."""
+        return self.fork_tags.get(branch, {})
+
+
+def _snapshots(t: Table) -> tuple[SnapshotPoint, ...]:
+    return tuple(SnapshotPoint(s.id, s.time_millis, s.watermark) for s in t.snapshots())
+
+
+def _tags(t: Table) -> dict[str, TagState]:
+    return {tag.name: TagState(tag.name, tag.snapshot_id, tag.snapshot.identity(), tag.snapshot.time_millis,
+                               tag.create_time, tag.time_retained) for tag in t.tags()}
+
+
+def _created_ms(t: Table) -> int | None:
+    """A branch's creation time: the oldest of its schema files (copied when it was created)."""
+    times = [s.mtime_ms for s in t.file_io.list_dir(t.dir(layout.SCHEMA_DIR)) if not s.is_dir]
+    return min(times) if times else None
+
+
+def observe(table: Table) -> TableState:
+    """Read the state of ``table`` (all branches)."""
+    main = table.on_branch(layout.MAIN)
+    snapshots: dict[str, tuple[SnapshotPoint, ...]] = {layout.MAIN: _snapshots(main)}
+    tags: dict[str, dict[str, TagState]] = {layout.MAIN: _tags(main)}
+    branches: dict[str, BranchState] = {}
+    points = {fp.branch: fp for fp in forks.fork_points(main)}
+    for name in main.branch_names():
+        b = main.on_branch(name)
+        snapshots[name] = _snapshots(b)
+        tags[name] = _tags(b)
+        fp = points.get(name)
+        latest = snapshots[name][-1].time_millis if snapshots[name] else None
+        branches[name] = BranchState(name, fp.snapshot_id if fp else None, fp.identity if fp else None,
+                                     fp.from_tag if fp else None, _created_ms(b), latest,
+                                     tuple(s.id for s in snapshots[name]))
+    fork_tags: dict[str, dict[str, tuple[str, ...]]] = {}
+    for branch_name, by_name in tags.items():
+        users: dict[str, tuple[str, ...]] = {}
+        for tag in by_name.values():
+            forked = sorted(fp.branch for fp in points.values()
+                            if fp.identity == tag.identity and fp.branch != branch_name)
+            if forked:
+                users[tag.name] = tuple(forked)
+        if users:
+            fork_tags[branch_name] = users
+    return TableState(table.identifier, dict(main.options()), snapshots, tags, branches, fork_tags)
