@@ -1,0 +1,610 @@
+"""Orphan file cleanup (paimon-semantics.md §5, §8 pitfalls 6-10 and 32, §9.7) on real
+pypaimon-written tables, locally and on S3 (moto).
+
+Orphans are planted next to real files and every file is aged; the plan must name exactly the
+planted orphans, execution must delete exactly them, every retained view must read as before and
+every file a retained root needs must still exist."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import s3fs
+
+from tablekeeper.core import errors, execution, expire, orphans, plans
+from tablekeeper.core.storage import DeleteOutcome, FileIO, FileStatus
+from tests.maintenance.helpers import (
+    DAY_MS,
+    HOUR_MS,
+    IDENT,
+    append_table,
+    assert_roots_intact,
+    backdate_tree,
+    build_mixed,
+    check_retained,
+    commit_overwrite,
+    copy_tree,
+    data_files_by_ids,
+    dir_listing,
+    file_set,
+    handle,
+    ids,
+    now_ms,
+    pk_table,
+    plant,
+    reload,
+    rows,
+    run,
+    table_root,
+    views,
+    write,
+)
+from tests.support import s3 as s3support
+
+OLD = 3 * 86400  # seconds: older than the default threshold (1 day)
+
+
+def default_config() -> orphans.OrphanConfig:
+    return orphans.OrphanConfig(orphans.resolve_older_than(now_ms()))
+
+
+def future_config() -> orphans.OrphanConfig:
+    """A threshold in the future (only through OrphanConfig directly): every file is old enough."""
+    return orphans.OrphanConfig(now_ms() + 60_000)
+
+
+def plan_paths(plan: plans.Plan) -> set[str]:
+    return {f.path for f in plan.files}
+
+
+# -- scenes -------------------------------------------------------------------------------------
+
+
+def _scene_mixed(wh: str) -> None:
+    build_mixed(wh)
+
+
+def _scene_dynamic_bucket(wh: str) -> None:
+    """Primary-key table with dynamic buckets: HASH index files under index/."""
+    t = pk_table(wh, options={"bucket": "-1"})
+    for i in range(3):
+        write(t, rows("a", i))
+    commit_overwrite(t, rows("a", 10), {"dt": "a"})
+    t.create_tag("t2", snapshot_id=2)
+
+
+def _scene_changelog(wh: str) -> None:
+    """Primary-key table with changelog-producer=input: changelog files in bucket directories,
+    some snapshots expired (decoupled), so changelog-N files are roots."""
+    t = pk_table(wh, options={"changelog-producer": "input", "snapshot.num-retained.min": "1",
+                              "changelog.num-retained.min": "4", "snapshot.time-retained": "0 ms"})
+    for i in range(4):
+        write(t, rows("a", i))
+    h = handle(wh)
+    run(expire.plan_expire(h, expire.config_from_options(h.options()), now_ms() + 1000), h)
+    assert h.changelog_ids() == [1, 2, 3]
+
+
+SCENES = {"mixed": _scene_mixed, "dynamic-bucket": _scene_dynamic_bucket, "changelog": _scene_changelog}
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    out = {}
+    for name, build in SCENES.items():
+        wh = str(tmp_path_factory.mktemp(name) / "wh")
+        build(wh)
+        out[name] = wh
+    return out
+
+
+@pytest.fixture
+def mixed(templates: dict[str, str], tmp_path: Path) -> str:
+    return copy_tree(templates["mixed"], tmp_path / "wh")
+
+
+def plant_orphans(root: str) -> set[str]:
+    """Old unreferenced files where orphan cleanup must find them; returns their paths."""
+    out = {
+        plant(f"{root}/manifest/manifest-0a0a0a0a-orphan-0"),
+        plant(f"{root}/manifest/manifest-list-0a0a0a0a-orphan-0"),
+        plant(f"{root}/manifest/index-manifest-0a0a0a0a-orphan-0"),
+        plant(f"{root}/index/index-0a0a0a0a-orphan-0"),
+        plant(f"{root}/statistics/stat-0a0a0a0a-orphan-0"),
+        plant(f"{root}/dt=a/bucket-0/data-0a0a0a0a-orphan-0.parquet"),
+        plant(f"{root}/dt=a/bucket-0/data-0a0a0a0a-orphan-0.parquet.index"),
+        plant(f"{root}/dt=a/bucket-0/changelog-0a0a0a0a-orphan-0.parquet"),
+        plant(f"{root}/dt=zz/bucket-3/data-0a0a0a0a-orphan-1.parquet"),  # orphan-only partition
+        plant(f"{root}/snapshot/.snapshot-99.0a0a0a0a-0a0a.tmp"),  # crashed commit (Java temp name)
+        plant(f"{root}/snapshot/junk"),
+    }
+    if os.path.isdir(f"{root}/branch/branch-b1"):
+        out.add(plant(f"{root}/branch/branch-b1/snapshot/.snapshot-9.0a0a0a0a-0a0a.tmp"))
+    return out
+
+
+def plant_untouchables(root: str) -> set[str]:
+    """Old files orphan cleanup must never touch (§5 step 3, §9.7)."""
+    out = {
+        plant(f"{root}/schema/.schema-1.0a0a.tmp"),
+        plant(f"{root}/schema/junk"),
+        plant(f"{root}/tag/junk"),
+        plant(f"{root}/tag/.tag-x.crc"),
+        plant(f"{root}/tag/tag-success-file/t3_SUCCESS"),
+        plant(f"{root}/consumer/consumer-reader", b'{"nextSnapshot" : 1}'),
+        plant(f"{root}/consumer/junk"),
+        plant(f"{root}/snapshot/snapshot-7f0a0a0a-0a0a.tmp"),  # pypaimon's temp name: prefix snapshot-
+        plant(f"{root}/changelog/changelog-0a0a.tmp"),
+        plant(f"{root}/README"),  # files at the table root
+        plant(f"{root}/MAIN-BRANCH"),
+        plant(f"{root}/dt=a/_SUCCESS"),  # files directly in a partition directory
+        plant(f"{root}/dt=a/not-a-bucket/data-0a0a-0.parquet"),
+        plant(f"{root}/dt=a/bucket-0/sub/data-0a0a-1.parquet"),  # below a bucket: not listed
+        plant(f"{root}/service/service-0a0a"),
+        plant(f"{root}/unknown/data-0a0a-2.parquet"),
+        plant(f"{root}/bucket-0/data-0a0a-3.parquet"),  # a bucket dir at the wrong depth
+    }
+    if os.path.isdir(f"{root}/branch/branch-b1"):
+        out |= {plant(f"{root}/branch/branch-b1/tag/junk"), plant(f"{root}/branch/branch-b1/schema/junk"),
+                plant(f"{root}/branch/branch-b1/consumer/junk")}
+    return out
+
+
+# -- the core scenario --------------------------------------------------------------------------
+
+
+BUG_ORPHAN_CHANGELOG_ROOTS = (
+    "BUG: orphans.plan_orphan_clean walks snap.manifest_lists (base, delta AND changelog) of every "
+    "long-lived changelog-N root (orphans.py, used-set loop over _roots()); with changelog-producer "
+    "!= none snapshot expiration deletes the base/delta lists of expired snapshots (Java semantics, "
+    "tablekeeper's own expire does it), so the FileNotFoundError under an existing changelog-N raises "
+    "IncompleteProtectionSetError and orphan cleanup can never run on such a table again; fix: for "
+    "changelog roots only the changelog manifest list is required (base/delta only for producer none), "
+    "skip missing base/delta lists there")
+
+
+@pytest.mark.parametrize("scene", [
+    "mixed", "dynamic-bucket",
+    pytest.param("changelog", marks=pytest.mark.xfail(strict=True, reason=BUG_ORPHAN_CHANGELOG_ROOTS)),
+])
+def test_planted_orphans_found_and_deleted_referenced_files_kept(templates: dict[str, str], tmp_path: Path,
+                                                                 scene: str) -> None:
+    wh = copy_tree(templates[scene], tmp_path / "wh")
+    root = table_root(wh)
+    before = views(wh)
+    real_files = {os.path.join(wh, p) for p in file_set(wh)}
+    orphans_planted = plant_orphans(root)
+    untouchable = plant_untouchables(root)
+    backdate_tree(wh, OLD)
+    t = handle(wh)
+
+    plan = orphans.plan_orphan_clean(t, default_config())
+    assert plan_paths(plan) == orphans_planted
+    kinds = {f.path: f.kind for f in plan.files}
+    assert kinds[f"{root}/manifest/manifest-0a0a0a0a-orphan-0"] == plans.FileKind.MANIFEST
+    assert kinds[f"{root}/index/index-0a0a0a0a-orphan-0"] == plans.FileKind.INDEX
+    assert kinds[f"{root}/statistics/stat-0a0a0a0a-orphan-0"] == plans.FileKind.STATISTICS
+    assert kinds[f"{root}/dt=a/bucket-0/data-0a0a0a0a-orphan-0.parquet"] == plans.FileKind.DATA
+    assert kinds[f"{root}/snapshot/junk"] == plans.FileKind.OTHER
+    summary = plan.summary()
+    assert summary["total_files"] == len(orphans_planted)
+    assert summary["total_bytes"] == 4 * len(orphans_planted)
+
+    result = run(plan, t)
+    left = {os.path.join(wh, p) for p in file_set(wh)}
+    assert left == real_files | untouchable
+    assert sum(result.deleted.values()) == len(orphans_planted)
+    # the orphan-only partition is gone (bucket, then partition dir, non-recursively)
+    assert not os.path.exists(f"{root}/dt=zz")
+    assert os.path.isdir(f"{root}/dt=a/bucket-0") and os.path.isdir(f"{root}/dt=a/bucket-0/sub")
+    check_retained(wh, before)
+    # a second run finds nothing
+    assert orphans.plan_orphan_clean(handle(wh), default_config()).files == ()
+
+
+def test_branch_only_files_and_tag_pinned_files_survive(mixed: str) -> None:
+    """Pitfall 7, first half. Main's snapshots 1..6 removed metadata-only (as a writer's own
+    expiry that kept data would leave them): their manifest lists become orphans, but every
+    data file stays: branch-only files (c40, b50, c90), tag-pinned ones, and even a0/a30/a70,
+    because snapshot 7's base list (pypaimon never merges manifests) still names their ADD and
+    DELETE entries, and orphan cleanup counts both (Java semantics)."""
+    root = table_root(mixed)
+    t = handle(mixed)
+    lists = {sid: {f"{root}/manifest/{n}" for n in t.snapshot(sid).manifest_lists} for sid in range(1, 8)}
+    for sid in range(1, 7):
+        os.unlink(f"{root}/snapshot/snapshot-{sid}")
+    Path(root, "snapshot", "EARLIEST").write_text("7")
+    before = views(mixed)
+    by_ids = data_files_by_ids(root)
+    backdate_tree(mixed, OLD)
+    plan = orphans.plan_orphan_clean(handle(mixed), default_config())
+    # snapshot 3's lists are still named by tag t3 and by b1's fork copy of snapshot 3
+    assert plan_paths(plan) == lists[1] | lists[2] | lists[4] | lists[5] | lists[6]
+    run(plan, handle(mixed))
+    assert data_files_by_ids(root) == by_ids
+    check_retained(mixed, before)
+
+
+def test_recent_files_are_never_candidates(mixed: str) -> None:
+    root = table_root(mixed)
+    fresh = plant(f"{root}/dt=a/bucket-0/data-0a0a-fresh-0.parquet", age_s=None)
+    aged = plant(f"{root}/dt=a/bucket-0/data-0a0a-aged-0.parquet", age_s=2 * 86400)
+    plan = orphans.plan_orphan_clean(handle(mixed), default_config())
+    assert plan_paths(plan) == {aged}
+    run(plan, handle(mixed))
+    assert os.path.exists(fresh) and not os.path.exists(aged)
+
+
+# -- pitfall 6: candidates are listed before the used set ------------------------------------------
+
+
+def test_pitfall_06_commit_between_listing_and_used_set_survives(mixed: str) -> None:
+    root = table_root(mixed)
+    orphan = plant(f"{root}/dt=a/bucket-0/data-0a0a-orphan-0.parquet")
+    committed: list[set[str]] = []
+
+    def writer_commits() -> None:
+        before = file_set(mixed)
+        t = reload(mixed)
+        commit_overwrite(t, rows("a", 500), {"dt": "a"})
+        write(t, rows("q", 600))
+        committed.append(file_set(mixed) - before)
+
+    # threshold in the future: had the new files been listed, they would be candidates
+    plan = orphans.plan_orphan_clean(handle(mixed), future_config(), after_listing=writer_commits)
+    new_files = {os.path.join(mixed, p) for p in committed[0]}
+    assert new_files and any(p.endswith(".parquet") for p in new_files)
+    assert not plan_paths(plan) & new_files
+    assert plan_paths(plan) == {orphan}
+    before = views(mixed)
+    run(plan, handle(mixed))
+    assert all(os.path.exists(p) for p in new_files)
+    assert ids(500) in data_files_by_ids(root) and ids(600) in data_files_by_ids(root)
+    check_retained(mixed, before)
+
+
+# -- pitfall 7: branches --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout_", ["empty-dir", "snapshots-only"])
+def test_pitfall_07_branch_without_schema_aborts(mixed: str, layout_: str) -> None:
+    root = table_root(mixed)
+    os.makedirs(f"{root}/branch/branch-broken")
+    if layout_ == "snapshots-only":
+        plant(f"{root}/branch/branch-broken/snapshot/snapshot-1", b"{}")
+    plant(f"{root}/dt=a/bucket-0/data-0a0a-orphan-0.parquet")
+    backdate_tree(mixed, OLD)
+    before = dir_listing(mixed)
+    with pytest.raises(errors.IncompleteProtectionSetError, match="broken"):
+        orphans.plan_orphan_clean(handle(mixed), default_config())
+    assert dir_listing(mixed) == before
+
+
+def test_pitfall_07_dropped_branch_files_become_orphans_others_stay(mixed: str) -> None:
+    root = table_root(mixed)
+    import shutil
+
+    shutil.rmtree(f"{root}/branch/branch-b1")  # Java's drop: metadata only
+    before = views(mixed)
+    backdate_tree(mixed, OLD)
+    run(orphans.plan_orphan_clean(handle(mixed), default_config()), handle(mixed))
+    left = data_files_by_ids(root)
+    assert not {ids(40), ids(50), ids(90)} & set(left)
+    assert {ids(0), ids(10), ids(20), ids(30), ids(60), ids(70), ids(80)} <= set(left)
+    check_retained(mixed, before)
+
+
+# -- pitfall 8: data-file.path-directory ----------------------------------------------------------
+
+
+def test_pitfall_08_data_file_path_directory(tmp_path: Path) -> None:
+    wh = str(tmp_path / "wh")
+    t = append_table(wh, options={"data-file.path-directory": "data"})
+    write(t, rows("a", 0))
+    commit_overwrite(t, rows("a", 10), {"dt": "a"})
+    write(t, rows("b", 20))
+    root = table_root(wh)
+    assert os.path.isdir(f"{root}/data/dt=a/bucket-0") and not os.path.exists(f"{root}/dt=a")
+    before = views(wh)
+    real = {os.path.join(wh, p) for p in file_set(wh)}
+    planted = {plant(f"{root}/data/dt=a/bucket-0/data-0a0a-orphan-0.parquet"),
+               plant(f"{root}/data/dt=zz/bucket-0/data-0a0a-orphan-1.parquet"),
+               plant(f"{root}/manifest/manifest-0a0a-orphan-0")}
+    outside = plant(f"{root}/dt=a/bucket-0/data-0a0a-outside-0.parquet")  # not under the data root
+    backdate_tree(wh, OLD)
+    plan = orphans.plan_orphan_clean(handle(wh), default_config())
+    assert plan_paths(plan) == planted
+    run(plan, handle(wh))
+    assert {os.path.join(wh, p) for p in file_set(wh)} == real | {outside}
+    assert not os.path.exists(f"{root}/data/dt=zz") and os.path.isdir(f"{root}/data")
+    check_retained(wh, before)
+
+
+# -- pitfall 9: never delete a directory ------------------------------------------------------------
+
+
+def test_pitfall_09_plan_never_lists_a_directory(mixed: str) -> None:
+    root = table_root(mixed)
+    for d in ("manifest/manifest-dir-0", "index/index-dir", "statistics/stat-dir", "dt=a/bucket-0/data-dir.parquet",
+              "snapshot/.snapshot-5.dir.tmp"):
+        plant(f"{root}/{d}/inner")
+    backdate_tree(mixed, OLD)
+    plan = orphans.plan_orphan_clean(handle(mixed), future_config())
+    for f in plan.files:
+        assert not os.path.isdir(f.path), f.path
+    assert plan.files == ()
+
+
+class LyingListIO(FileIO):
+    """A listing that reports one sub-directory of a bucket as a regular file (the #7920
+    failure mode), and records every path handed to delete_files."""
+
+    def __init__(self, liar_dir: str) -> None:
+        base = FileIO.for_uri("/")
+        super().__init__(base.scheme, base.fs)
+        self.liar_dir = liar_dir
+        self.deleted: list[str] = []
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        out = super().list_dir(path)
+        return [FileStatus(s.path, s.size, s.mtime_ms, False) if s.path == self.liar_dir else s for s in out]
+
+    def delete_files(self, paths: Any) -> Any:
+        paths = list(paths)
+        self.deleted.extend(paths)
+        return super().delete_files(paths)
+
+
+def test_pitfall_09_a_directory_misreported_as_a_file_is_never_deleted(mixed: str) -> None:
+    root = table_root(mixed)
+    liar = f"{root}/dt=a/bucket-0/data-0a0a-dir-0.parquet"
+    inner = plant(f"{liar}/inner-file")
+    orphan = plant(f"{root}/dt=a/bucket-0/data-0a0a-orphan-0.parquet")
+    backdate_tree(mixed, OLD)
+    os.utime(liar, (time.time() - OLD, time.time() - OLD))
+    io = LyingListIO(liar)
+    t = handle(mixed, file_io=io)
+    plan = orphans.plan_orphan_clean(t, default_config())
+    assert plan_paths(plan) == {liar, orphan}  # the lie made it a candidate
+    result = execution.execute(plan, io, batch_size=1)
+    assert [r.path for r in result.failed] == [liar]
+    assert result.failed[0].outcome == DeleteOutcome.FAILED and "directory" in (result.failed[0].error or "")
+    assert os.path.isdir(liar) and os.path.exists(inner) and not os.path.exists(orphan)
+
+
+class FailingListIO(FileIO):
+    def __init__(self, victim: str) -> None:
+        base = FileIO.for_uri("/")
+        super().__init__(base.scheme, base.fs)
+        self.victim = victim
+        self.deleted: list[str] = []
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        if path == self.victim:
+            raise OSError(f"transient listing failure of {path}")
+        return super().list_dir(path)
+
+    def delete_files(self, paths: Any) -> Any:
+        paths = list(paths)
+        self.deleted.extend(paths)
+        return super().delete_files(paths)
+
+
+@pytest.mark.parametrize("victim", ["dt=a", "dt=a/bucket-0", "manifest", "branch/branch-b1/snapshot"])
+def test_pitfall_09_failing_listing_never_leads_to_a_directory_delete(mixed: str, victim: str) -> None:
+    root = table_root(mixed)
+    plant(f"{root}/dt=b/bucket-0/data-0a0a-orphan-0.parquet")
+    backdate_tree(mixed, OLD)
+    io = FailingListIO(f"{root}/{victim}")
+    t = handle(mixed, file_io=io)
+    before = dir_listing(mixed)
+    try:
+        plan = orphans.plan_orphan_clean(t, default_config())
+    except OSError:
+        assert dir_listing(mixed) == before  # fail closed: nothing touched
+        return
+    result = execution.execute(plan, io)
+    assert not result.failed
+    assert all(not os.path.isdir(p) for p in io.deleted)
+    assert all(before[os.path.relpath(p, mixed)] for p in io.deleted)
+
+
+def test_pitfall_09_executor_rejects_directories_in_any_plan(mixed: str) -> None:
+    root = table_root(mixed)
+    victim_dirs = [f"{root}/dt=a/bucket-0", f"{root}/manifest", f"{root}/dt=a"]
+    plan = plans.Plan("clean-orphans", IDENT, plans.Plan.ordered_deletes(
+        plans.PlannedFile(d, plans.FileKind.DATA) for d in victim_dirs))
+    before = dir_listing(mixed)
+    result = execution.execute(plan, handle(mixed).file_io)
+    assert sorted(r.path for r in result.failed) == sorted(victim_dirs)
+    assert dir_listing(mixed) == before
+
+
+# -- pitfall 10: older_than ------------------------------------------------------------------------
+
+
+def test_pitfall_10_older_than_must_be_in_the_past() -> None:
+    now = now_ms()
+    with pytest.raises(errors.UnsafePolicyError):
+        orphans.resolve_older_than(now, older_than_ms=now)
+    with pytest.raises(errors.UnsafePolicyError):
+        orphans.resolve_older_than(now, older_than_ms=now + 1)
+    with pytest.raises(errors.UnsafePolicyError):
+        orphans.resolve_older_than(now, older_than_ms=now + DAY_MS, force=True)
+    with pytest.raises(errors.UnsafePolicyError):
+        orphans.resolve_older_than(now, older_than_age=timedelta(0), force=True)
+    with pytest.raises(errors.UnsafePolicyError):
+        orphans.resolve_older_than(now, older_than_age=timedelta(hours=-1), force=True)
+
+
+def test_pitfall_10_recent_thresholds_need_force() -> None:
+    now = now_ms()
+    with pytest.raises(errors.UnsafePolicyError):
+        orphans.resolve_older_than(now, older_than_age=timedelta(minutes=10))
+    with pytest.raises(errors.UnsafePolicyError):
+        orphans.resolve_older_than(now, older_than_ms=now - HOUR_MS + 1)
+    assert orphans.resolve_older_than(now, older_than_age=timedelta(minutes=10), force=True) == now - 600_000
+    assert orphans.resolve_older_than(now, older_than_ms=now - 1, force=True) == now - 1
+    assert orphans.resolve_older_than(now, older_than_age=timedelta(hours=1)) == now - HOUR_MS
+    assert orphans.resolve_older_than(now) == now - DAY_MS  # the default: 1 day
+    with pytest.raises(errors.InvalidInputError):
+        orphans.resolve_older_than(now, older_than_ms=now - DAY_MS, older_than_age=timedelta(days=1))
+
+
+# -- pitfall 32 (orphan variant): empty directories -------------------------------------------------
+
+
+def test_pitfall_32_empty_bucket_and_partition_dirs_removed_non_recursively(mixed: str) -> None:
+    root = table_root(mixed)
+    plant(f"{root}/dt=zz/bucket-0/data-0a0a-orphan-0.parquet")  # whole partition orphaned
+    plant(f"{root}/dt=yy/bucket-0/data-0a0a-orphan-1.parquet")
+    keep = plant(f"{root}/dt=yy/_SUCCESS")  # partition dir not empty afterwards
+    plant(f"{root}/dt=xx/bucket-0/data-0a0a-orphan-2.parquet")
+    plant(f"{root}/dt=a/bucket-0/data-0a0a-orphan-4.parquet")  # next to live files
+    os.makedirs(f"{root}/dt=ww/bucket-0")  # empty already, no orphan in it: not touched
+    backdate_tree(mixed, OLD)
+    plant(f"{root}/dt=xx/bucket-1/data-0a0a-orphan-3.parquet", age_s=None)  # too young: stays
+    result = run(orphans.plan_orphan_clean(handle(mixed), default_config()), handle(mixed))
+    assert not os.path.exists(f"{root}/dt=zz")
+    assert not os.path.exists(f"{root}/dt=yy/bucket-0") and os.path.exists(keep)
+    assert not os.path.exists(f"{root}/dt=xx/bucket-0") and os.path.isdir(f"{root}/dt=xx/bucket-1")
+    assert os.path.isdir(f"{root}/dt=a/bucket-0") and os.path.isdir(f"{root}/dt=ww/bucket-0")
+    assert os.path.isdir(root) and os.path.isdir(f"{root}/manifest")
+    assert f"{root}/dt=zz" in result.removed_dirs and root not in result.removed_dirs
+
+
+def test_pitfall_32_empty_directories_kept_when_disabled(mixed: str) -> None:
+    root = table_root(mixed)
+    plant(f"{root}/dt=zz/bucket-0/data-0a0a-orphan-0.parquet")
+    backdate_tree(mixed, OLD)
+    config = orphans.OrphanConfig(orphans.resolve_older_than(now_ms()), clean_empty_directories=False)
+    plan = orphans.plan_orphan_clean(handle(mixed), config)
+    assert not any(isinstance(s, plans.RemoveEmptyDirsStep) for s in plan.steps)
+    run(plan, handle(mixed))
+    assert os.path.isdir(f"{root}/dt=zz/bucket-0") and not os.listdir(f"{root}/dt=zz/bucket-0")
+
+
+def test_pitfall_32_unpartitioned_table_never_loses_its_root(tmp_path: Path) -> None:
+    wh = str(tmp_path / "wh")
+    t = append_table(wh, partitioned=False)
+    write(t, rows("x", 0))
+    root = table_root(wh)
+    plant(f"{root}/bucket-7/data-0a0a-orphan-0.parquet")
+    backdate_tree(wh, OLD)
+    before = views(wh)
+    run(orphans.plan_orphan_clean(handle(wh), default_config()), handle(wh))
+    assert not os.path.exists(f"{root}/bucket-7") and os.path.isdir(f"{root}/bucket-0")
+    check_retained(wh, before)
+
+
+# -- fail closed -------------------------------------------------------------------------------------
+
+
+def test_missing_manifest_under_an_existing_root_aborts(mixed: str) -> None:
+    root = table_root(mixed)
+    t = handle(mixed)
+    os.unlink(f"{root}/manifest/{t.tag('t3').snapshot.delta_manifest_list}")
+    plant(f"{root}/dt=a/bucket-0/data-0a0a-orphan-0.parquet")
+    backdate_tree(mixed, OLD)
+    before = dir_listing(mixed)
+    with pytest.raises(errors.IncompleteProtectionSetError):
+        orphans.plan_orphan_clean(handle(mixed), default_config())
+    assert dir_listing(mixed) == before
+
+
+def test_root_expired_concurrently_while_building_the_used_set(mixed: str) -> None:
+    """A concurrent expiry between listing and used-set building is tolerated; it never makes
+    a retained root lose a file."""
+    root = table_root(mixed)
+    orphan = plant(f"{root}/dt=a/bucket-0/data-0a0a-orphan-0.parquet")
+    backdate_tree(mixed, OLD)
+
+    def concurrent_expiry() -> None:
+        h = handle(mixed)
+        run(expire.plan_expire(h, expire.ExpireConfig(retain_min=1, time_retained=timedelta(0)), now_ms() + 1000), h)
+
+    plan = orphans.plan_orphan_clean(handle(mixed), default_config(), after_listing=concurrent_expiry)
+    before = views(mixed)
+    result = execution.execute(plan, handle(mixed).file_io)
+    assert not result.failed
+    assert not os.path.exists(orphan)
+    check_retained(mixed, before)
+
+
+# -- S3 (moto) ----------------------------------------------------------------------------------------
+
+
+def _s3_keys(s3: s3fs.S3FileSystem, prefix: str) -> set[str]:
+    return {k for k in s3.find(prefix) if not k.endswith("/")}
+
+
+@pytest.fixture
+def s3_mixed(s3: s3fs.S3FileSystem, s3_warehouse: str, s3_options: dict[str, str]) -> Iterator[str]:
+    build_mixed(s3_warehouse, s3_options)
+    yield s3_warehouse
+
+
+@pytest.mark.s3
+def test_s3_planted_orphans_found_and_deleted_referenced_files_kept(
+        s3_mixed: str, s3: s3fs.S3FileSystem, s3_bucket: str, s3_options: dict[str, str]) -> None:
+    wh = s3_mixed
+    root = table_root(wh)
+    prefix = root.removeprefix("s3://")
+    before = views(wh, IDENT, s3_options)
+    real = _s3_keys(s3, prefix)
+    planted = {f"{prefix}/{rel}" for rel in (
+        "manifest/manifest-0a0a-orphan-0", "index/index-0a0a-orphan-0", "statistics/stat-0a0a-orphan-0",
+        "dt=a/bucket-0/data-0a0a-orphan-0.parquet", "dt=zz/bucket-0/data-0a0a-orphan-1.parquet",
+        "snapshot/.snapshot-99.0a0a.tmp")}
+    untouchable = {f"{prefix}/{rel}" for rel in (
+        "schema/junk", "tag/junk", "consumer/junk", "README", "dt=a/_SUCCESS", "unknown/x.parquet",
+        "snapshot/snapshot-7f0a.tmp", "branch/branch-b1/tag/junk")}
+    s3support.put_objects(s3_bucket, {k.split("/", 1)[1]: b"junk" for k in planted | untouchable})
+    young = f"{prefix}/dt=a/bucket-0/data-0a0a-young-0.parquet"
+    for key in real | planted | untouchable:
+        s3support.backdate(s3_bucket, key.split("/", 1)[1], timedelta(days=3))
+    s3support.put_objects(s3_bucket, {young.split("/", 1)[1]: b"junk"})
+
+    t = handle(wh, options=s3_options)
+    plan = orphans.plan_orphan_clean(t, default_config())
+    assert {p.removeprefix("s3://") for p in plan_paths(plan)} == planted
+    result = run(plan, t)
+    assert sum(result.deleted.values()) == len(planted)
+    assert _s3_keys(s3, prefix) == real | untouchable | {young}
+    check_retained(wh, before, options=s3_options)
+    assert orphans.plan_orphan_clean(handle(wh, options=s3_options), default_config()).files == ()
+
+
+@pytest.mark.s3
+def test_s3_pitfall_06_and_09_commit_between_listing_and_used_set_and_no_directory_deletes(
+        s3_mixed: str, s3: s3fs.S3FileSystem, s3_bucket: str, s3_options: dict[str, str]) -> None:
+    wh = s3_mixed
+    prefix = table_root(wh).removeprefix("s3://")
+    for key in _s3_keys(s3, prefix):
+        s3support.backdate(s3_bucket, key.split("/", 1)[1], timedelta(days=3))
+    new: list[set[str]] = []
+
+    def writer_commits() -> None:
+        old = _s3_keys(s3, prefix)
+        commit_overwrite(reload(wh, catalog_options=s3_options), rows("a", 500), {"dt": "a"})
+        new.append(_s3_keys(s3, prefix) - old)
+
+    plan = orphans.plan_orphan_clean(handle(wh, options=s3_options), future_config(), after_listing=writer_commits)
+    assert new[0] and plan.files == ()
+    run(plan, handle(wh, options=s3_options))
+    assert new[0] <= _s3_keys(s3, prefix)
+    assert_roots_intact(wh, IDENT, s3_options)
+    # pitfall 9 on S3: directory prefixes handed to the executor are refused, nothing is deleted
+    root = table_root(wh)
+    keys = _s3_keys(s3, prefix)
+    bad = plans.Plan("clean-orphans", IDENT, plans.Plan.ordered_deletes(
+        plans.PlannedFile(f"{root}/{d}", plans.FileKind.DATA) for d in ("dt=a/bucket-0", "manifest", "dt=a")))
+    result = execution.execute(bad, handle(wh, options=s3_options).file_io)
+    assert len(result.failed) == 3 and all("directory" in (r.error or "") for r in result.failed)
+    assert _s3_keys(s3, prefix) == keys
