@@ -123,7 +123,11 @@ def compute_range(table: Table, config: ExpireConfig, now_ms: int) -> ExpireRang
         end, reason = earliest + config.expire_limit, f"snapshot.expire.limit={config.expire_limit}"
     older_than = now_ms - int(config.time_retained.total_seconds() * 1000)
     for sid in range(low, end):
-        if table.snapshot_exists(sid + 1) and table.snapshot(sid + 1).time_millis >= older_than:
+        try:
+            following = table.snapshot(sid + 1)
+        except errors.SnapshotNotFoundError:
+            continue  # missing (or removed meanwhile by a concurrent expiry): skipped, as Java
+        if following.time_millis >= older_than:
             return ExpireRange(earliest, latest, sid,
                                f"snapshot {sid + 1} is younger than snapshot.time-retained")
     return ExpireRange(earliest, latest, end, reason)
@@ -170,11 +174,13 @@ def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
         return plans.Plan("expire-snapshots", table.identifier, hint_steps, (f"nothing expires: {rng.reason}",), details)
     end = rng.end_exclusive
     expiring: list[Snapshot] = []
+    missing: list[int] = []
     for sid in range(rng.earliest, end):
-        if table.snapshot_exists(sid):
+        try:
             expiring.append(table.snapshot(sid))
+        except errors.SnapshotNotFoundError:
+            missing.append(sid)  # a concurrent expiry removed it: tolerated (Paimon #4235)
     notes: list[str] = [f"expiring snapshots {rng.earliest}..{end - 1} (stop: {rng.reason})"]
-    missing = [sid for sid in range(rng.earliest, end) if not table.snapshot_exists(sid)]
     if missing:
         notes.append(f"snapshot files already gone (concurrent or earlier run): {missing[:10]}")
     if not expiring:
@@ -185,13 +191,20 @@ def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
     reach = Reachability(table)
     try:
         tag_roots, other_roots, changelog_roots = _roots(table)
+        # Decoupled: the expiring snapshots live on as changelog-N (written by this plan), so
+        # they protect what a changelog reads — for producer 'none' that is their delta files
+        # (Java's "keep APPEND files" rule), otherwise their changelog files.
+        changelog_like = [*changelog_roots, *(expiring if config.changelog_decoupled else [])]
         keep_data: set[DataKey] = reach.union_live(other_roots)
         keep_changelog: set[DataKey] = set()
-        for root in [*tag_roots, *other_roots, *changelog_roots, end_snapshot]:
+        for root in [*tag_roots, *other_roots, end_snapshot]:
             keep_changelog.update((r.partition, r.bucket, r.file_name) for r in reach.changelog_refs(root))
-        for log in changelog_roots:
-            keep_data.update((r.partition, r.bucket, r.file_name) for r in reach.delta_refs(log))
-        keep_meta = reach.union_meta([end_snapshot, *tag_roots, *other_roots, *changelog_roots])
+        keep_meta = reach.union_meta([end_snapshot, *tag_roots, *other_roots])
+        for log in changelog_like:
+            log_data = reach.changelog_root_data(log)
+            keep_data.update(log_data)
+            keep_changelog.update(log_data)
+            keep_meta.update(reach.changelog_root_meta(log))
         own_tags = sorted((t.snapshot for t in table.tags()), key=lambda s: s.id)
         tag_live: dict[int, set[DataKey]] = {}
     except FileNotFoundError as e:
@@ -222,8 +235,8 @@ def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
             if key in protected or key in keep_data:
                 continue
             reason = f"deleted in snapshot {snap.id}"
-            for path in reach.data_paths(ref):
-                files.append(plans.PlannedFile(path, plans.FileKind.DATA, None, reason))
+            for i, path in enumerate(reach.data_paths(ref)):
+                files.append(plans.PlannedFile(path, plans.FileKind.DATA, ref.file_size if i == 0 else None, reason))
     if skipped:
         notes.append(f"deltas of snapshots {skipped[:10]} already cleaned by an earlier run")
     # 2. changelog files of [begin, end) (only when not decoupled)
@@ -236,8 +249,9 @@ def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
             for ref in refs:
                 key = (ref.partition, ref.bucket, ref.file_name)
                 if ref.kind == manifests.ADD and key not in keep_changelog:
-                    for path in reach.data_paths(ref):
-                        files.append(plans.PlannedFile(path, plans.FileKind.CHANGELOG_DATA, None,
+                    for i, path in enumerate(reach.data_paths(ref)):
+                        files.append(plans.PlannedFile(path, plans.FileKind.CHANGELOG_DATA,
+                                                       ref.file_size if i == 0 else None,
                                                        f"changelog of snapshot {snap.id}"))
     # 3. manifests, index, statistics of [begin, end) not used by any root
     for snap in expiring:
@@ -248,14 +262,16 @@ def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
         for meta in metas:
             if meta.path in keep_meta:
                 continue
-            if config.changelog_decoupled and config.changelog_producer == "none" and meta.kind == "manifest":
-                name = meta.path.rsplit("/", 1)[-1]
-                if name in (snap.base_manifest_list, snap.delta_manifest_list):
-                    continue
             kind = {"manifest": plans.FileKind.MANIFEST, "index": plans.FileKind.INDEX}.get(
                 meta.kind, plans.FileKind.STATISTICS)
             files.append(plans.PlannedFile(meta.path, kind, meta.size, "only expired snapshots used it"))
-    steps: list[plans.Step] = list(plans.Plan.ordered_deletes(files))
+    data_kinds = (plans.FileKind.DATA, plans.FileKind.CHANGELOG_DATA)
+    steps: list[plans.Step] = list(plans.Plan.ordered_deletes(f for f in files if f.kind in data_kinds))
+    if config.clean_empty_directories:  # after data, before manifests (Java's order)
+        dirs = sorted({f.path.rsplit("/", 1)[0] for f in files if f.kind in data_kinds})
+        if dirs:
+            steps.append(plans.RemoveEmptyDirsStep(tuple(dirs), depth=len(table.schema().partition_keys)))
+    steps.extend(plans.Plan.ordered_deletes(f for f in files if f.kind not in data_kinds))
     # 4. decoupled: keep changelog-N copies before the snapshot files go
     if config.changelog_decoupled:
         for snap in expiring:
@@ -265,7 +281,8 @@ def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
                                      hints.encode_hint(expiring[-1].id), "changelog LATEST"))
     # 5. snapshot files, oldest first, then EARLIEST
     steps.append(plans.DeleteStep(plans.FileKind.SNAPSHOT, tuple(
-        plans.PlannedFile(table.snapshot_path(s.id), plans.FileKind.SNAPSHOT, None, "expired") for s in expiring)))
+        plans.PlannedFile(table.snapshot_path(s.id), plans.FileKind.SNAPSHOT, s.file_size, "expired")
+        for s in expiring)))
     steps.append(plans.WriteStep(earliest_hint, hints.encode_hint(end), "new earliest snapshot"))
     details = tuple((k, len(expiring) if k == "expired_snapshots" else v) for k, v in details)
     return plans.Plan("expire-snapshots", table.identifier, tuple(steps), tuple(notes), details)
@@ -325,10 +342,12 @@ def plan_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) ->
     try:
         tag_roots, other_roots, _logs = _roots(table)
         earliest_snapshot = table.snapshot(table.earliest_snapshot_id() or latest)
-        end_log = table.changelog(end) if table.changelog_path(end) and end in ids else earliest_snapshot
+        kept_logs = [table.changelog(i) for i in ids if i >= end]
         keep_data: set[DataKey] = reach.union_live([*other_roots, *tag_roots, earliest_snapshot])
-        keep_meta = reach.union_meta([end_log, earliest_snapshot, *tag_roots, *other_roots,
-                                      *(table.snapshot(s) for s in table.snapshot_ids())])
+        keep_meta = reach.union_meta([earliest_snapshot, *tag_roots, *other_roots, *table.snapshots()])
+        for log in kept_logs:
+            keep_data.update(reach.changelog_root_data(log))
+            keep_meta.update(reach.changelog_root_meta(log))
     except (FileNotFoundError, errors.SnapshotNotFoundError) as e:
         raise errors.IncompleteProtectionSetError(f"cannot read a protecting root: {e}",
                                                   fix="repair the table; nothing was deleted") from e
@@ -349,7 +368,7 @@ def plan_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) ->
             for path in reach.data_paths(ref):
                 files.append(plans.PlannedFile(path, kind, None, f"changelog {log.id} expired"))
         try:
-            metas = reach.meta_files(log)
+            metas = reach.meta_files(log, tolerant=True)
         except FileNotFoundError:
             metas = set()
         for meta in metas:

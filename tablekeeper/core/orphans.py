@@ -103,10 +103,10 @@ def list_candidates(table: Table, older_than_ms: int) -> tuple[list[FileStatus],
     return [c for c in candidates if c.mtime_ms < older_than_ms], buckets
 
 
-def _roots(table: Table) -> list[tuple[Table, str, Snapshot]]:
+def _roots(table: Table) -> list[tuple[Table, str, Snapshot, bool]]:
     """Every snapshot, tag and long-lived changelog of every branch, with the path that proves
-    the root still exists."""
-    out: list[tuple[Table, str, Snapshot]] = []
+    the root still exists and whether it is a changelog-N."""
+    out: list[tuple[Table, str, Snapshot, bool]] = []
     for branch in table.all_branches():
         if not branch.schema_ids():
             raise errors.IncompleteProtectionSetError(
@@ -114,17 +114,17 @@ def _roots(table: Table) -> list[tuple[Table, str, Snapshot]]:
                 fix="check that branch manually (Paimon aborts here too), then drop or repair it")
         for sid in branch.snapshot_ids():
             try:
-                out.append((branch, branch.snapshot_path(sid), branch.snapshot(sid)))
+                out.append((branch, branch.snapshot_path(sid), branch.snapshot(sid), False))
             except errors.SnapshotNotFoundError:
                 continue
         for name in branch.tag_names():
             try:
-                out.append((branch, branch.tag_path(name), branch.tag(name).snapshot))
+                out.append((branch, branch.tag_path(name), branch.tag(name).snapshot, False))
             except errors.TagNotFoundError:
                 continue
         for cid in branch.changelog_ids():
             try:
-                out.append((branch, branch.changelog_path(cid), branch.changelog(cid)))
+                out.append((branch, branch.changelog_path(cid), branch.changelog(cid), True))
             except FileNotFoundError:
                 continue
     return out
@@ -154,11 +154,19 @@ def plan_orphan_clean(table: Table, config: OrphanConfig, *,
         if name and name in by_name:
             used.add(name)
 
-    for branch, root_path, snap in _roots(main):
+    for branch, root_path, snap, is_changelog in _roots(main):
         try:
             for list_name in snap.manifest_lists:
                 mark(list_name)
-                for meta in reach.manifest_list(list_name):
+                try:
+                    metas = reach.manifest_list(list_name)
+                except FileNotFoundError:
+                    # a changelog-N of producer != none keeps only its changelog manifests:
+                    # Paimon's expiration deleted its base/delta lists on purpose
+                    if is_changelog and snap.changelog_manifest_list and list_name != snap.changelog_manifest_list:
+                        continue
+                    raise
+                for meta in metas:
                     mark(meta.file_name)
                     for extra in meta.extra_files:
                         mark(extra)

@@ -116,9 +116,12 @@ def extract_time(keys: tuple[str, ...], values: tuple[Any, ...], config: Partiti
     formats = (_strptime_format(config.timestamp_formatter),) if config.timestamp_formatter else _DEFAULT_FORMATS
     for fmt in formats:
         try:
-            return datetime.strptime(text, fmt)
+            parsed = datetime.strptime(text, fmt)
         except ValueError:
             continue
+        if config.timestamp_formatter and parsed.strftime(fmt) != text:
+            return None  # Java's formatter is strict: '2026011' is not 'yyyyMMdd'
+        return parsed
     if not config.timestamp_formatter:  # lenient yyyy-M-d
         match = re.fullmatch(r"(\d{4})-(\d{1,2})-(\d{1,2})", text)
         if match:
@@ -211,8 +214,9 @@ def plan_partition_expiry(table: Table, config: PartitionConfig, now: datetime) 
                 unparseable.append(p.name)
                 continue
         else:
-            if p.last_file_creation_ms is None:
-                unparseable.append(p.name)
+            if p.last_file_creation_ms is None or any(
+                    v is None or v == "" or v == DEFAULT_PARTITION for v in p.values):
+                unparseable.append(p.name)  # null/default partitions never expire (pitfall 29)
                 continue
             when = datetime(1970, 1, 1) + timedelta(milliseconds=p.last_file_creation_ms)
         if when < deadline:

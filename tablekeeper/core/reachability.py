@@ -101,10 +101,13 @@ class Reachability:
         lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
         if include_changelog:
             lists.append(snapshot.changelog_manifest_list)
+        list_sizes = {snapshot.base_manifest_list: snapshot.fields.get("baseManifestListSize"),
+                      snapshot.delta_manifest_list: snapshot.fields.get("deltaManifestListSize"),
+                      snapshot.changelog_manifest_list: snapshot.fields.get("changelogManifestListSize")}
         for list_name in lists:
             if not list_name:
                 continue
-            out.add(MetaFile("manifest", join(self.manifest_dir, list_name)))
+            out.add(MetaFile("manifest", join(self.manifest_dir, list_name), list_sizes.get(list_name)))
             try:
                 metas = self.manifest_list(list_name)
             except FileNotFoundError:
@@ -129,6 +132,28 @@ class Reachability:
         if snapshot.statistics:
             out.add(MetaFile("statistics", join(self.table.shared_dir(layout.STATISTICS_DIR),
                                                 snapshot.statistics)))
+        return out
+
+    # -- long-lived changelog roots -----------------------------------------------------
+    def changelog_root_data(self, log: Snapshot) -> set[DataKey]:
+        """Data a retained ``changelog-N`` reads: the files its changelog manifests add
+        (producer != none), or else the files its delta adds (producer ``none``: the changelog
+        is the delta). Exactly one of the two, so reruns plan the same as clean runs."""
+        refs = self.changelog_refs(log) if log.changelog_manifest_list else self.delta_refs(log)
+        return {(r.partition, r.bucket, r.file_name) for r in refs if r.kind == manifests.ADD}
+
+    def changelog_root_meta(self, log: Snapshot) -> set[str]:
+        """Metadata a retained ``changelog-N`` reads: with a changelog manifest list (producer
+        != none) that list and its manifests; otherwise (producer ``none``) its base and delta
+        lists, which Paimon keeps for such changelogs. Plus index manifest and statistics."""
+        out: set[str] = set()
+        if log.changelog_manifest_list:
+            out.add(join(self.manifest_dir, log.changelog_manifest_list))
+            out.update(join(self.manifest_dir, m.file_name) for m in self.manifest_list(log.changelog_manifest_list))
+            core = log.with_fields(baseManifestList=None, deltaManifestList=None, changelogManifestList=None)
+            out.update(m.path for m in self.meta_files(core, tolerant=True))
+        else:
+            out.update(m.path for m in self.meta_files(log))
         return out
 
     # -- paths --------------------------------------------------------------------------

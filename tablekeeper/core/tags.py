@@ -252,10 +252,10 @@ def plan_delete_tag(table: Table, name: str, *, force: bool = False) -> plans.Pl
         # A file's life is a contiguous range of one branch's history: if any root of this
         # branch still reaches it, the nearest root on that side does (Java's skipper rule).
         keep_data: set[DataKey] = reach.union_live(neighbours + others)
-        for log in changelogs:  # long-lived changelog-N: its changelog and delta files
-            for ref in reach.changelog_refs(log) + reach.delta_refs(log):
-                keep_data.add((ref.partition, ref.bucket, ref.file_name))
-        keep_meta = reach.union_meta(own + others + changelogs)
+        keep_meta = reach.union_meta(own + others)
+        for log in changelogs:  # long-lived changelog-N: what a changelog reader needs
+            keep_data.update(reach.changelog_root_data(log))
+            keep_meta.update(reach.changelog_root_meta(log))
         candidate_paths = [
             (key, reach.data_paths(ref)) for key, ref in candidates.items() if key not in keep_data
         ]

@@ -91,11 +91,6 @@ def test_expire_text_output(mixed: str, capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0 and "(dry run)" in out and "would delete 6 snapshot file(s)" in out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: expire plans carry no sizes for data files, manifest lists and snapshot files (expire.py "
-    "PlannedFile(path, DATA, None, ...); Reachability.meta_files adds lists with size None), so the JSON "
-    "summary and the execution result report 0 bytes for them. DataFileMeta._FILE_SIZE is in every "
-    "manifest entry: project it into FileRef and pass it on; stat (or list) the metadata files"))
 def test_expire_json_reports_the_bytes_of_each_kind(mixed: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, summary, _ = cli(capsys, "expire", "-w", mixed, IDENT, "--retain-min", "1", "--time-retained", "0 ms",
                            "--dry-run", "-o", "json")

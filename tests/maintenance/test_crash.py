@@ -121,9 +121,7 @@ SCENARIOS = [
     Scenario("expire-main", _build_mixed, lambda t: expire.plan_expire(t, EXPIRE_ALL, NOW)),
     Scenario("expire-branch", _build_mixed, lambda t: expire.plan_expire(t, EXPIRE_ALL, NOW), branch="b1"),
     Scenario("expire-dynamic-bucket", _build_dynamic_bucket, lambda t: expire.plan_expire(t, EXPIRE_ALL, NOW)),
-    pytest.param(Scenario("expire-decoupled-changelog", _build_decoupled, _decoupled_plan), marks=pytest.mark.xfail(
-        strict=True, reason="BUG: a rerun after a crash that already wrote changelog-N copies fails like any second "
-                            "expiry of a decoupled producer-input table (see test_expire.BUG_CHANGELOG_ROOT_LISTS)")),
+    Scenario("expire-decoupled-changelog", _build_decoupled, _decoupled_plan),
     Scenario("delete-tag-with-cleanup", _build_tag_cleanup, _tag_plan),
     Scenario("clean-orphans", _build_orphans, _orphan_plan),
 ]

@@ -440,11 +440,6 @@ def test_decoupled_expiry_writes_byte_identical_changelog_copies(tmp_path: Path)
     assert expire.plan_expire(h, config, later()).files == ()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: expire.plan_expire (decoupled changelog, changelog-producer=none) deletes data files "
-    "DELETEd in (begin, end] although the changelog-N copies written by the same run still "
-    "ADD them in their delta; Java (SnapshotDeletion) skips APPEND/unknown-source data files "
-    "when decoupled with producer none"))
 def test_pitfall_16_decoupled_producer_none_changelogs_stay_readable(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     t = append_table(wh, options=DECOUPLED)
@@ -511,11 +506,6 @@ def read_changelog_rows_from_snapshot(wh: str, sid: int) -> list[Any]:
     return sorted(out, key=repr)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: expire.plan_expire_changelog (decoupled, changelog-producer=input) builds keep_meta "
-    "with reach.union_meta([end_log, ...]) / meta_files(log) over the changelog's base and delta "
-    "manifest lists, which snapshot expiration already deleted (producer != none, as Java): "
-    "FileNotFoundError -> IncompleteProtectionSetError, so expire-changelog can never run"))
 def test_pitfall_16_decoupled_producer_input_expire_changelog_later(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     h = _producer_input_table(wh, DECOUPLED)
@@ -543,7 +533,6 @@ BUG_CHANGELOG_ROOT_LISTS = (
     "manifest list when producer != none (base/delta only for producer none)")
 
 
-@pytest.mark.xfail(strict=True, reason=BUG_CHANGELOG_ROOT_LISTS)
 def test_pitfall_16_decoupled_producer_input_second_expiry_run(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     h = _producer_input_table(wh, DECOUPLED)
@@ -796,11 +785,6 @@ class VanishingSnapshotIO(FileIO):
         return super().read_bytes(path)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: expire.compute_range (expire.py:126, 'snapshot_exists(sid + 1) and snapshot(sid + 1)') and "
-    "plan_expire (expire.py:175, 'expiring.append(table.snapshot(sid))') check existence, then read: "
-    "a snapshot expired by a concurrent job in between raises SnapshotNotFoundError instead of being "
-    "skipped as Java does (#4235/#4272); fix: catch SnapshotNotFoundError and treat it as a missing id"))
 def test_pitfall_20_snapshot_vanishing_while_planning_is_tolerated(mixed: str) -> None:
     before = views(mixed)
     t = handle(mixed, file_io=VanishingSnapshotIO(table_root(mixed), upto=2))

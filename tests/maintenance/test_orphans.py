@@ -171,7 +171,7 @@ BUG_ORPHAN_CHANGELOG_ROOTS = (
 
 @pytest.mark.parametrize("scene", [
     "mixed", "dynamic-bucket",
-    pytest.param("changelog", marks=pytest.mark.xfail(strict=True, reason=BUG_ORPHAN_CHANGELOG_ROOTS)),
+    "changelog",
 ])
 def test_planted_orphans_found_and_deleted_referenced_files_kept(templates: dict[str, str], tmp_path: Path,
                                                                  scene: str) -> None:

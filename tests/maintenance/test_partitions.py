@@ -113,11 +113,6 @@ def test_values_time_formatter_yyyyMMdd(tmp_path: Path) -> None:
     assert row_ids(wh) == {10, 11, 20, 21, 30, 31}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: partitions._strptime_format maps 'yyyyMMdd' to '%Y%m%d' and datetime.strptime accepts 1-digit "
-    "month/day, so '2026011' (ambiguous: 2026-01-1x? 2026-01-01?) and '2026111' parse and expire, while "
-    "Java's DateTimeFormatter.ofPattern('yyyyMMdd') rejects them and never expires the partition. "
-    "Fix: after strptime, require parsed.strftime(fmt) == text (or match fixed field widths)"))
 def test_values_time_formatter_is_strict_like_java(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     t = append_table(wh)
@@ -257,13 +252,6 @@ def test_pitfall_29_null_or_empty_in_other_fields(tmp_path: Path) -> None:
     assert row_ids(wh) == {1, 3, 4}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: partitions.plan_partition_expiry with strategy update-time (partitions.py, the 'else' branch "
-    "of the strategy check) expires null / '' / '__DEFAULT_PARTITION__' partitions, contradicting the "
-    "module docstring ('null / default partitions never expire') and pitfall 29; moreover the literal "
-    "'__DEFAULT_PARTITION__' string partition is then not dropped by pypaimon's truncate although "
-    "apply_partition_expiry counts it. Fix: skip partitions with a None/''/default value (or the "
-    "default name) before the strategy check"))
 def test_pitfall_29_update_time_never_expires_default_partitions(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     t = append_table(wh)
@@ -406,12 +394,6 @@ def test_pitfall_32_empty_partition_directories_stay_by_default(tmp_path: Path) 
     assert os.path.isdir(f"{root}/dt=2026-01-02/bucket-0") and not os.listdir(f"{root}/dt=2026-01-02/bucket-0")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: snapshot.clean-empty-directories is parsed into ExpireConfig.clean_empty_directories "
-    "(expire.py config_from_options) but plan_expire never emits a RemoveEmptyDirsStep, so the "
-    "bucket/partition directories emptied by expiring a dropped partition stay (Java: "
-    "FileDeletionBase.cleanEmptyDirectories). Fix: after the data steps, add RemoveEmptyDirsStep("
-    "bucket dirs of deleted data files, depth=len(partition keys)) when the option is on"))
 def test_pitfall_32_empty_partition_directories_removed_when_enabled(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     t = append_table(wh, options={"snapshot.clean-empty-directories": "true"})

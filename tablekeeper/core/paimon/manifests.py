@@ -142,6 +142,7 @@ class FileRef(NamedTuple):
     external_path: str | None
     file_source: int | None
     embedded_index: bytes | None
+    file_size: int = 0
 
 
 class ManifestEntry(NamedTuple):
@@ -158,7 +159,7 @@ class ManifestEntry(NamedTuple):
         """The planning projection of this entry (same as ``read_manifest_refs`` yields)."""
         f = self.file
         return FileRef(self.kind, self.partition, self.bucket, f.level, f.file_name, f.extra_files,
-                       f.external_path, f.file_source, f.embedded_file_index)
+                       f.external_path, f.file_source, f.embedded_file_index, f.file_size)
 
 
 class DeletionVectorRange(NamedTuple):
@@ -447,10 +448,10 @@ _ENTRY_OUTPUT: Final = (
 #: The fields ``read_manifest_refs`` keeps.
 _REF_SPEC: Final[_Spec] = {
     "_VERSION": "v", "_KIND": "k", "_PARTITION": "p", "_BUCKET": "b",
-    "_FILE": {"_FILE_NAME": "fn", "_LEVEL": "lv", "_EXTRA_FILES": "ef", "_EXTERNAL_PATH": "ep",
-              "_FILE_SOURCE": "fs", "_EMBEDDED_FILE_INDEX": "ei"},
+    "_FILE": {"_FILE_NAME": "fn", "_FILE_SIZE": "fsz", "_LEVEL": "lv", "_EXTRA_FILES": "ef",
+              "_EXTERNAL_PATH": "ep", "_FILE_SOURCE": "fs", "_EMBEDDED_FILE_INDEX": "ei"},
 }
-_REF_OUTPUT: Final = "TN(Ref, (k, p, b, lv, fn, () if ef is None else tuple(ef), ep, fs, ei))"
+_REF_OUTPUT: Final = "TN(Ref, (k, p, b, lv, fn, () if ef is None else tuple(ef), ep, fs, ei, fsz))"
 _DECODER_KINDS: Final[dict[str, tuple[_Spec, str]]] = {
     "entry": (_ENTRY_SPEC, _ENTRY_OUTPUT),
     "ref": (_REF_SPEC, _REF_OUTPUT),
@@ -839,7 +840,7 @@ def _refs_by_reader(container: _Container, info: _SchemaInfo, path: str, what: s
         extra = f["_EXTRA_FILES"]
         append(FileRef(r["_KIND"], r["_PARTITION"], r["_BUCKET"], f["_LEVEL"], f["_FILE_NAME"],
                        () if extra is None else tuple(extra), get("_EXTERNAL_PATH"), get("_FILE_SOURCE"),
-                       get("_EMBEDDED_FILE_INDEX")))
+                       get("_EMBEDDED_FILE_INDEX"), get("_FILE_SIZE") or 0))
     return out
 
 

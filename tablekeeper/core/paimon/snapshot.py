@@ -50,6 +50,8 @@ class Snapshot:
     """One snapshot. ``fields`` holds the parsed JSON (known and unknown keys)."""
 
     fields: Mapping[str, Any] = field(repr=False)
+    #: Size in bytes of the file it was read from (None when built in memory).
+    file_size: int | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_json(cls, text: str | bytes, *, what: str = "snapshot") -> Snapshot:
@@ -58,7 +60,8 @@ class Snapshot:
             if key not in data:
                 raise errors.FormatError(f"{what} has no {key!r}", fix="restore the file")
         data.setdefault("version", 1)
-        return cls(data)
+        size = len(text.encode("utf-8")) if isinstance(text, str) else len(text)
+        return cls(data, size)
 
     # typed accessors -----------------------------------------------------------------
     @property
