@@ -7,7 +7,12 @@ directory — then the used set is built from every snapshot, tag and long-lived
 every branch (ADD and DELETE entries, extra files, index files, statistics). A file written
 after the listing can therefore never be deleted. Only regular files older than ``older_than``
 are candidates; directories, metadata JSON, hints and anything outside the known directories
-are never touched."""
+are never touched.
+
+Cost: every distinct manifest list block, manifest and index manifest is decoded and walked
+once, however many roots share it. Walking each root in full cost roots x history: a root of a
+table that never merges manifests (pypaimon) reaches every manifest ever written, and the
+snapshots of any table share most of their manifests."""
 
 from __future__ import annotations
 
@@ -16,10 +21,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from tablekeeper.core import errors, plans, safety
-from tablekeeper.core.paimon import layout
+from tablekeeper.core.paimon import layout, manifests
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.reachability import Reachability
+from tablekeeper.core.reachability import Reachability, gc_paused
 from tablekeeper.core.storage import FileStatus, join
 
 __all__ = ["OrphanConfig", "resolve_older_than", "list_candidates", "plan_orphan_clean"]
@@ -140,6 +145,11 @@ def plan_orphan_clean(table: Table, config: OrphanConfig, *,
         IncompleteProtectionSetError: a branch without schema, or an unreadable manifest under
         a root that still exists.
     """
+    with gc_paused():
+        return _plan_orphan_clean(table, config, after_listing)
+
+
+def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callable[[], None] | None) -> plans.Plan:
     main = table.on_branch(layout.MAIN)
     candidates, buckets = list_candidates(main, config.older_than_ms)
     if after_listing is not None:
@@ -154,32 +164,48 @@ def plan_orphan_clean(table: Table, config: OrphanConfig, *,
         if name and name in by_name:
             used.add(name)
 
+    # Immutable metadata is walked once, whichever root reaches it first: a list, a list
+    # block, a manifest or an index manifest is recorded only after all of it was marked, so
+    # a read error part-way leaves it to be walked (and to fail) again for the next root.
+    done_lists: set[str] = set()
+    done_blocks: set[int] = set()
+    done_manifests: set[str] = set()
+    done_index: set[str] = set()
     for branch, root_path, snap, is_changelog in _roots(main):
         try:
             for list_name in snap.manifest_lists:
                 mark(list_name)
+                if list_name in done_lists:
+                    continue
                 try:
-                    metas = reach.manifest_list(list_name)
+                    blocks = reach.manifest_list_blocks(list_name)
                 except FileNotFoundError:
                     # a changelog-N of producer != none keeps only its changelog manifests:
                     # Paimon's expiration deleted its base/delta lists on purpose
                     if is_changelog and snap.changelog_manifest_list and list_name != snap.changelog_manifest_list:
                         continue
                     raise
-                for meta in metas:
-                    mark(meta.file_name)
-                    for extra in meta.extra_files:
-                        mark(extra)
-                    for ref in reach.manifest_refs(meta.file_name):
-                        mark(ref.file_name)
-                        if ref.external_path:
-                            mark(ref.external_path.rsplit("/", 1)[-1])
-                        for extra in ref.extra_files:
+                for block_id, block in blocks:
+                    if block_id in done_blocks:
+                        continue
+                    for meta in block:
+                        mark(meta.file_name)
+                        for extra in meta.extra_files:
                             mark(extra)
+                        if meta.file_name in done_manifests:
+                            continue
+                        # read, not cached: each manifest is walked once, so a cache only costs memory
+                        _mark_refs(manifests.read_manifest_refs(main.file_io, join(reach.manifest_dir, meta.file_name)),
+                                   by_name, used)
+                        done_manifests.add(meta.file_name)
+                    done_blocks.add(block_id)
+                done_lists.add(list_name)
             if snap.index_manifest:
                 mark(snap.index_manifest)
-                for entry in reach.index_entries(snap.index_manifest):
-                    mark(entry.file_name)
+                if snap.index_manifest not in done_index:
+                    for entry in reach.index_entries(snap.index_manifest):
+                        mark(entry.file_name)
+                    done_index.add(snap.index_manifest)
             mark(snap.statistics)
         except FileNotFoundError as e:
             if not branch.file_io.exists(root_path):
@@ -211,3 +237,18 @@ def plan_orphan_clean(table: Table, config: OrphanConfig, *,
                       (f"{len(candidates)} candidate file(s) older than the threshold, {len(files)} unreferenced",),
                       (("older_than_ms", config.older_than_ms), ("candidates", len(candidates)),
                        ("bucket_dirs", len(buckets))))
+
+
+def _mark_refs(refs: list[manifests.FileRef], by_name: dict[str, list[FileStatus]], used: set[str]) -> None:
+    """Mark the data files (and their extra files) of one manifest's entries, ADD and DELETE."""
+    add = used.add
+    for ref in refs:
+        if ref.file_name and ref.file_name in by_name:
+            add(ref.file_name)
+        if ref.external_path:
+            name = ref.external_path.rsplit("/", 1)[-1]
+            if name and name in by_name:
+                add(name)
+        for extra in ref.extra_files:
+            if extra and extra in by_name:
+                add(extra)

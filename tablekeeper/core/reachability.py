@@ -4,20 +4,39 @@ files, its statistics file. Manifests are immutable, so reads are cached by file
 roots of every branch (they share one manifest/ directory).
 
 Any read error under an existing root propagates: planners turn it into
-IncompleteProtectionSetError (fail closed)."""
+IncompleteProtectionSetError (fail closed).
+
+Manifest lists are also cached per Avro *block*. A writer that never merges manifests
+(pypaimon 2.1) makes ``base(s) = base(s-1) + delta(s-1)``, so the lists of consecutive snapshots
+share every block but the last (Java's lists share blocks between merges). A block's records are
+a pure function of its bytes and the file's writer schema and codec (Avro blocks are compressed
+and decoded independently), so a block whose (schema, record count, bytes) was decoded before is
+not decoded again, and unions over many roots (``union_meta``, ``meta_files(union=...)``) visit
+each distinct block once instead of once per list repeating it (for the expiring snapshots of
+a pypaimon table: O(history) list entries instead of O(expiring x history)). A file whose
+framing this module does not fully understand is handed to ``read_manifest_list`` whole: it
+stays the only decoder and the only judge of damaged files (its exceptions are raised unchanged)."""
 
 from __future__ import annotations
 
+import gc
+import itertools
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from tablekeeper.core.paimon import layout, manifests, pypaimon_adapter
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.storage import join
+from tablekeeper.core.storage import FileIO, join
 
-__all__ = ["DataKey", "MetaFile", "Reachability"]
+__all__ = ["DataKey", "MetaFile", "MetaUnion", "Reachability", "gc_paused"]
+
+#: Threads that fetch and decode manifests ahead of a planner on object stores (latency-bound).
+#: Local files are not prefetched: decoding holds the GIL and threads measured no faster.
+PREFETCH_WORKERS = 4
 
 #: Java's skip key for data files: (partition bytes, bucket, file name).
 DataKey = tuple[bytes, int, str]
@@ -32,6 +51,104 @@ class MetaFile:
     size: int | None = None
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC for a planning run: planners build hundreds of thousands of acyclic
+    tuples, strings and sets, and generation scans over a growing heap would otherwise cost a
+    large share of the run. Restores the previous state (nested use is fine)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+#: One block of a manifest list: (block id, its entries). Equal ids mean equal entries.
+ListBlock = tuple[int, tuple[manifests.ManifestFileMeta, ...]]
+
+_MAGIC = b"Obj\x01"
+
+
+def _read_long(data: bytes, pos: int) -> tuple[int, int]:
+    """An Avro zig-zag varint at ``pos``: (value, next position). IndexError when truncated."""
+    shift = acc = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        acc |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (acc >> 1) ^ -(acc & 1), pos
+        shift += 7
+        if shift > 63:
+            raise IndexError("varint too long")
+
+
+def _split_container(data: bytes) -> tuple[int, list[tuple[int, int, int, int]]] | None:
+    """Frame an Avro object container without decoding it: (header end, blocks as (record
+    count, start, payload start, end incl. sync marker)). None when anything is unusual
+    (no magic, a bad sync marker, trailing bytes, truncation): the full reader then decides."""
+    try:
+        if not data.startswith(_MAGIC):
+            return None
+        pos = len(_MAGIC)
+        while True:  # the metadata map: blocks of (count [, byte size]) then key/value pairs
+            count, pos = _read_long(data, pos)
+            if count == 0:
+                break
+            if count < 0:
+                _, pos = _read_long(data, pos)
+                count = -count
+            for _ in range(2 * count):
+                length, pos = _read_long(data, pos)
+                if length < 0:
+                    return None
+                pos += length
+        sync = data[pos:pos + 16]
+        pos += 16
+        if len(sync) != 16 or pos > len(data):
+            return None
+        header_end = pos
+        blocks = []
+        while pos < len(data):
+            start = pos
+            count, pos = _read_long(data, pos)
+            size, pos = _read_long(data, pos)
+            if count < 0 or size < 0:
+                return None
+            payload = pos
+            pos += size
+            if data[pos:pos + 16] != sync:
+                return None
+            pos += 16
+            blocks.append((count, start, payload, pos))
+        return header_end, blocks
+    except IndexError:
+        return None
+
+
+class _Preloaded(FileIO):
+    """The table's store, answering ``read_bytes`` for one path from memory (bytes already
+    read, or a container cut down to some of its blocks)."""
+
+    def __init__(self, base: FileIO, path: str, data: bytes) -> None:
+        super().__init__(base.scheme, base.fs)
+        self._path, self._data = path, data
+
+    def read_bytes(self, path: str) -> bytes:
+        return self._data if path == self._path else super().read_bytes(path)
+
+
+@dataclass
+class MetaUnion:
+    """What a union of roots' metadata files has already reported: list blocks (by id) and
+    index manifests (by name). Both are immutable, so their files need reporting only once."""
+
+    blocks: set[int] = field(default_factory=set)
+    index_manifests: set[str] = field(default_factory=set)
+
+
 class Reachability:
     """Cached metadata reads of one table (all branches share manifests, index, data)."""
 
@@ -40,6 +157,10 @@ class Reachability:
         self.file_io = table.file_io
         self.manifest_dir = table.shared_dir(layout.MANIFEST_DIR)
         self._lists: dict[str, list[manifests.ManifestFileMeta]] = {}
+        self._list_blocks: dict[str, list[ListBlock]] = {}
+        self._blocks: dict[tuple[int, int, bytes], ListBlock] = {}
+        self._headers: dict[bytes, int] = {}
+        self._block_ids = itertools.count()
         self._refs: dict[str, list[manifests.FileRef]] = {}
         self._index: dict[str, list[manifests.IndexManifestEntry]] = {}
         self._lock = threading.Lock()
@@ -49,10 +170,50 @@ class Reachability:
     def manifest_list(self, name: str) -> list[manifests.ManifestFileMeta]:
         cached = self._lists.get(name)
         if cached is None:
-            cached = manifests.read_manifest_list(self.file_io, join(self.manifest_dir, name))
+            cached = [meta for _, block in self.manifest_list_blocks(name) for meta in block]
             with self._lock:
                 self._lists[name] = cached
         return cached
+
+    def manifest_list_blocks(self, name: str) -> list[ListBlock]:
+        """The entries of a manifest list, block by block (see the module docstring)."""
+        cached = self._list_blocks.get(name)
+        if cached is None:
+            cached = self._read_list_blocks(join(self.manifest_dir, name))
+            with self._lock:
+                self._list_blocks[name] = cached
+        return cached
+
+    def _read_list_blocks(self, path: str) -> list[ListBlock]:
+        data = self.file_io.read_bytes(path)  # not found / permission errors propagate as before
+
+        def whole() -> list[ListBlock]:
+            entries = manifests.read_manifest_list(_Preloaded(self.file_io, path, data), path)
+            return [(next(self._block_ids), tuple(entries))]
+
+        framed = _split_container(data)
+        if framed is None:
+            return whole()
+        header_end, frames = framed
+        with self._lock:
+            header = self._headers.setdefault(data[len(_MAGIC):header_end - 16], len(self._headers))
+        keys = [(header, count, data[payload:end - 16]) for count, _, payload, end in frames]
+        new = [i for i, key in enumerate(keys) if key not in self._blocks]
+        if new:
+            subset = data[:header_end] + b"".join(data[frames[i][1]:frames[i][3]] for i in new)
+            try:
+                entries = manifests.read_manifest_list(_Preloaded(self.file_io, path, subset), path)
+            except Exception:
+                return whole()  # the full read raises exactly what it always raised
+            if len(entries) != sum(frames[i][0] for i in new):
+                return whole()
+            pos = 0
+            with self._lock:
+                for i in new:
+                    count = frames[i][0]
+                    self._blocks.setdefault(keys[i], (next(self._block_ids), tuple(entries[pos:pos + count])))
+                    pos += count
+        return [self._blocks[key] for key in keys]
 
     def manifest_refs(self, name: str) -> list[manifests.FileRef]:
         cached = self._refs.get(name)
@@ -90,9 +251,49 @@ class Reachability:
     def changelog_refs(self, snapshot: Snapshot) -> list[manifests.FileRef]:
         return self.refs_of_list(snapshot.changelog_manifest_list)
 
+    @property
+    def prefetches(self) -> bool:
+        """Whether ``prefetch`` does anything: not on local files, whose reads are CPU-bound
+        under the GIL (threads measured no faster there)."""
+        return not self.file_io.is_local
+
+    def prefetch(self, list_names: Iterable[str | None], *, manifests_too: bool = True,
+                 workers: int = PREFETCH_WORKERS) -> None:
+        """Read manifest lists (and the manifests they name) into the caches with a thread pool.
+
+        Purely an optimisation: every error is swallowed, so the planner's own sequential
+        reads meet (and raise) it exactly where and as they always did."""
+        if workers <= 1 or not self.prefetches:
+            return
+        names = [n for n in dict.fromkeys(list_names) if n and n not in self._list_blocks]
+
+        def quietly(fn: Callable[[str], object]) -> Callable[[str], None]:
+            def run(name: str) -> None:
+                try:
+                    fn(name)
+                except Exception:
+                    pass
+            return run
+
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tablekeeper-prefetch") as pool:
+            list(pool.map(quietly(self.manifest_list_blocks), names))
+            if manifests_too:
+                wanted: dict[str, None] = {}
+                for name in names:
+                    for _, block in self._list_blocks.get(name, ()):
+                        for meta in block:
+                            if meta.file_name not in self._refs:
+                                wanted[meta.file_name] = None
+                list(pool.map(quietly(self.manifest_refs), wanted))
+
     def meta_files(self, snapshot: Snapshot, *, include_changelog: bool = True,
-                   tolerant: bool = False) -> set[MetaFile]:
+                   tolerant: bool = False, union: MetaUnion | None = None) -> set[MetaFile]:
         """Manifest lists, manifests, index manifest + index files, statistics of a root.
+
+        ``union`` (many roots in a row): leave out the files of list blocks and index manifests
+        ``union`` already reported for an earlier root, and record this root's. The list and
+        index-manifest names themselves are always reported. Recording happens only after every
+        read succeeded, so a read error leaves ``union`` unchanged.
 
         ``tolerant`` is for roots being deleted: a list or index manifest that is already gone
         (an interrupted earlier run deletes manifests before lists, index files before the
@@ -104,34 +305,47 @@ class Reachability:
         list_sizes = {snapshot.base_manifest_list: snapshot.fields.get("baseManifestListSize"),
                       snapshot.delta_manifest_list: snapshot.fields.get("deltaManifestListSize"),
                       snapshot.changelog_manifest_list: snapshot.fields.get("changelogManifestListSize")}
+        new_blocks: list[int] = []
         for list_name in lists:
             if not list_name:
                 continue
             out.add(MetaFile("manifest", join(self.manifest_dir, list_name), list_sizes.get(list_name)))
             try:
-                metas = self.manifest_list(list_name)
+                blocks = self.manifest_list_blocks(list_name)
             except FileNotFoundError:
                 if not tolerant:
                     raise
                 continue
-            for meta in metas:
-                out.add(MetaFile("manifest", join(self.manifest_dir, meta.file_name), meta.file_size))
-                for extra in meta.extra_files:
-                    out.add(MetaFile("manifest", join(self.manifest_dir, extra)))
+            for block_id, metas in blocks:
+                if union is not None:
+                    if block_id in union.blocks:
+                        continue  # reported for an earlier root of the union
+                    new_blocks.append(block_id)
+                for meta in metas:
+                    out.add(MetaFile("manifest", join(self.manifest_dir, meta.file_name), meta.file_size))
+                    for extra in meta.extra_files:
+                        out.add(MetaFile("manifest", join(self.manifest_dir, extra)))
+        new_index: str | None = None
         if snapshot.index_manifest:
             out.add(MetaFile("manifest", join(self.manifest_dir, snapshot.index_manifest)))
-            try:
-                entries = self.index_entries(snapshot.index_manifest)
-            except FileNotFoundError:
-                if not tolerant:
-                    raise
-                entries = []
+            entries: list[manifests.IndexManifestEntry] = []
+            if union is None or snapshot.index_manifest not in union.index_manifests:
+                try:
+                    entries = self.index_entries(snapshot.index_manifest)
+                    new_index = snapshot.index_manifest
+                except FileNotFoundError:
+                    if not tolerant:
+                        raise
             for entry in entries:
                 if entry.kind == 0:
                     out.add(MetaFile("index", self.index_path(entry), entry.file_size))
         if snapshot.statistics:
             out.add(MetaFile("statistics", join(self.table.shared_dir(layout.STATISTICS_DIR),
                                                 snapshot.statistics)))
+        if union is not None:
+            union.blocks.update(new_blocks)
+            if new_index is not None:
+                union.index_manifests.add(new_index)
         return out
 
     # -- long-lived changelog roots -----------------------------------------------------
@@ -171,7 +385,10 @@ class Reachability:
         return out
 
     def union_meta(self, snapshots: Iterable[Snapshot]) -> set[str]:
+        """Paths of every metadata file any of ``snapshots`` reaches (each shared list block
+        and index manifest visited once)."""
         out: set[str] = set()
+        union = MetaUnion()
         for s in snapshots:
-            out.update(m.path for m in self.meta_files(s))
+            out.update(m.path for m in self.meta_files(s, union=union))
         return out

@@ -1,0 +1,230 @@
+"""Orphan-cleanup benchmark: tablekeeper's plan_orphan_clean vs ``find`` + a set difference.
+
+Builds a synthetic Paimon table directly (``bench/_synth.py``; by default as pypaimon writes it:
+no manifest merging, so every manifest ever written stays reachable) with at least 200,000
+files, nearly all referenced, plants unreferenced data files and manifests ("orphans"), ages
+every file by two days, checks the table with pypaimon, then measures in one process:
+
+  (t) tablekeeper ``plan_orphan_clean`` (listing first, then the used set of every snapshot
+      and tag, default 1-day threshold), and separately its execution;
+  (b) the baseline: ``find <table> -type f`` in a subprocess plus a Python set difference of
+      the listed names against the referenced names (known to the builder, so the baseline
+      reads no metadata at all).
+
+It checks that the plan deletes exactly the planted orphans and that, after execution, every
+file a snapshot or tag reaches still exists and pypaimon still reads the table. Timings are
+printed, never asserted.
+
+    .venv/bin/python bench/orphans.py [--snapshots N] [--files N] [--orphans N] [--scale X]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _synth  # noqa: E402
+
+from tablekeeper.core import execution, orphans  # noqa: E402
+from tablekeeper.core.paimon.table import open_table  # noqa: E402
+
+GOAL_VS_FIND = 2.0
+AGE_S = 2 * 86_400
+
+
+def spec_for(snapshots: int, files: int, orphan_files: int, orphan_manifests: int, writer: str) -> _synth.SynthSpec:
+    return _synth.SynthSpec(
+        snapshots=snapshots, files=files, snapshots_per_partition=max(2, snapshots // 40),
+        compact_every=10 if snapshots >= 100 else 5, tag_every=max(5, snapshots // 8),
+        merge_min_count=30, manifest_target=max(200, min(8_000, files // 25)),
+        full_compaction_deletes=max(1_000, min(40_000, files // 5)), writer=writer,
+        orphan_files=orphan_files, orphan_manifests=orphan_manifests, seed=11)
+
+
+def age_table(built: _synth.SynthTable, seconds: int) -> None:
+    """Backdate every file of the table (data files share a few template inodes)."""
+    past = time.time() - seconds
+    for dirpath, _dirs, names in os.walk(built.warehouse):
+        for name in names:
+            path = os.path.join(dirpath, name)
+            if "/bucket-" in dirpath and not dirpath.endswith("/.templates"):
+                continue  # hard links of the templates: aged with them
+            os.utime(path, (past, past), follow_symlinks=False)
+
+
+def baseline(root: str, referenced: set[str]) -> tuple[int, set[str]]:
+    out = subprocess.run(["find", root, "-type", "f"], capture_output=True, text=True, check=True).stdout
+    listed: dict[str, str] = {}
+    for line in out.splitlines():
+        listed[line.rsplit("/", 1)[-1]] = line
+    unreferenced = listed.keys() - referenced
+    return len(listed), {listed[n] for n in unreferenced}
+
+
+def file_set(root: str) -> set[str]:
+    return {os.path.join(d, n) for d, _s, names in os.walk(root) for n in names}
+
+
+def referenced_intact(root: str, before: set[str], planned: set[str], referenced: set[str]) -> tuple[bool, str]:
+    """After execution exactly the planned files are gone, and every file whose name a
+    snapshot or tag references (the builder's ground truth) still exists."""
+    after = file_set(root)
+    gone = before - after
+    lost = [p for p in before - after if p.rsplit("/", 1)[-1] in referenced]
+    ok = gone == planned and not lost and after <= before
+    return ok, (f"{len(gone):,} files gone (== planned: {gone == planned}), {len(lost)} referenced files lost, "
+                f"{len(after):,} files left")
+
+
+def instrumented_decode(warehouse: str, config: orphans.OrphanConfig) -> dict[str, float]:
+    """One extra, untimed-for-the-ratio run with the Avro reads wrapped by timers: how much of
+    planning is manifest decoding (tablekeeper.core.paimon.manifests)."""
+    from tablekeeper.core.paimon import manifests
+
+    acc = {"refs": 0.0, "entries": 0.0, "lists": 0.0}
+    originals = (manifests.read_manifest_refs, manifests.read_manifest_list)
+
+    def refs(io: Any, path: str) -> Any:
+        start = time.perf_counter()
+        out = originals[0](io, path)
+        acc["refs"] += time.perf_counter() - start
+        acc["entries"] += len(out)
+        return out
+
+    def lists(io: Any, path: str) -> Any:
+        start = time.perf_counter()
+        out = originals[1](io, path)
+        acc["lists"] += time.perf_counter() - start
+        return out
+
+    manifests.read_manifest_refs, manifests.read_manifest_list = refs, lists  # type: ignore[assignment]
+    try:
+        start = time.perf_counter()
+        orphans.plan_orphan_clean(open_table(warehouse, _synth.IDENTIFIER), config)
+        acc["total"] = time.perf_counter() - start
+    finally:
+        manifests.read_manifest_refs, manifests.read_manifest_list = originals  # type: ignore[assignment]
+    return acc
+
+
+def run(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--snapshots", type=int, default=500, help="snapshots (all retained; default 500)")
+    parser.add_argument("--files", type=int, default=200_000, help="level-0 data files written (default 200000)")
+    parser.add_argument("--orphans", type=int, default=4_000, help="planted orphan data files (default 4000)")
+    parser.add_argument("--orphan-manifests", type=int, default=50, help="planted orphan manifests (default 50)")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply snapshots, files and orphans")
+    parser.add_argument("--writer", choices=("pypaimon", "java"), default="pypaimon",
+                        help="manifest layout: pypaimon (never merged, default) or java (merged)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs of each side (best kept)")
+    parser.add_argument("--workdir", default=None, help="where to build (default: a temp dir, removed)")
+    args = parser.parse_args(argv)
+    spec = spec_for(max(10, int(args.snapshots * args.scale)), max(100, int(args.files * args.scale)),
+                    max(1, int(args.orphans * args.scale)), max(1, int(args.orphan_manifests * args.scale)),
+                    args.writer)
+    workdir = args.workdir or tempfile.mkdtemp(prefix="tk-bench-orphans-")
+    os.makedirs(workdir, exist_ok=True)
+    try:
+        return _run(workdir, spec, args)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict[str, Any]:
+    started = time.perf_counter()
+    warehouse = os.path.join(workdir, "wh")
+    # pypaimon decodes ~6k entries/s: validate early (small) snapshots; the format is the same later
+    early = sorted({1, min(10, spec.snapshots)})
+    built = _synth.build_table(warehouse, spec, track_referenced=True, sample_live=early)
+    age_table(built, AGE_S)
+    n_files = sum(len(names) for _d, _s, names in os.walk(built.root))
+    print(f"synthetic table ({spec.writer} manifests): {spec.snapshots:,} snapshots, {len(built.tags)} tags, "
+          f"{n_files:,} files ({built.data_files:,} data files incl. {spec.orphan_files:,} planted orphans, "
+          f"{built.manifest_files:,} manifest files incl. {spec.orphan_manifests} planted, "
+          f"{built.entries_written:,} manifest entries); built in {built.build_seconds:.1f}s")
+    for line in _synth.validate_with_pypaimon(built, early):
+        print("  valid:", line)
+    now_ms = int(time.time() * 1000)
+    config = orphans.OrphanConfig(orphans.resolve_older_than(now_ms))  # default: 1 day ago
+    planted = set(built.orphan_paths)
+
+    phases: list[_synth.Phase] = []
+    best_tk: _synth.Phase | None = None
+    plan = None
+    for i in range(max(1, args.repeat)):
+        with _synth.phase(f"tablekeeper plan_orphan_clean (run {i + 1})") as p:
+            plan = orphans.plan_orphan_clean(open_table(warehouse, _synth.IDENTIFIER), config)
+        phases.append(p)
+        best_tk = p if best_tk is None or p.seconds < best_tk.seconds else best_tk
+    assert plan is not None and best_tk is not None
+    decode = instrumented_decode(warehouse, config)
+    planned = {f.path for f in plan.files}
+    exact = planned == planted
+    print(f"tablekeeper plans {len(planned):,} deletions; == planted orphans: {exact} "
+          f"({len(planned - planted)} extra, {len(planted - planned)} missed); {plan.notes[0]}")
+
+    best_base: _synth.Phase | None = None
+    found: set[str] = set()
+    listed = 0
+    for i in range(max(1, args.repeat)):
+        with _synth.phase(f"baseline find -type f + set difference (run {i + 1})") as p:
+            listed, found = baseline(built.root, built.referenced_names)
+        phases.append(p)
+        best_base = p if best_base is None or p.seconds < best_base.seconds else best_base
+    assert best_base is not None
+    print(f"baseline: find listed {listed:,} files, {len(found):,} unreferenced by name "
+          f"(planted {len(planted):,}; the rest are snapshot/schema/tag/hint files orphan cleanup never touches)")
+
+    before = file_set(built.root)
+    with _synth.phase("tablekeeper execute") as p_exec:
+        result = execution.execute(plan, open_table(warehouse, _synth.IDENTIFIER).file_io)
+    phases.append(p_exec)
+    deleted = sum(result.deleted.values())
+    ok, detail = referenced_intact(built.root, before, planned, built.referenced_names)
+    print(f"executed: {deleted:,} deleted, {len(result.failed)} failed; after cleanup: {detail}")
+    first_tag = min(built.tags, key=built.tags.__getitem__)
+    reads = []
+    for label, live, metas in _synth.reachable_with_pypaimon(warehouse, early, [first_tag]):
+        lost = [p for p in (*live, *metas) if not os.path.exists(p)]
+        ok = ok and not lost
+        reads.append(f"{label} ({len(live):,} live files{', MISSING ' + lost[0] if lost else ''})")
+    print("  pypaimon still reads:", ", ".join(reads))
+
+    print()
+    for p in phases:
+        print(_synth.fmt_phase(p))
+    print()
+    ratio = best_tk.seconds / best_base.seconds
+    print(f"ratio tablekeeper plan_orphan_clean vs find + set difference: {best_tk.seconds:.2f}s vs "
+          f"{best_base.seconds:.2f}s = {ratio:.2f}x  goal <= {GOAL_VS_FIND:.0f}x  {_synth.verdict(ratio <= GOAL_VS_FIND)}")
+    rest = max(0.0, decode["total"] - decode["refs"] - decode["lists"])
+    print(f"  (instrumented run: {decode['total']:.2f}s, of which manifest decoding {decode['refs']:.2f}s "
+          f"({decode['entries']:,.0f} entries, {decode['entries'] / max(decode['refs'], 1e-9):,.0f}/s) and "
+          f"manifest lists {decode['lists']:.2f}s; everything else {rest:.2f}s = {rest / best_base.seconds:.2f}x "
+          f"the baseline)")
+    print(f"max RSS of this process: {_synth.max_rss_mb():.0f} MB")
+    print(f"bench wall time: {time.perf_counter() - started:.0f}s")
+    return {"ratio": ratio, "exact": exact, "deleted": deleted, "failed": len(result.failed),
+            "retained_ok": ok, "files": n_files, "planned": len(planned)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    run(argv)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
