@@ -97,6 +97,43 @@ def _run_plan(plan: plans.Plan, table: Table, dry_run: bool, output: str, parall
                                   fix="check permissions and rerun the same command; it resumes")
 
 
+_ENGINE_HELP = "local: plan and delete in this process; spark: the same plan distributed on Spark (pyspark extra)."
+
+
+def _run_on_spark(operation: str, t: Table, options: tuple[str, ...], dry_run: bool, output: str,
+                  **params: Any) -> None:
+    """Run a maintenance command through ``tablekeeper.spark`` (local Spark unless configured)."""
+    from tablekeeper.spark import engine as spark_engine
+    from tablekeeper.spark import launch
+
+    if "." not in t.identifier or not t.root.rstrip("/").rsplit("/", 2)[-2].endswith(".db"):
+        raise errors.InvalidInputError(f"--engine spark needs a warehouse table, not {t.root}",
+                                       fix="pass --warehouse URI and the table as database.table")
+    request = launch.JobRequest(operation=operation,  # type: ignore[arg-type]
+                                warehouse=t.root.rstrip("/").rsplit("/", 2)[0], table=t.identifier,
+                                branch=t.branch, options=_parse_options(options), dry_run=dry_run, **params)
+    result = spark_engine.run(request, engine="spark")
+    payload = spark_engine.describe(result)
+
+    def text() -> None:
+        verb = "would delete" if dry_run else "deleted"
+        click.echo(f"{operation} on {t.identifier} (engine spark): status {result.status}")
+        for kind, n in sorted(result.planned_files.items()):
+            done = "" if dry_run else f", {verb} {result.deleted.get(kind, 0)}"
+            click.echo(f"  {kind}: {n} planned ({result.planned_bytes.get(kind, 0)} bytes){done}")
+        for note in result.notes:
+            click.echo(f"  note: {note}")
+        for path in result.sample:
+            click.echo(f"  - {path}")
+
+    _emit(output, payload, text)
+    if result.errors:
+        raise errors.TablekeeperError(result.errors[0]["message"], fix=result.errors[0].get("fix"))
+    if result.failed_count:
+        raise errors.StorageError(f"{result.failed_count} file(s) could not be deleted",
+                                  fix="check permissions and rerun the same command; it resumes")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="tablekeeper")
 def cli() -> None:
@@ -298,14 +335,21 @@ def _now_ms(now: str | None) -> int:
 @click.option("--parallelism", type=int, help="Delete threads.")
 @click.option("--now", hidden=True, help="Evaluate retention at this time (epoch ms or ISO).")
 @click.option("--dry-run", is_flag=True, help="Print the plan, delete nothing.")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help=_ENGINE_HELP)
 @_common
 def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int | None, time_retained: str | None,
-               expire_limit: int | None, parallelism: int | None, now: str | None, dry_run: bool,
+               expire_limit: int | None, parallelism: int | None, now: str | None, dry_run: bool, engine: str,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Expire old snapshots of TABLE: data, changelog, manifests, then snapshot files, EARLIEST.
 
     Options come from the flags, else from the table's own Paimon options."""
     t = _open(table, warehouse, options, branch)
+    if engine == "spark":
+        _run_on_spark("expire", t, options, dry_run, output, retain_min=retain_min, retain_max=retain_max,
+                      time_retained=time_retained, expire_limit=expire_limit, parallelism=parallelism,
+                      now_ms=_now_ms(now) if now else None)
+        return
     config = expire.config_from_options(t.options(), retain_min=retain_min, retain_max=retain_max,
                                         time_retained=_duration(time_retained, "--time-retained"),
                                         expire_limit=expire_limit)
@@ -379,12 +423,19 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
 @click.option("--parallelism", type=int)
 @click.option("--now", hidden=True)
 @click.option("--dry-run", is_flag=True, help="List the orphans, delete nothing.")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help=_ENGINE_HELP)
 @_common
 def clean_orphans_cmd(table: str, older_than: str | None, force: bool, parallelism: int | None, now: str | None,
-                      dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+                      dry_run: bool, engine: str, warehouse: str | None, options: tuple[str, ...],
+                      output: str) -> None:
     """Delete files no snapshot, tag, branch or changelog references (never directories or
     metadata JSON)."""
     t = _open(table, warehouse, options)
+    if engine == "spark":
+        _run_on_spark("clean-orphans", t, options, dry_run, output, older_than=older_than, force=force,
+                      parallelism=parallelism, now_ms=_now_ms(now) if now else None)
+        return
     now_ms = _now_ms(now)
     age = None
     at = None

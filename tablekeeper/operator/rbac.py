@@ -16,7 +16,9 @@ Deliberately absent:
 - ``coordination.k8s.io/leases``: no leader election; one replica with the ``Recreate`` strategy;
 - ``kopf.dev`` peerings: the operator runs ``--standalone`` (peering is not leader election);
 - ``apiextensions.k8s.io/customresourcedefinitions`` and ``namespaces`` list/watch: Kopf's
-  resource scanning is disabled (``tablekeeper.operator.main.build_settings``);
+  resource scanning is disabled (``tablekeeper.operator.main.build_settings``); the operator only
+  *gets* single Namespaces, for their labels, when a ``ClusterPaimonCatalog.allowedNamespaces``
+  or a ``ClusterPaimonRetentionPolicy`` namespace selector needs them;
 - ``pods`` and logs: run results come from a JSON artifact, never from logs (spark-jobs.md §7);
 - ``update`` on ``/status``: Kopf and the controller patch status.
 """
@@ -93,6 +95,8 @@ PERMISSIONS: tuple[Permission, ...] = (
     *_tablekeeper_permissions(),
     Permission("", "events", ("create",), "watched", "Events about objects (Kopf posting, design §7.9)"),
     Permission("", "events", ("create",), "operator", "Events about cluster-scoped objects"),
+    Permission("", "namespaces", ("get",), "cluster",
+               "labels of a CR's namespace for allowedNamespaces.selector / namespaceSelector (design §8)"),
     Permission("", "secrets", ("get",), "watched", "PaimonCatalog credentialsSecretRef"),
     Permission("", "secrets", ("get",), "operator", "ClusterPaimonCatalog credentialsSecretRef without namespace"),
     Permission("batch", "jobs", ("create", "get", "list", "watch", "delete"), "jobs",

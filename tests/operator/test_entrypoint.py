@@ -64,5 +64,5 @@ async def test_the_operator_command_runs(k8s: ApiServerEmulator, tmp_path: Path)
             process.kill()
             output, _ = await asyncio.to_thread(process.communicate)
     assert process.returncode == 0, output
-    assert "no tablekeeper controllers are registered yet" in output
+    assert "tablekeeper controllers started for 8 kinds" in output
     assert "authentication has failed" not in output.lower(), output  # the kubeconfig login worked

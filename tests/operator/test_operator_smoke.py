@@ -29,13 +29,13 @@ Seen = list[tuple[str, ...]]
 
 def trivial_registry(seen: Seen) -> kopf.OperatorRegistry:
     """The operator's own handlers plus toy handlers that record what they see."""
-    registry = operator_main.register(kopf.OperatorRegistry(), login=False)
+    registry = operator_main.register(kopf.OperatorRegistry(), login=False, controllers=False)
 
     @kopf.on.create(API_GROUP, API_VERSION, "paimontags", registry=registry)
     def tag_created(spec: kopf.Spec, name: str, namespace: str, meta: kopf.Meta, body: kopf.Body,
                     patch: kopf.Patch, **_: Any) -> None:
         seen.append(("create", f"{namespace}/{name}", spec["branch"], str(spec["backoffLimit"])))
-        kopf.info(body, reason="Seen", message=f"tag {name} seen")
+        kopf.event(body, type="Normal", reason="Seen", message=f"tag {name} seen")  # posted at any posting.level
         patch.status["observedGeneration"] = meta["generation"]
         patch.status["conditions"] = [{
             "type": "Ready", "status": "True", "reason": "Created", "message": "seen by the smoke test",

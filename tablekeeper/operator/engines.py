@@ -1,0 +1,193 @@
+"""Where a ``PaimonMaintenanceRun`` executes: the engine hook (operator-design.md §7.7).
+
+:class:`Engine` is the interface the run controller calls; :func:`select` picks one for a run.
+Today every run executes **in process** (:class:`InProcessEngine`): the same planner and applier
+the CLI uses (``plan_table`` with schedules ignored, then ``apply`` of the run type's actions),
+under the table's lock, in a worker thread. A run that asks for ``SparkOperator`` or ``SparkJob``
+also runs in process and says so in its status: launching Spark (create the Job or
+SparkApplication, watch it, read its result artifact, enforce the deadline) is a separate piece
+of work. :func:`launch_manifest` already builds the object such a launch would create, with the
+builders of :mod:`tablekeeper.spark.launch`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from tablekeeper import reconcile
+from tablekeeper.core.paimon import layout
+from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
+from tablekeeper.operator import scopes
+from tablekeeper.operator.conditions import Reason
+from tablekeeper.reconcile import actions as A
+from tablekeeper.reconcile import planner
+from tablekeeper.spark import launch
+
+__all__ = ["RUN_KINDS", "RunRequest", "RunResult", "Engine", "InProcessEngine", "select", "launch_request",
+           "launch_manifest", "SAMPLE_MAX"]
+
+#: Run type -> the planner action kinds it carries out.
+RUN_KINDS: Mapping[str, tuple[str, ...]] = {
+    "ExpirePartitions": ("ExpirePartitions",),
+    "ExpireSnapshots": ("ExpireSnapshots", "ExpireChangelog"),
+    "ExpireTags": ("ExpireTags",),
+    "RemoveOrphanFiles": ("CleanOrphans",),
+}
+SAMPLE_MAX = 20
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What one run asks for."""
+
+    name: str
+    spec: PaimonMaintenanceRunSpec
+    scope: scopes.Scope
+    opener: reconcile.Opener
+    now: datetime
+    #: None: the run's ``parameters.dryRun``, else for RemoveOrphanFiles the policy's ``orphanFiles.dryRun``.
+    dry_run: bool | None = None
+
+
+@dataclass
+class RunResult:
+    """How a run ended: ``status.result`` counts plus a condition reason and message."""
+
+    succeeded: bool
+    reason: str
+    message: str
+    result: dict[str, Any] = field(default_factory=dict)
+    deleted_by_kind: dict[str, int] = field(default_factory=dict)
+    policy: dict[str, str] = field(default_factory=dict)
+
+
+class Engine(Protocol):
+    """Executes a run (blocking; called in a worker thread under the table's lock)."""
+
+    name: str
+
+    def run(self, request: RunRequest) -> RunResult: ...
+
+
+def _counts(actions: Sequence[A.Action]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for a in actions:
+        if isinstance(a, A.ExpireSnapshots):
+            out["expiredSnapshots"] = out.get("expiredSnapshots", 0) + a.snapshots
+        elif isinstance(a, A.ExpireChangelog):
+            out["expiredChangelogs"] = out.get("expiredChangelogs", 0) + a.changelogs
+        elif isinstance(a, A.ExpirePartitions):
+            out["expiredPartitions"] = out.get("expiredPartitions", 0) + len(a.partitions)
+        elif isinstance(a, A.ExpireTags):
+            out["expiredTags"] = out.get("expiredTags", 0) + len(a.tags)
+        elif isinstance(a, A.CleanOrphans):
+            out["orphanFiles"] = out.get("orphanFiles", 0) + a.estimate.files
+    return out
+
+
+class InProcessEngine:
+    """Runs maintenance in this process with the shared planner and applier."""
+
+    name = "Python"
+
+    def run(self, request: RunRequest) -> RunResult:
+        spec = request.spec
+        kinds = RUN_KINDS.get(spec.type)
+        if kinds is None:
+            return RunResult(False, Reason.NOT_SUPPORTED, f"run type {spec.type} is not implemented by the operator yet")
+        if spec.branch != layout.MAIN:
+            return RunResult(False, Reason.NOT_SUPPORTED, "maintenance of branches other than main is not "
+                                                          "implemented yet")
+        plan = scopes.plan_scope(request.scope, request.opener, request.now)
+        dry_run = request.dry_run
+        if dry_run is None:
+            dry_run = spec.parameters.dry_run
+        if dry_run is None:
+            dry_run = bool(plan.policy.values.get("orphanFiles.dryRun", True)) if spec.type == "RemoveOrphanFiles" \
+                else False
+        config = reconcile.ReconcileConfig(ignore_schedules=True, estimate=dry_run)
+        table_plan = planner.plan_table(plan.target, plan.table, plan.state, plan.records, plan.policy, request.now,
+                                        config)
+        picked: list[A.Action] = []
+        for a in table_plan.actions:
+            if a.kind not in kinds:
+                continue
+            if isinstance(a, A.CleanOrphans):
+                a = a.model_copy(update={"dry_run": dry_run})
+            picked.append(a)
+        policy: dict[str, str] = {}
+        for a in picked:
+            policy.update(a.policy)
+        result: dict[str, Any] = {"dryRun": dry_run, **_counts(picked)}
+        if dry_run or not any(a.is_change for a in picked):
+            estimates = [e for e in (getattr(a, "estimate", None) for a in picked) if isinstance(e, A.Estimate)]
+            result["plannedFiles"] = sum(e.files for e in estimates)
+            result["plannedBytes"] = sum(e.bytes for e in estimates)
+            what = "dry run: nothing deleted" if dry_run else "nothing to do"
+            return RunResult(True, Reason.SUCCEEDED, what, result, policy=policy)
+        store = scopes.StatusRecordStore(plan.records)
+        applied = scopes.apply_actions(plan, [a for a in picked if a.is_change], store, request.opener,
+                                       reconcile.ReconcileConfig(ignore_schedules=True, estimate=False))
+        failed = applied.failed
+        totals = applied.totals()
+        result.update(deletedFiles=totals["deletedFiles"], reclaimedBytes=totals["deletedBytes"],
+                      failures=len(failed), sample=[r.message for r in applied.results][:SAMPLE_MAX])
+        by_kind: dict[str, int] = {}
+        for a in picked:
+            for kind, count in getattr(a, "estimate", A.Estimate()).by_kind.items():
+                by_kind[kind] = by_kind.get(kind, 0) + count
+        if failed:
+            return RunResult(False, Reason.MAINTENANCE_FAILED, failed[0].message, result, by_kind, policy)
+        message = "; ".join(r.message for r in applied.results)[:1000] or "nothing to do"
+        return RunResult(True, Reason.SUCCEEDED, message, result, by_kind, policy)
+
+
+_IN_PROCESS = InProcessEngine()
+
+
+def select(requested: str | None) -> tuple[Engine, str]:
+    """The engine for a run that asks for ``requested`` (Python, SparkOperator, SparkJob or None),
+    and a note for its status when the request cannot be honoured yet."""
+    if requested in (None, "Auto", "Python"):
+        return _IN_PROCESS, ""
+    return _IN_PROCESS, (f"engine {requested} requested: launching Spark is not wired into the operator yet, "
+                         "ran in process")
+
+
+# -- Spark launch (building only) ----------------------------------------------------------------------
+
+_OPERATIONS: Mapping[str, str] = {"ExpireSnapshots": "expire", "RemoveOrphanFiles": "clean-orphans"}
+
+
+def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: str, options: Mapping[str, str], *,
+                   dry_run: bool, run_name: str | None = None) -> launch.JobRequest | None:
+    """The Spark job request of a run, or None for types the Spark job does not do. Options
+    carrying credentials are left out (they come from a Secret in the pod)."""
+    operation = _OPERATIONS.get(spec.type)
+    if operation is None:
+        return None
+    safe = {k: v for k, v in options.items() if not launch.is_secret_option(k)}
+    return launch.JobRequest(operation=operation,  # type: ignore[arg-type]
+                             warehouse=warehouse, table=identifier, branch=spec.branch, options=safe,
+                             dry_run=dry_run, run_name=run_name)
+
+
+def launch_manifest(request: launch.JobRequest, *, engine: str, name: str, namespace: str, owner_name: str,
+                    owner_uid: str, image: str, service_account: str, active_deadline_seconds: int,
+                    ttl_seconds_after_finished: int = 604800, spark_version: str = "4.0.1",
+                    credentials_secret: str | None = None) -> dict[str, Any]:
+    """The ``batch/v1`` Job (``SparkJob``) or ``SparkApplication`` (``SparkOperator``) that would
+    run ``request``, owned by the run."""
+    owner = launch.OwnerReference(name=owner_name, uid=owner_uid)
+    if engine == "SparkOperator":
+        return launch.spark_application_manifest(
+            request, name=name, namespace=namespace, owner=owner, image=image, spark_version=spark_version,
+            service_account=service_account, active_deadline_seconds=active_deadline_seconds,
+            ttl_seconds_after_finished=ttl_seconds_after_finished, credentials_secret=credentials_secret)
+    return launch.job_manifest(
+        request, name=name, namespace=namespace, owner=owner, image=image, service_account=service_account,
+        active_deadline_seconds=active_deadline_seconds, ttl_seconds_after_finished=ttl_seconds_after_finished,
+        credentials_secret=credentials_secret)

@@ -1,0 +1,44 @@
+"""Handlers of the catalog and retention-policy kinds (controller: :mod:`tablekeeper.operator.catalogs`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from tablekeeper.operator import catalogs
+from tablekeeper.operator.handlers.common import finish, obj_of, only_own_changes, stop_if_gone, view_of
+from tablekeeper.operator.runtime import Runtime
+
+__all__ = ["on_catalog", "on_catalog_check", "on_policy", "on_policy_check"]
+
+
+async def on_catalog(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, retry: int,
+                     diff: Any = None, **kwargs: Any) -> None:
+    """create/update/resume of a PaimonCatalog or ClusterPaimonCatalog."""
+    if only_own_changes(diff):
+        return
+    view_of(rt, kwargs)
+    finish(await catalogs.reconcile_catalog(rt, obj_of(kind, body), retry=retry), body=body, patch=patch)
+
+
+async def on_catalog_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, stopped: Any,
+                           **kwargs: Any) -> None:
+    if stop_if_gone(view_of(rt, kwargs), obj_of(kind, body), stopped, rt):
+        return
+    outcome = await catalogs.reconcile_catalog(rt, obj_of(kind, body), retry=None)
+    finish(outcome, body=body, patch=patch)
+
+
+async def on_policy(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, **kwargs: Any) -> None:
+    """create/update/resume of a retention policy."""
+    finish(await catalogs.reconcile_policy(rt, view_of(rt, kwargs), obj_of(kind, body)), body=body, patch=patch)
+
+
+async def on_policy_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, stopped: Any,
+                          **kwargs: Any) -> None:
+    """The periodic check of a retention policy (its table counts)."""
+    view, obj = view_of(rt, kwargs), obj_of(kind, body)
+    if stop_if_gone(view, obj, stopped, rt):
+        return
+    finish(await catalogs.reconcile_policy(rt, view, obj), body=body, patch=patch)

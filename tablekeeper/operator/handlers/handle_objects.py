@@ -1,0 +1,82 @@
+"""Handlers of ``PaimonTag`` and ``PaimonBranch`` (controller: :mod:`tablekeeper.operator.objects`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from tablekeeper.operator import markers, objects
+from tablekeeper.operator.handlers.common import (
+    finish,
+    mode_change,
+    obj_of,
+    only_own_changes,
+    stop_if_gone,
+    view_of,
+)
+from tablekeeper.operator.runtime import Runtime
+
+__all__ = ["on_change", "on_check", "on_delete", "on_paused", "on_unmanaged", "on_event"]
+
+_RECONCILE = {"PaimonTag": objects.reconcile_tag, "PaimonBranch": objects.reconcile_branch}
+_DELETE = {"PaimonTag": objects.delete_tag, "PaimonBranch": objects.delete_branch}
+
+
+async def on_change(rt: Runtime, kind: str, phase: objects.Phase, *, body: kopf.Body, patch: kopf.Patch,
+                    retry: int, diff: Any = None, **kwargs: Any) -> None:
+    """create/update/resume, one step (``resolve`` or ``apply``)."""
+    if only_own_changes(diff):
+        return
+    outcome = await _RECONCILE[kind](rt, view_of(rt, kwargs), obj_of(kind, body), phase=phase, retry=retry)
+    finish(outcome, body=body, patch=patch)
+
+
+async def on_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, stopped: Any,
+                   **kwargs: Any) -> None:
+    """The periodic level check (drift, TTL); writes status only when something changed."""
+    obj = obj_of(kind, body)
+    view = view_of(rt, kwargs)
+    if stop_if_gone(view, obj, stopped, rt) or obj.deleting:
+        return
+    outcome = await _RECONCILE[kind](rt, view, obj, phase="check", retry=None)
+    outcome.failure = None  # the timer's interval is the retry
+    finish(outcome, body=body, patch=patch)
+
+
+async def on_delete(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, retry: int,
+                    **kwargs: Any) -> None:
+    """Deletion with the finalizer: delete the tag / drop the branch (or keep it, see objects)."""
+    outcome = await _DELETE[kind](rt, view_of(rt, kwargs), obj_of(kind, body), retry=retry)
+    finish(outcome, body=body, patch=patch)
+
+
+def on_paused(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+    """``tablekeeper.io/paused``: report it; storage is left alone."""
+    finish(objects.paused_outcome(obj_of(kind, body), rt.config.now()), body=body, patch=patch)
+
+
+def on_unmanaged(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+    """``tablekeeper.io/managed: "false"``: report it (Kopf drops the finalizer: its filter no longer matches)."""
+    finish(objects.unmanaged_outcome(obj_of(kind, body), rt.config.now()), body=body, patch=patch)
+
+
+async def on_event(rt: Runtime, kind: str, finalizer: str, *, body: kopf.Body, patch: kopf.Patch,
+                   **kwargs: Any) -> None:
+    """Every watch event: react to annotation changes Kopf does not see as changes
+    (paused, managed, resumed: see :func:`~tablekeeper.operator.handlers.common.mode_change`), and
+    post ``ForceDeleted`` when ``force-delete`` is about to release a finalizer."""
+    meta = body.get("metadata") or {}
+    if markers.is_force_delete(meta) and finalizer in (meta.get("finalizers") or ()) \
+            and rt.first_time(str(meta.get("uid")), "ForceDeleted"):
+        kopf.event(body, type="Warning", reason="ForceDeleted",
+                   message="tablekeeper.io/force-delete: the finalizer is removed without touching storage")
+    change = mode_change(body)
+    if change == "unmanaged":
+        on_unmanaged(rt, kind, body=body, patch=patch)
+    elif change == "paused":
+        on_paused(rt, kind, body=body, patch=patch)
+    elif change == "resumed":
+        outcome = await _RECONCILE[kind](rt, view_of(rt, kwargs), obj_of(kind, body), phase="check", retry=None)
+        outcome.failure = None
+        finish(outcome, body=body, patch=patch)

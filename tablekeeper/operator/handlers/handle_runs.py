@@ -1,0 +1,32 @@
+"""Handlers of ``PaimonMaintenanceRun`` (controller: :mod:`tablekeeper.operator.runs`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kopf
+
+from tablekeeper.operator import runs
+from tablekeeper.operator.handlers.common import finish, obj_of, stop_if_gone, view_of
+from tablekeeper.operator.runtime import Runtime
+
+__all__ = ["on_start", "on_execute", "on_check"]
+
+
+async def on_start(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, retry: int, **kwargs: Any) -> None:
+    outcome = await runs.start_run(rt, view_of(rt, kwargs), obj_of("PaimonMaintenanceRun", body), retry=retry)
+    finish(outcome, body=body, patch=patch)
+
+
+async def on_execute(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, retry: int, **kwargs: Any) -> None:
+    outcome = await runs.execute_run(rt, view_of(rt, kwargs), obj_of("PaimonMaintenanceRun", body), retry=retry)
+    finish(outcome, body=body, patch=patch)
+
+
+async def on_check(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, stopped: Any, **kwargs: Any) -> None:
+    view, obj = view_of(rt, kwargs), obj_of("PaimonMaintenanceRun", body)
+    if stop_if_gone(view, obj, stopped, rt):
+        return
+    outcome = await runs.check_run(rt, view, obj)
+    if outcome is not None:
+        finish(outcome, body=body, patch=patch)

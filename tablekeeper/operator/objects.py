@@ -1,0 +1,621 @@
+"""Controllers of the external-object CRs: ``PaimonTag`` and ``PaimonBranch`` (operator-design.md
+§4.3, §4.4, §7.3-§7.5).
+
+A tag or branch is reconciled in two Kopf handler steps, each persisted before the next runs:
+
+1. ``resolve``: plan the table (:mod:`tablekeeper.operator.scopes`) and, for a create or an
+   adoption, record ownership in status first (``owned``, the resolved ``tagName`` and frozen
+   ``snapshotId``; for a branch ``createPending``): the write-ahead record, so a crash between the
+   two steps can never leak an untracked object, and ``fromLatest`` never moves on a restart;
+2. ``apply``: plan again (with the recorded snapshot) and carry out this CR's own actions through
+   the shared applier, then report ``Ready``.
+
+The periodic ``check`` (a timer) does both at once, writing the record through the API before
+the change, and detects drift: a managed tag deleted out of band is recreated at its snapshot
+(``TagRecreated``) or reported ``Lost`` (``SnapshotExpired``, never recreated elsewhere); a tag
+whose TTL passed is ``Lost`` (``TagExpired``); a branch deleted out of band is ``Lost``; a
+branch past its ``ttl`` is dropped and its CR deleted.
+
+Deletion (finalizer present only while ``owned`` with ``deletionPolicy: Delete``) goes through
+the same planner: the CR leaves the desired state while its record stays, which plans the
+deletion (tags: delete with cleanup; branches: drop). Protected objects (fork-point tags,
+protected branches, branches in use) are kept and the finalizer released with a Warning; an
+object already gone is success.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from tablekeeper import reconcile
+from tablekeeper.core import errors as core_errors
+from tablekeeper.core.branches import fork_tag_name
+from tablekeeper.core.paimon import layout
+from tablekeeper.core.policy.branch import PaimonBranchSpec
+from tablekeeper.core.policy.table import PaimonTableSpec
+from tablekeeper.core.policy.tag import PaimonTagSpec
+from tablekeeper.operator import cluster, conditions, markers, metrics, scopes
+from tablekeeper.operator.cluster import Obj
+from tablekeeper.operator.conditions import Reason
+from tablekeeper.operator.errors import Failure, OperatorError, classify
+from tablekeeper.operator.runtime import Runtime
+from tablekeeper.operator.status import Outcome, url_of
+from tablekeeper.reconcile import actions as A
+from tablekeeper.reconcile.observe import TableState
+from tablekeeper.reconcile.records import TableRecords
+
+__all__ = ["Phase", "reconcile_tag", "reconcile_branch", "delete_tag", "delete_branch", "paused_outcome",
+           "unmanaged_outcome", "needs_finalizer", "child_scope", "in_flight"]
+
+Phase = Literal["resolve", "apply", "check"]
+_PLURAL = {"PaimonTag": "paimontags", "PaimonBranch": "paimonbranches"}
+_STATE_LABEL = {"PaimonTag": markers.TAG_STATE_LABEL, "PaimonBranch": markers.BRANCH_STATE_LABEL}
+
+
+def needs_finalizer(obj_meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
+                    *, default_policy: str, use_finalizers: bool) -> bool:
+    """Whether the CR must hold the finalizer: it owns its object, deletion deletes it
+    (``deletionPolicy: Delete``), it is managed, and no ``force-delete`` is asked for."""
+    if not use_finalizers or not status.get("owned"):
+        return False
+    if markers.is_unmanaged(obj_meta) or markers.is_force_delete(obj_meta):
+        return False
+    return (spec.get("deletionPolicy") or default_policy) == "Delete"
+
+
+# -- shared pieces ------------------------------------------------------------------------------------
+
+def _table_fields(info: cluster.TableInfo) -> dict[str, Any]:
+    spec = info.spec
+    return {"name": info.obj.name, "catalogRef": {"kind": spec.catalog_ref.kind, "name": spec.catalog_ref.name},
+            "database": spec.database, "table": spec.table, "warehouse": info.catalog.warehouse}
+
+
+async def child_scope(rt: Runtime, view: cluster.View, obj: Obj, table_name: str) -> scopes.Scope:
+    """The scope of the table a tag/branch belongs to.
+
+    A child being deleted whose PaimonTable is gone uses the table recorded in its status.
+
+    Raises:
+        OperatorError: ``TableNotReady`` (temporary) naming the table's own problem.
+    """
+    namespace = obj.namespace or ""
+    table = view.get("PaimonTable", namespace, table_name)
+    if table is None and obj.deleting and isinstance(obj.status.get("table"), Mapping):
+        recorded = obj.status["table"]
+        table = Obj("PaimonTable", namespace, table_name, "", "", 0, {}, {},
+                    {"catalogRef": recorded.get("catalogRef"), "database": recorded.get("database"),
+                     "table": recorded.get("table")}, {}, False, ())
+    if table is None:
+        raise OperatorError(Reason.TABLE_NOT_READY, f"PaimonTable {table_name!r} does not exist in namespace "
+                                                    f"{namespace!r}", temporary=True)
+    try:
+        spec = cluster.parse(table)
+        assert isinstance(spec, PaimonTableSpec)
+        labels = await rt.labels_for(view, namespace, spec)
+        info = cluster.resolve_table(view, table, labels) if table.uid else \
+            cluster.TableInfo(table, spec, cluster.resolve_catalog(view, table, spec, labels))
+        options = await rt.catalog_options(info.catalog)
+    except core_errors.InvalidInputError as e:
+        raise OperatorError(Reason.TABLE_NOT_READY, f"PaimonTable {table_name!r} is invalid: {e.message}",
+                            temporary=True) from e
+    except OperatorError as e:
+        raise OperatorError(Reason.TABLE_NOT_READY, f"PaimonTable {table_name!r}: {e.reason}: {e.message}",
+                            temporary=True) from e
+    return scopes.gather(view, info, options, labels, default_deletion_policy=rt.config.default_deletion_policy)
+
+
+def _base(obj: Obj, state: str, ready: tuple[conditions.Status, str, str], now: datetime,
+          synced: tuple[bool, str, str] = (True, Reason.RECONCILE_SUCCESS, "")) -> Outcome:
+    outcome = Outcome(generation=obj.generation)
+    outcome.fields["state"] = state
+    outcome.conditions = [
+        conditions.condition(conditions.READY, ready[0], ready[1], ready[2], generation=obj.generation, now=now),
+        conditions.condition(conditions.SYNCED, synced[0], synced[1], synced[2], generation=obj.generation, now=now),
+    ]
+    outcome.labels[_STATE_LABEL[obj.kind]] = state
+    return outcome
+
+
+def _labels(obj: Obj, table: str) -> dict[str, str]:
+    out = {markers.TABLE_LABEL: markers.label_value(table)}
+    if obj.kind == "PaimonTag" and markers.TRIGGER_TYPE_LABEL not in obj.labels:
+        out[markers.TRIGGER_TYPE_LABEL] = "Manual"
+    return out
+
+
+def _failed(rt: Runtime, obj: Obj, failure: Failure, now: datetime, *, retry: int | None,
+            backoff_limit: int | None, keep_state: str | None = None) -> Outcome:
+    """A failed reconcile: temporary failures count and back off; permanent ones stay."""
+    if not failure.temporary:
+        outcome = _base(obj, keep_state or "Failed", ("False", failure.reason, failure.message), now,
+                        (False, Reason.RECONCILE_ERROR, failure.message))
+        outcome.fields["lastError"] = failure.message
+        if rt.first_time(obj.uid, failure.reason, failure.message):
+            outcome.event("Warning", failure.reason, failure.message)
+        return outcome
+    failures = (retry + 1) if retry is not None else int(obj.status.get("failures") or 0) + 1
+    exhausted = backoff_limit is not None and backoff_limit >= 0 and failures > backoff_limit
+    state = "Failed" if exhausted else (keep_state or ("Creating" if obj.status.get("owned") else "Pending"))
+    message = failure.message + (f" (gave up after {failures} attempt(s); the periodic check retries)"
+                                 if exhausted else "")
+    outcome = _base(obj, state, ("False", failure.reason, message), now, (False, Reason.RECONCILE_ERROR, message))
+    outcome.fields.update(failures=failures, lastError=failure.message)
+    if rt.first_time(obj.uid, failure.reason, f"{failure.message}#{failures}"):
+        outcome.event("Warning", "CreateFailed" if not obj.status.get("owned") else failure.reason, message)
+    if not exhausted and retry is not None:
+        outcome.failure = failure
+        outcome.delay = rt.config.retry_delay(failures)
+    return outcome
+
+
+def paused_outcome(obj: Obj, now: datetime) -> Outcome:
+    """``tablekeeper.io/paused``: nothing changes in storage; deletion is still processed."""
+    outcome = Outcome(generation=None, keep=(conditions.READY,))
+    outcome.conditions = [
+        conditions.condition(conditions.SYNCED, False, Reason.RECONCILE_PAUSED, "tablekeeper.io/paused is set",
+                             generation=obj.generation, now=now),
+        conditions.condition(conditions.PAUSED, True, Reason.PAUSED, "spec changes are not applied while paused",
+                             generation=obj.generation, now=now),
+    ]
+    return outcome
+
+
+def unmanaged_outcome(obj: Obj, now: datetime) -> Outcome:
+    """``tablekeeper.io/managed: "false"``: detached; storage is never touched, not even on deletion."""
+    outcome = Outcome(generation=None, keep=(conditions.READY,))
+    outcome.conditions = [
+        conditions.condition(conditions.SYNCED, False, Reason.UNMANAGED, "tablekeeper.io/managed is false",
+                             generation=obj.generation, now=now),
+        conditions.condition(conditions.UNMANAGED, True, Reason.UNMANAGED,
+                             "detached: storage is not changed, not even when the CR is deleted",
+                             generation=obj.generation, now=now),
+    ]
+    return outcome
+
+
+async def _plan(rt: Runtime, scope: scopes.Scope, now: datetime) -> scopes.ScopePlan:
+    opener = rt.opener(scope.location.warehouse, scope.options)
+    return await asyncio.to_thread(scopes.plan_scope, scope, opener, now)
+
+
+def _persist(rt: Runtime, obj: Obj, fields_of: Any) -> Any:
+    """A write-ahead hook: when the applier changes this CR's record, PATCH its status first."""
+    url = url_of(_PLURAL[obj.kind], obj.namespace, obj.name, subresource="status")
+
+    def on_save(before: TableRecords, after: TableRecords) -> None:
+        old, new = fields_of(before), fields_of(after)
+        if old != new:
+            rt.api.call(lambda: rt.api.patch(url, {"status": new}))
+    return on_save
+
+
+def in_flight(obj: Obj) -> bool:
+    """Whether Kopf is in the middle of this CR's create/update handlers (progress annotations)."""
+    short = "tag" if obj.kind == "PaimonTag" else "branch"
+    keys = {f"{markers.API_GROUP}/{short}-resolve", f"{markers.API_GROUP}/{short}-apply"}
+    return any(key in obj.annotations for key in keys)
+
+
+def _gate(rt: Runtime, obj: Obj, phase: Phase) -> Outcome | None:
+    """Before a storage change: the ownership record must be in status, and the finalizer on the
+    object when deletion must delete (Kopf adds it as soon as the record is there). None = go."""
+    if phase == "resolve" or not obj.status.get("owned"):
+        return None  # the record is written first (by this step, or by the check)
+    if needs_finalizer(obj.meta, obj.spec, obj.status, default_policy=rt.config.default_deletion_policy,
+                       use_finalizers=rt.config.use_finalizers) and markers.FINALIZER not in obj.finalizers:
+        out = Outcome()
+        if phase == "apply":
+            out.failure = Failure(Reason.CREATING, "waiting for the finalizer before changing storage", True,
+                                  short=True)
+            out.delay = rt.config.retry_delay(1)
+        return out
+    return None
+
+
+def _come_back(rt: Runtime, outcome: Outcome, phase: Phase) -> None:
+    """The apply step recorded ownership itself (its resolve step did not run first): retry soon
+    to do the change once the finalizer is on."""
+    if phase == "apply":
+        outcome.failure = Failure(Reason.CREATING, "ownership recorded; the change follows", True, short=True)
+        outcome.delay = rt.config.retry_delay(1)
+
+
+# -- tags --------------------------------------------------------------------------------------------------
+
+def _tag_record_fields(member: scopes.Member) -> Any:
+    def fields_of(records: TableRecords) -> dict[str, Any]:
+        rec = records.tag(member.branch, member.name or "")
+        if rec is None or rec.resource != member.obj.ref:
+            return {"owned": False}
+        return {"owned": True, "snapshotId": rec.snapshot_id, "tagName": member.name, "branch": member.branch,
+                "expired": rec.expired or None}
+    return fields_of
+
+
+def _tag_ready(plan: scopes.ScopePlan, member: scopes.Member, records: TableRecords, reason: str,
+               now: datetime) -> Outcome:
+    obj = member.obj
+    name = member.name or ""
+    tag = plan.state.branch_tags(member.branch).get(name)
+    rec = records.tag(member.branch, name)
+    outcome = _base(obj, "Ready", ("True", reason, f"tag {name!r} of {plan.scope.location.identifier} at snapshot "
+                                               f"{tag.snapshot_id if tag else '?'}"), now)
+    expire_ms = rec.expires_ms if rec is not None else None
+    if expire_ms is None and tag is not None and tag.create_time is not None and tag.time_retained is not None \
+            and plan.target.writer_zone:
+        from zoneinfo import ZoneInfo
+
+        local = (tag.create_time + tag.time_retained).replace(tzinfo=ZoneInfo(plan.target.writer_zone))
+        expire_ms = int(local.astimezone(UTC).timestamp() * 1000)
+    forks = plan.state.protected_tags(member.branch).get(name, ())
+    outcome.fields.update(
+        owned=True, tagName=name, branch=member.branch,
+        snapshotId=tag.snapshot_id if tag else (rec.snapshot_id if rec else None),
+        snapshotCommitTime=scopes.format_time_ms(tag.snapshot_time_ms) if tag else None,
+        createTime=tag.create_time.strftime("%Y-%m-%dT%H:%M:%S") if tag and tag.create_time else None,
+        expireTime=scopes.format_time_ms(expire_ms), forkPointOf=list(forks) or None, expired=None, origin=reason,
+        failures=None, lastError=None, table=_table_fields(plan.scope.table))
+    return outcome
+
+
+def _tag_previous_reason(obj: Obj) -> str:
+    """How the CR came to own its object: ``Created`` or ``Adopted`` (``status.origin``)."""
+    origin = obj.status.get("origin")
+    return origin if origin in (Reason.CREATED, Reason.ADOPTED) else Reason.CREATED
+
+
+async def reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, *, phase: Phase,
+                        retry: int | None = None) -> Outcome:
+    """One reconcile of a PaimonTag (see the module docstring)."""
+    if phase == "check" and in_flight(obj):
+        return Outcome()  # Kopf's create/update steps are running; they own this pass
+    now = rt.config.now()
+    started = asyncio.get_running_loop().time()
+    try:
+        spec = cluster.parse(obj)
+        assert isinstance(spec, PaimonTagSpec)
+    except core_errors.InvalidInputError as e:
+        return _failed(rt, obj, Failure(Reason.INVALID_SPEC, e.message, False), now, retry=retry, backoff_limit=None)
+    if phase == "apply" and obj.status.get("state") == "Failed" and not obj.status.get("owned") \
+            and obj.status.get("observedGeneration") == obj.generation and not obj.status.get("failures"):
+        return Outcome()  # the resolve step has just reported why; the periodic check retries
+    try:
+        outcome = await _reconcile_tag(rt, view, obj, spec, phase, now, retry)
+        result = "error" if outcome.failure else "success"
+    except (OperatorError, core_errors.TablekeeperError, OSError) as e:
+        outcome = _failed(rt, obj, classify(e), now, retry=retry, backoff_limit=spec.backoff_limit)
+        result = "error"
+    outcome.labels.update(_labels(obj, spec.table_ref.name))
+    metrics.observe_reconcile(obj.kind, result, asyncio.get_running_loop().time() - started)
+    return outcome
+
+
+async def _reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonTagSpec, phase: Phase,
+                         now: datetime, retry: int | None) -> Outcome:
+    scope = await child_scope(rt, view, obj, spec.table_ref.name)
+    member = scope.member(obj.uid)
+    assert member is not None
+    if member.failure is not None:
+        out = _failed(rt, obj, member.failure, now, retry=retry, backoff_limit=None)
+        out.fields["owned"] = None if member.failure.reason == Reason.RESOURCE_CONFLICT else obj.status.get("owned")
+        return out
+    async with rt.table_lock(scope.identity):
+        plan = await _plan(rt, scope, now)
+        if obj.uid in plan.excluded:
+            return _failed(rt, obj, plan.excluded[obj.uid], now, retry=retry, backoff_limit=None)
+        name = member.name or ""
+        acts = plan.actions_for(obj.ref)
+        changes = [a for a in acts if isinstance(a, (A.CreateTag, A.AdoptTag))]
+        conflicts = [a for a in acts if isinstance(a, A.TagConflict)]
+        waiting = [a for a in acts if isinstance(a, A.Skipped)]
+        rec = plan.records.tag(member.branch, name)
+        if conflicts:
+            c = conflicts[0]
+            lost = c.conflict == Reason.SNAPSHOT_EXPIRED
+            out = _failed(rt, obj, Failure(c.conflict, c.reason, False), now, retry=retry, backoff_limit=None,
+                          keep_state="Lost" if lost else "Failed")
+            if not lost:
+                out.fields["owned"] = None if rec is None else True
+            return out
+        if not changes:
+            tag_exists = name in plan.state.branch_tags(member.branch)
+            if rec is not None and not tag_exists:
+                expired = rec.expired or (rec.expires_ms is not None and now.timestamp() * 1000 >= rec.expires_ms)
+                if expired:
+                    out = _base(obj, "Lost", ("False", Reason.TAG_EXPIRED, f"tag {name!r} expired by its TTL "
+                                                                            "(timeRetained); it is not recreated"),
+                                now)
+                    out.fields.update(expired=True, failures=None, lastError=None)
+                    if rt.first_time(obj.uid, Reason.TAG_EXPIRED):
+                        out.event("Normal", "TagExpired", f"tag {name!r} expired by its TTL")
+                    return out
+            if waiting or rec is None or not tag_exists:
+                why = waiting[0].reason if waiting else "the tag cannot be created yet"
+                reason = Reason.BRANCH_NOT_FOUND if waiting and "branch" in why else Reason.SNAPSHOT_NOT_FOUND
+                return _failed(rt, obj, Failure(reason, f"waiting: {why}", True), now, retry=retry,
+                               backoff_limit=spec.backoff_limit)
+            return _tag_ready(plan, member, plan.records, _tag_previous_reason(obj), now)
+        change = changes[0]
+        gate = _gate(rt, obj, phase)
+        if gate is not None:
+            return gate
+        if phase == "resolve" or not obj.status.get("owned"):
+            out = _base(obj, "Creating", ("Unknown", Reason.CREATING,
+                                          f"tag {name!r} will be {'adopted' if isinstance(change, A.AdoptTag) else 'created'}"
+                                          f" at snapshot {change.snapshot_id}"), now)
+            out.fields.update(owned=True, tagName=name, branch=member.branch, snapshotId=change.snapshot_id,
+                              origin=Reason.ADOPTED if isinstance(change, A.AdoptTag) else Reason.CREATED,
+                              table=_table_fields(scope.table))
+            _come_back(rt, out, phase)
+            return out
+        await rt.step("tag/apply", obj.ref)
+        store = scopes.StatusRecordStore(plan.records, _persist(rt, obj, _tag_record_fields(member)))
+        opener = rt.opener(scope.location.warehouse, scope.options)
+        result = await asyncio.to_thread(scopes.apply_actions, plan, [change], store, opener)
+        failed = [r for r in result.results if r.status == "failed"]
+        if failed:
+            return _failed(rt, obj, Failure(Reason.ENGINE_ERROR, failed[0].message, True), now, retry=retry,
+                           backoff_limit=spec.backoff_limit)
+        state = await asyncio.to_thread(_reobserve, plan)
+    plan.state = state
+    recreated = isinstance(change, A.CreateTag) and rec is not None and obj.status.get("state") in ("Ready", "Lost")
+    reason = Reason.ADOPTED if isinstance(change, A.AdoptTag) else Reason.CREATED
+    out = _tag_ready(plan, member, store.records, _tag_previous_reason(obj) if recreated else reason, now)
+    if recreated:
+        out.event("Normal", "TagRecreated", f"tag {name!r} was deleted out of band; recreated at snapshot "
+                                             f"{change.snapshot_id}")
+    else:
+        out.event("Normal", reason, f"tag {name!r} {reason.lower()} at snapshot {change.snapshot_id} of "
+                                    f"{scope.location.identifier}")
+    return out
+
+
+def _reobserve(plan: scopes.ScopePlan) -> TableState:
+    return reconcile.observe(plan.table)
+
+
+# -- branches -------------------------------------------------------------------------------------------
+
+def _branch_record_fields(member: scopes.Member) -> Any:
+    def fields_of(records: TableRecords) -> dict[str, Any]:
+        rec = records.branches.get(member.name or "")
+        if rec is None or rec.resource != member.obj.ref:
+            return {"owned": False}
+        return {"owned": True, "branchName": member.name, "createPending": rec.pending or None,
+                "createTime": scopes.format_time_ms(rec.created_ms) if rec.created_ms else None,
+                "forkTag": rec.fork_tag, "expired": rec.expired or None}
+    return fields_of
+
+
+def _branch_ready(plan: scopes.ScopePlan, member: scopes.Member, records: TableRecords, reason: str,
+                  now: datetime) -> Outcome:
+    obj, name = member.obj, member.name or ""
+    spec = member.spec
+    assert isinstance(spec, PaimonBranchSpec)
+    current = plan.state.branches.get(name)
+    rec = records.branches.get(name)
+    outcome = _base(obj, "Ready", ("True", reason, f"branch {name!r} of {plan.scope.location.identifier}"), now)
+    created = rec.created_ms if rec is not None and rec.created_ms else (current.created_ms if current else None)
+    outcome.fields.update(
+        owned=True, branchName=name, createPending=None, createTime=scopes.format_time_ms(created), origin=reason,
+        forkTag=rec.fork_tag if rec else None, basedOnTag=spec.from_tag,
+        forkSnapshotId=current.fork_snapshot_id if current else None,
+        lastWriteTime=scopes.format_time_ms(current.latest_commit_ms) if current else None,
+        expired=None, failures=None, lastError=None, table=_table_fields(plan.scope.table))
+    return outcome
+
+
+_BRANCH_KEEP = {"Protected": Reason.BRANCH_PROTECTED, "BranchInUse": Reason.BRANCH_IN_USE,
+                "HasDependentBranches": Reason.HAS_DEPENDENT_BRANCHES, "TagsStillNeeded": Reason.TAGS_STILL_NEEDED}
+
+
+async def reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, *, phase: Phase,
+                           retry: int | None = None) -> Outcome:
+    """One reconcile of a PaimonBranch (see the module docstring)."""
+    if phase == "check" and in_flight(obj):
+        return Outcome()  # Kopf's create/update steps are running; they own this pass
+    now = rt.config.now()
+    started = asyncio.get_running_loop().time()
+    try:
+        spec = cluster.parse(obj)
+        assert isinstance(spec, PaimonBranchSpec)
+    except core_errors.InvalidInputError as e:
+        return _failed(rt, obj, Failure(Reason.INVALID_SPEC, e.message, False), now, retry=retry, backoff_limit=None)
+    if phase == "apply" and obj.status.get("state") == "Failed" and not obj.status.get("owned") \
+            and obj.status.get("observedGeneration") == obj.generation and not obj.status.get("failures"):
+        return Outcome()
+    try:
+        outcome = await _reconcile_branch(rt, view, obj, spec, phase, now, retry)
+        result = "error" if outcome.failure else "success"
+    except (OperatorError, core_errors.TablekeeperError, OSError) as e:
+        outcome = _failed(rt, obj, classify(e), now, retry=retry, backoff_limit=6)
+        result = "error"
+    outcome.labels.update(_labels(obj, spec.table_ref.name))
+    metrics.observe_reconcile(obj.kind, result, asyncio.get_running_loop().time() - started)
+    return outcome
+
+
+async def _reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonBranchSpec, phase: Phase,
+                            now: datetime, retry: int | None) -> Outcome:
+    scope = await child_scope(rt, view, obj, spec.table_ref.name)
+    member = scope.member(obj.uid)
+    assert member is not None
+    if member.failure is not None:
+        out = _failed(rt, obj, member.failure, now, retry=retry, backoff_limit=None)
+        out.fields["owned"] = None if member.failure.reason == Reason.RESOURCE_CONFLICT else obj.status.get("owned")
+        return out
+    name = member.name or ""
+    async with rt.table_lock(scope.identity):
+        plan = await _plan(rt, scope, now)
+        if obj.uid in plan.excluded:
+            return _failed(rt, obj, plan.excluded[obj.uid], now, retry=retry, backoff_limit=None)
+        acts = plan.actions_for(obj.ref)
+        rec = plan.records.branches.get(name)
+        conflicts = [a for a in acts if isinstance(a, A.BranchConflict)]
+        creates = [a for a in acts if isinstance(a, (A.CreateBranch, A.AdoptBranch))]
+        drops = [a for a in acts if isinstance(a, A.DropBranch) and a.ttl_expired and a.name == name]
+        skipped = [a for a in acts if isinstance(a, A.Skipped)]
+        if drops and phase == "check":
+            return await _expire_branch(rt, obj, plan, scope, drops[0], member, now)
+        if conflicts:
+            c = conflicts[0]
+            if c.conflict == "Lost":
+                out = _failed(rt, obj, Failure(Reason.BRANCH_LOST, c.reason, False), now, retry=retry,
+                              backoff_limit=None, keep_state="Lost")
+                return out
+            reason = {"AlreadyExistsDifferentHistory": Reason.ALREADY_EXISTS_DIFFERENT_HISTORY,
+                      "AlreadyExists": Reason.ALREADY_EXISTS, "FromTagUnavailable": Reason.TAG_NOT_FOUND}.get(
+                c.conflict, _BRANCH_KEEP.get(c.conflict, Reason.RESOURCE_CONFLICT))
+            if c.conflict in _BRANCH_KEEP and rec is not None:  # a TTL drop refused: stays Ready
+                out = _branch_ready(plan, member, plan.records, _previous_branch_reason(obj), now)
+                if rt.first_time(obj.uid, reason):
+                    out.event("Warning", reason, c.reason)
+                return out
+            out = _failed(rt, obj, Failure(reason, c.reason, c.conflict == "FromTagUnavailable"), now,
+                          retry=retry, backoff_limit=6)
+            out.fields["owned"] = True if rec is not None else None
+            return out
+        if skipped and rec is not None and rec.expired:
+            out = _base(obj, "Lost", ("False", Reason.BRANCH_EXPIRED, skipped[0].reason), now)
+            return out
+        if not creates:
+            if rec is None or name not in plan.state.branches:
+                return _failed(rt, obj, Failure(Reason.PENDING, "the branch cannot be created yet", True), now,
+                               retry=retry, backoff_limit=6)
+            return _branch_ready(plan, member, plan.records, _previous_branch_reason(obj), now)
+        change = creates[0]
+        if isinstance(change, A.CreateBranch) and change.from_tag is not None \
+                and change.from_tag not in plan.state.branch_tags(layout.MAIN):
+            return _failed(rt, obj, Failure(Reason.TAG_NOT_FOUND, f"waiting for tag {change.from_tag!r} to be created "
+                                                                  "(declared by a PaimonTag)", True),
+                           now, retry=retry, backoff_limit=None)
+        gate = _gate(rt, obj, phase)
+        if gate is not None:
+            return gate
+        if phase == "resolve" or not obj.status.get("owned"):
+            out = _base(obj, "Creating", ("Unknown", Reason.CREATING, f"branch {name!r} will be "
+                                          f"{'adopted' if isinstance(change, A.AdoptBranch) else 'created'}"), now)
+            fork = fork_tag_name(name, change.from_snapshot_id) if isinstance(change, A.CreateBranch) \
+                and change.from_snapshot_id is not None else None
+            out.fields.update(owned=True, branchName=name, createPending=True if isinstance(change, A.CreateBranch)
+                              else None, createTime=scopes.format_time_ms(int(now.timestamp() * 1000)),
+                              forkTag=fork, table=_table_fields(scope.table),
+                              origin=Reason.ADOPTED if isinstance(change, A.AdoptBranch) else Reason.CREATED)
+            _come_back(rt, out, phase)
+            return out
+        await rt.step("branch/apply", obj.ref)
+        store = scopes.StatusRecordStore(plan.records, _persist(rt, obj, _branch_record_fields(member)))
+        opener = rt.opener(scope.location.warehouse, scope.options)
+        result = await asyncio.to_thread(scopes.apply_actions, plan, [change], store, opener)
+        failed = [r for r in result.results if r.status == "failed"]
+        if failed:
+            return _failed(rt, obj, Failure(Reason.ENGINE_ERROR, failed[0].message, True), now, retry=retry,
+                           backoff_limit=6)
+        plan.state = await asyncio.to_thread(_reobserve, plan)
+    reason = Reason.ADOPTED if isinstance(change, A.AdoptBranch) else Reason.CREATED
+    out = _branch_ready(plan, member, store.records, reason, now)
+    out.event("Normal", reason, f"branch {name!r} {reason.lower()} in {scope.location.identifier}")
+    return out
+
+
+def _previous_branch_reason(obj: Obj) -> str:
+    return _tag_previous_reason(obj)
+
+
+async def _expire_branch(rt: Runtime, obj: Obj, plan: scopes.ScopePlan, scope: scopes.Scope, drop: A.DropBranch,
+                         member: scopes.Member, now: datetime) -> Outcome:
+    """Branch TTL: drop the branch, then delete the CR (only ``deletionPolicy: Delete``, never
+    protected: the planner only proposes such drops)."""
+    await rt.step("branch/expire", obj.ref)
+    store = scopes.StatusRecordStore(plan.records, _persist(rt, obj, _branch_record_fields(member)))
+    opener = rt.opener(scope.location.warehouse, scope.options)
+    result = await asyncio.to_thread(scopes.apply_actions, plan, [drop], store, opener)
+    failed = [r for r in result.results if r.status == "failed"]
+    if failed:
+        return _failed(rt, obj, Failure(Reason.DELETE_FAILED, failed[0].message, True), now, retry=None,
+                       backoff_limit=None)
+    out = _base(obj, "Deleting", ("False", Reason.BRANCH_EXPIRED, f"dropped: {drop.reason}"), now)
+    out.fields.update(owned=None, expired=True)
+    out.event("Normal", "Deleted", f"branch {drop.name!r} dropped ({drop.reason}); deleting the PaimonBranch")
+    await rt.api.delete(url_of("paimonbranches", obj.namespace, obj.name))
+    return out
+
+
+# -- deletion --------------------------------------------------------------------------------------------
+
+async def _delete(rt: Runtime, view: cluster.View, obj: Obj, table_name: str, retry: int,
+                  pick: Any, what: str) -> Outcome:
+    now = rt.config.now()
+    outcome = Outcome()
+    if not obj.status.get("owned"):
+        return outcome
+    try:
+        scope = await child_scope(rt, view, obj, table_name)
+    except OperatorError as e:
+        outcome.event("Warning", "DeleteFailed", f"{e.message}: the {what} is left in storage, unmanaged")
+        return outcome
+    member = scope.member(obj.uid)
+    if member is None or not member.owner:
+        return outcome  # a conflict loser never touches storage
+    try:
+        async with rt.table_lock(scope.identity):
+            plan = await _plan(rt, scope, now)
+            acts = [a for a in plan.actions_for(obj.ref) if pick(a)]
+            kept = [a for a in acts if isinstance(a, (A.TagConflict, A.BranchConflict))]
+            if kept:
+                reason = (Reason.PROTECTED_BY_BRANCH if isinstance(kept[0], A.TagConflict)
+                          else _BRANCH_KEEP.get(kept[0].conflict, Reason.DELETE_FAILED))
+                if isinstance(kept[0], A.BranchConflict) and kept[0].conflict == "TagsStillNeeded":
+                    raise OperatorError(Reason.TAGS_STILL_NEEDED, kept[0].reason, temporary=True)
+                outcome.event("Warning", reason, f"{kept[0].reason}; the {what} is kept in storage and the "
+                                                 "finalizer released")
+                return outcome
+            changes = [a for a in acts if isinstance(a, (A.DeleteTag, A.DropBranch))]
+            if not changes:
+                return outcome
+            await rt.step(f"{what}/delete", obj.ref)
+            opener = rt.opener(scope.location.warehouse, scope.options)
+            store = scopes.StatusRecordStore(plan.records)
+            result = await asyncio.to_thread(scopes.apply_actions, plan, changes, store, opener)
+    except core_errors.TableNotFoundError:
+        return outcome  # the table is gone: nothing left to delete
+    except (OperatorError, core_errors.TablekeeperError, OSError) as e:
+        failure = classify(e)
+        return _delete_failed(rt, obj, Failure(Reason.DELETE_FAILED, f"{failure.reason}: {failure.message}", True),
+                              retry, now)
+    failed = [r for r in result.results if r.status == "failed"]
+    if failed:
+        return _delete_failed(rt, obj, Failure(Reason.DELETE_FAILED, failed[0].message, True), retry, now)
+    for r in result.results:
+        outcome.event("Normal", "Deleted", r.message)
+    metrics.observe_reconcile(obj.kind, "deleted", 0.0)
+    return outcome
+
+
+def _delete_failed(rt: Runtime, obj: Obj, failure: Failure, retry: int, now: datetime) -> Outcome:
+    outcome = _base(obj, "Deleting", ("False", Reason.DELETE_FAILED, failure.message), now,
+                    (False, Reason.RECONCILE_ERROR, failure.message))
+    outcome.generation = None
+    outcome.fields.update(failures=retry + 1, lastError=failure.message)
+    outcome.event("Warning", "DeleteFailed", failure.message)
+    outcome.failure = failure
+    outcome.delay = rt.config.retry_delay(retry + 1)
+    return outcome
+
+
+async def delete_tag(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) -> Outcome:
+    """A PaimonTag with the finalizer is being deleted: delete the tag (with Paimon's cleanup)."""
+    spec = obj.spec.get("tableRef") or {}
+    return await _delete(rt, view, obj, str(spec.get("name")), retry,
+                         lambda a: isinstance(a, (A.DeleteTag, A.TagConflict, A.ReleaseObject)), "tag")
+
+
+async def delete_branch(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) -> Outcome:
+    """A PaimonBranch with the finalizer is being deleted: drop the branch."""
+    spec = obj.spec.get("tableRef") or {}
+    return await _delete(rt, view, obj, str(spec.get("name")), retry,
+                         lambda a: isinstance(a, (A.DropBranch, A.BranchConflict, A.ReleaseObject)), "branch")

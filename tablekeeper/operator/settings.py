@@ -1,0 +1,125 @@
+"""The operator's own configuration (not Kopf's): intervals, jitter, retry backoff, defaults,
+finalizer switch, the operator's namespace, and the test seams (clock, step hook).
+
+One frozen :class:`OperatorConfig`, read once from the environment by :meth:`OperatorConfig.from_env`
+(the Helm chart sets the variables; ``tablekeeper operator`` reads them), passed explicitly to
+:func:`tablekeeper.operator.main.register`. Kopf's settings (watch timeouts, finalizer name,
+annotation storages) live in :func:`tablekeeper.operator.main.build_settings`.
+
+=====================================  ==========================================  =============
+variable                               meaning                                     default
+=====================================  ==========================================  =============
+``TABLEKEEPER_RECONCILE_INTERVAL``     seconds between level checks of every CR    300
+``TABLEKEEPER_TIMER_IDLE``             a CR must be unchanged this long first      10
+``TABLEKEEPER_INITIAL_JITTER``         max random delay of the first check         30
+``TABLEKEEPER_SCHEDULE_JITTER``        max random delay added to ``nextRunTime``   60
+``TABLEKEEPER_RETRY_BASE_DELAY``       first retry delay (then doubled)            10
+``TABLEKEEPER_RETRY_MAX_DELAY``        longest retry delay                         600
+``TABLEKEEPER_DEFAULT_DELETION_POLICY``  tags/branches without ``deletionPolicy``  Delete
+``TABLEKEEPER_USE_FINALIZERS``         ``false``: never add finalizers             true
+``TABLEKEEPER_MAX_CONCURRENT_RUNS``    maintenance runs at once (all tables)       4
+``TABLEKEEPER_CACHE_TTL``              seconds Secrets/Namespaces are cached       30
+``POD_NAMESPACE``                      the operator's namespace                    default
+=====================================  ==========================================  =============
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+from tablekeeper.core import errors
+
+__all__ = ["OperatorConfig", "StepHook", "utcnow"]
+
+#: ``await hook(step, ref)`` before each storage-changing handler step (fault injection in tests).
+StepHook = Callable[[str, str], Awaitable[None]]
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware (UTC)."""
+    return datetime.now(UTC)
+
+
+def _float(env: Mapping[str, str], key: str, default: float, minimum: float = 0.0) -> float:
+    raw = env.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError as e:
+        raise errors.InvalidInputError(f"{key}={raw!r} is not a number", fix=f"e.g. {key}={default}") from e
+    if value < minimum:
+        raise errors.InvalidInputError(f"{key}={raw!r} is below {minimum}", fix=f"e.g. {key}={default}")
+    return value
+
+
+def _bool(env: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = env.get(key)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise errors.InvalidInputError(f"{key}={raw!r} is not a boolean", fix=f"{key}=true or {key}=false")
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    """Configuration of the controllers (see the module docstring for the environment)."""
+
+    reconcile_interval: float = 300.0
+    timer_idle: float = 10.0
+    initial_jitter: float = 30.0
+    schedule_jitter: float = 60.0
+    retry_base_delay: float = 10.0
+    retry_max_delay: float = 600.0
+    default_deletion_policy: Literal["Delete", "Retain"] = "Delete"
+    use_finalizers: bool = True
+    max_concurrent_runs: int = 4
+    cache_ttl: float = 30.0
+    operator_namespace: str = "default"
+    #: The clock every decision uses (schedules, TTLs); tests pass a fake one.
+    clock: Callable[[], datetime] = field(default=utcnow, compare=False)
+    #: Fault injection: awaited before each storage-changing step (tests only).
+    step_hook: StepHook | None = field(default=None, compare=False)
+
+    def retry_delay(self, failures: int) -> float:
+        """Backoff after the ``failures``-th failure: base·2^(n−1), capped (FlinkStateSnapshot)."""
+        exponent = max(0, failures - 1)
+        return float(min(self.retry_max_delay, self.retry_base_delay * (2 ** min(exponent, 30))))
+
+    def now(self) -> datetime:
+        """The configured clock's current time (timezone-aware)."""
+        value = self.clock()
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
+        """Read the configuration from the environment.
+
+        Raises:
+            InvalidInputError: a variable has an unusable value.
+        """
+        env = os.environ if env is None else env
+        policy = env.get("TABLEKEEPER_DEFAULT_DELETION_POLICY") or "Delete"
+        if policy not in ("Delete", "Retain"):
+            raise errors.InvalidInputError(f"TABLEKEEPER_DEFAULT_DELETION_POLICY={policy!r} is not Delete or Retain",
+                                           fix="use Delete or Retain")
+        return cls(
+            reconcile_interval=_float(env, "TABLEKEEPER_RECONCILE_INTERVAL", 300.0, 0.05),
+            timer_idle=_float(env, "TABLEKEEPER_TIMER_IDLE", 10.0),
+            initial_jitter=_float(env, "TABLEKEEPER_INITIAL_JITTER", 30.0),
+            schedule_jitter=_float(env, "TABLEKEEPER_SCHEDULE_JITTER", 60.0),
+            retry_base_delay=_float(env, "TABLEKEEPER_RETRY_BASE_DELAY", 10.0, 0.01),
+            retry_max_delay=_float(env, "TABLEKEEPER_RETRY_MAX_DELAY", 600.0, 0.01),
+            default_deletion_policy="Retain" if policy == "Retain" else "Delete",
+            use_finalizers=_bool(env, "TABLEKEEPER_USE_FINALIZERS", True),
+            max_concurrent_runs=int(_float(env, "TABLEKEEPER_MAX_CONCURRENT_RUNS", 4, 1)),
+            cache_ttl=_float(env, "TABLEKEEPER_CACHE_TTL", 30.0),
+            operator_namespace=env.get("POD_NAMESPACE") or "default",
+        )

@@ -1,0 +1,225 @@
+"""Controller of ``PaimonTable`` (operator-design.md §4.2, §6, §7.2, §7.6).
+
+Each pass, on create/update/resume and then periodically:
+
+1. resolve the catalog (tenancy: ``allowedNamespaces``; credentials from its Secret) and the
+   table's identity (an older PaimonTable for the same table wins: ``ResourceConflict``);
+2. check that the table lies inside the catalog's warehouse, observe it, and resolve the
+   effective policy with a source per field (``status.effectivePolicy``), clamps reported in
+   ``PolicyCompliant``;
+3. create the policy's automatic tags where tablekeeper creates them (``tags.autoCreate``;
+   summarised in the table's status, not materialised as PaimonTags);
+4. decide maintenance (:mod:`tablekeeper.operator.maintenance`): create a ``PaimonMaintenanceRun``
+   when a job is due or ``run-now`` asks for one, prune old runs;
+5. write ``status.table`` statistics, ``status.maintenance``, conditions and
+   ``observedGeneration`` — only what changed.
+
+Writing the policy as Paimon table options (``enforcement: TableOptions``/``Both``) is not done:
+the shared planner does not write table options yet; ``TableOptions`` tables get no operator jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from datetime import datetime
+from typing import Any
+
+from tablekeeper import reconcile
+from tablekeeper.core import errors as core_errors
+from tablekeeper.core.paimon import layout
+from tablekeeper.core.policy.effective import EffectivePolicy
+from tablekeeper.core.policy.table import PaimonTableSpec
+from tablekeeper.operator import cluster, conditions, maintenance, markers, metrics, scopes
+from tablekeeper.operator.cluster import Obj
+from tablekeeper.operator.conditions import Reason
+from tablekeeper.operator.errors import Failure, OperatorError, classify
+from tablekeeper.operator.runtime import Runtime
+from tablekeeper.operator.status import Event, Outcome, url_of
+from tablekeeper.reconcile import actions as A
+from tablekeeper.reconcile.observe import TableState
+
+__all__ = ["TableOutcome", "reconcile_table", "table_stats"]
+
+_RNG = random.Random()
+
+
+class TableOutcome(Outcome):
+    """An :class:`Outcome` plus whether to clear the ``run-now`` annotation."""
+
+    clear_run_now: bool = False
+
+
+def _newer(version: str, than: str | None) -> bool:
+    """Whether resourceVersion ``version`` is newer than ``than`` (None: nothing to compare)."""
+    if than is None:
+        return True
+    if version.isdigit() and than.isdigit():
+        return int(version) > int(than)
+    return version != than
+
+
+def table_stats(state: TableState) -> dict[str, Any]:
+    """``status.table``: counts and times of the main branch."""
+    snaps = state.branch_snapshots(layout.MAIN)
+    out: dict[str, Any] = {"snapshotCount": len(snaps), "tagCount": len(state.branch_tags(layout.MAIN)),
+                           "branchCount": len(state.branches),
+                           "writeOnly": str(state.options.get("write-only", "false")).lower() == "true"}
+    if snaps:
+        out.update(latestSnapshotId=snaps[-1].id, earliestSnapshotId=snaps[0].id,
+                   earliestSnapshotTime=scopes.format_time_ms(snaps[0].time_millis),
+                   lastCommitTime=scopes.format_time_ms(snaps[-1].time_millis))
+    return out
+
+
+def _policy_conditions(obj: Obj, policy: EffectivePolicy, now: datetime) -> tuple[dict[str, Any], list[Event]]:
+    events: list[Event] = []
+    if policy.clamped:
+        message = "; ".join(policy.notes)
+        events.append(Event("Warning", "PolicyClamped", message))
+        cond = conditions.condition(conditions.POLICY_COMPLIANT, False, Reason.CLAMPED, message,
+                                    generation=obj.generation, now=now)
+    elif policy.warnings:
+        message = "; ".join(str(w) for w in policy.warnings)
+        events.append(Event("Warning", "PolicyViolation", message))
+        cond = conditions.condition(conditions.POLICY_COMPLIANT, False, Reason.POLICY_VIOLATION, message,
+                                    generation=obj.generation, now=now)
+    else:
+        cond = conditions.condition(conditions.POLICY_COMPLIANT, True, Reason.COMPLIANT, "",
+                                    generation=obj.generation, now=now)
+    return cond, events
+
+
+def _failed(rt: Runtime, obj: Obj, failure: Failure, now: datetime, retry: int | None) -> TableOutcome:
+    out = TableOutcome(generation=obj.generation)
+    out.conditions = [
+        conditions.condition(conditions.READY, False, failure.reason, failure.message, generation=obj.generation,
+                             now=now),
+        conditions.condition(conditions.SYNCED, False, Reason.RECONCILE_ERROR, failure.message,
+                             generation=obj.generation, now=now),
+    ]
+    if failure.reason == Reason.POLICY_VIOLATION:
+        out.conditions.append(conditions.condition(conditions.POLICY_COMPLIANT, False, Reason.POLICY_VIOLATION,
+                                                   failure.message, generation=obj.generation, now=now))
+    out.keep = (conditions.POLICY_COMPLIANT, conditions.MAINTENANCE_HEALTHY) \
+        if failure.reason != Reason.POLICY_VIOLATION else (conditions.MAINTENANCE_HEALTHY,)
+    if failure.reason == Reason.RESOURCE_CONFLICT:
+        out.fields.update(effectivePolicy=None, table=None)
+    if rt.first_time(obj.uid, failure.reason, failure.message):
+        out.event("Warning", failure.reason, failure.message)
+    if failure.temporary and retry is not None:
+        out.failure = failure
+        out.delay = rt.config.retry_delay(retry + 1)
+    return out
+
+
+async def reconcile_table(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int | None = None) -> TableOutcome:
+    """One pass over a PaimonTable (see the module docstring)."""
+    now = rt.config.now()
+    started = asyncio.get_running_loop().time()
+    try:
+        async with rt.object_lock(obj.uid):  # the create/update handler, the timer and events overlap
+            outcome = await _reconcile(rt, view, obj, rt.config.now())
+        result = "success"
+    except (OperatorError, core_errors.TablekeeperError, OSError) as e:
+        outcome = _failed(rt, obj, classify(e), now, retry)
+        result = "error"
+    metrics.observe_reconcile(obj.kind, result, asyncio.get_running_loop().time() - started)
+    return outcome
+
+
+async def _reconcile(rt: Runtime, view: cluster.View, obj: Obj, now: datetime) -> TableOutcome:
+    spec = cluster.parse(obj)
+    assert isinstance(spec, PaimonTableSpec)
+    namespace = obj.namespace or ""
+    labels = await rt.labels_for(view, namespace, spec)
+    info = cluster.resolve_table(view, obj, labels)
+    options = await rt.catalog_options(info.catalog)
+    scope = scopes.gather(view, info, options, labels, default_deletion_policy=rt.config.default_deletion_policy)
+    opener = rt.opener(scope.location.warehouse, scope.options)
+    out = TableOutcome(generation=obj.generation)
+    async with rt.table_lock(scope.identity):
+        plan = await asyncio.to_thread(scopes.plan_scope, scope, opener, now)
+        auto = [a for a in plan.actions if isinstance(a, A.CreateTag) and a.auto]
+        if auto:
+            await rt.step("table/auto-tags", obj.ref)
+            store = scopes.StatusRecordStore(plan.records)
+            result = await asyncio.to_thread(scopes.apply_actions, plan, auto, store, opener)
+            for r in result.results:
+                if r.status == "applied":
+                    out.event("Normal", "Created", f"policy tag: {r.message}")
+                elif r.status == "failed":
+                    out.event("Warning", "CreateFailed", f"policy tag: {r.message}")
+            plan.state = await asyncio.to_thread(reconcile.observe, plan.table)
+    policy = plan.policy
+    stats = table_stats(plan.state)
+    table_label = obj.short
+    metrics.TABLE_SNAPSHOTS.labels(table=table_label).set(stats["snapshotCount"])
+    metrics.TABLE_TAGS.labels(table=table_label).set(stats["tagCount"])
+    metrics.TABLE_BRANCHES.labels(table=table_label).set(stats["branchCount"])
+
+    runs = view.children("PaimonMaintenanceRun", obj.namespace, obj.name)
+    created = rt.created_runs.setdefault(obj.uid, set())
+    created -= {r.name for r in runs}
+    runs = runs + [Obj("PaimonMaintenanceRun", obj.namespace, name, f"pending-{name}", "", 0, {}, {}, {}, {},
+                       False, ()) for name in sorted(created)]  # created, not in the index yet
+    elsewhere = sum(1 for r in view.all("PaimonMaintenanceRun")
+                    if r.status.get("phase") not in maintenance.TERMINAL and not r.deleting
+                    and (r.namespace, (r.spec.get("tableRef") or {}).get("name")) != (obj.namespace, obj.name))
+    run_now = obj.annotations.get(markers.RUN_NOW) or None
+    if run_now and not _newer(obj.resource_version, rt.run_now_consumed.get(obj.uid)):
+        run_now = None  # a stale body: this request was consumed already
+    previous = rt.maintenance.get(obj.uid) or obj.status.get("maintenance")
+    decision = maintenance.decide(obj, spec, policy, runs, now=now, previous=previous,
+                                  run_now=run_now, active_elsewhere=elsewhere,
+                                  max_concurrent=rt.config.max_concurrent_runs, jitter=rt.config.schedule_jitter,
+                                  rng=_RNG)
+    if decision.create is not None:
+        name = decision.create["metadata"]["name"]
+        try:
+            await rt.api.create(f"/apis/tablekeeper.io/v1alpha1/namespaces/{namespace}/paimonmaintenanceruns",
+                                decision.create)
+        except Exception as e:  # the next pass decides again
+            out.event("Warning", "MaintenanceFailed", f"cannot create run {name}: {e}")
+            decision.maintenance = dict(previous or {})
+            decision.clear_run_now = False
+        else:
+            created.add(name)
+            out.events.extend(decision.events)
+    elif decision.events:
+        out.events.extend(decision.events)
+    for run in decision.prune:
+        await rt.api.delete(url_of("paimonmaintenanceruns", run.namespace, run.name))
+    out.clear_run_now = decision.clear_run_now
+    if decision.clear_run_now:
+        rt.run_now_consumed[obj.uid] = obj.resource_version
+    rt.maintenance[obj.uid] = decision.maintenance
+
+    policy_cond, policy_events = _policy_conditions(obj, policy, now)
+    for event in policy_events:
+        if rt.first_time(obj.uid, event.reason, event.message):
+            out.events.append(event)
+    failed_jobs = decision.failed_jobs
+    health = conditions.condition(
+        conditions.MAINTENANCE_HEALTHY, not failed_jobs,
+        Reason.MAINTENANCE_FAILED if failed_jobs else Reason.ALL_JOBS_SUCCEEDED,
+        ("failed: " + ", ".join(failed_jobs)) if failed_jobs else "", generation=obj.generation, now=now)
+    out.conditions = [
+        conditions.condition(conditions.READY, True, Reason.RECONCILED,
+                             f"{scope.location.identifier} in {scope.location.warehouse}",
+                             generation=obj.generation, now=now),
+        conditions.condition(conditions.SYNCED, True, Reason.RECONCILE_SUCCESS, "", generation=obj.generation,
+                             now=now),
+        policy_cond,
+        health,
+    ]
+    violations = sorted({c.policy for c in policy.clamped.values()} | {w.policy for w in policy.warnings})
+    out.fields.update(
+        identity={"warehouse": scope.location.warehouse, "table": scope.location.identifier},
+        effectivePolicy=policy.to_status(), appliedPolicies=list(policy.policies), policyViolations=violations or None,
+        table=stats, maintenance=decision.maintenance, lastMaintenanceTime=decision.last_maintenance_time,
+        writerTimeZone=plan.target.writer_zone, lastError=None)
+    if plan.target.writer_zone is None and rt.first_time(obj.uid, Reason.TIME_ZONE_UNSET):
+        out.event("Normal", Reason.TIME_ZONE_UNSET, "no writer time zone (spec.timeZone or the catalog's "
+                                                   "writerTimeZone): tag TTLs and partition times use a 12 h margin")
+    return out

@@ -1,0 +1,48 @@
+"""``python -m tablekeeper.spark`` (or ``spark-submit .../tablekeeper/spark/__main__.py``): run one
+maintenance operation on Spark and write the JSON result artifact.
+
+Exit codes: 0 the run succeeded (deletion failures, if any, are counted in the artifact);
+1 the run failed (see ``errors`` in the artifact: nothing was deleted after the failure);
+2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+if __package__ in (None, ""):  # run as a file by spark-submit: don't let this directory shadow modules
+    _here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from tablekeeper.core import errors
+    from tablekeeper.spark import engine, launch
+
+    try:
+        request, settings = launch.parse_args(sys.argv[1:] if argv is None else argv)
+    except errors.TablekeeperError as e:
+        print(f"error: {e.message}", file=sys.stderr)
+        return 2
+    from pyspark.sql import SparkSession
+
+    from tablekeeper.spark import job
+
+    existing = SparkSession.getActiveSession()
+    spark = job.local_session(settings["master"], settings["conf"], app_name=request.run_name or "tablekeeper")
+    try:
+        result = job.run_to_result(spark, request)
+    finally:
+        if existing is None:  # stop only the session this entry point started
+            spark.stop()
+    if request.result:
+        launch.write_result(request.result, result, request.options)
+    print(json.dumps(engine.describe(result), indent=2, default=str))
+    return 0 if result.status == "Succeeded" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,693 @@
+"""Executor-side functions of the tablekeeper Spark jobs.
+
+Rules (style.md §2.13, spark-jobs.md §6.4):
+
+- no driver state: every function is ``fn(spec, batches)`` over ``Iterator[pyarrow.RecordBatch]``
+  (the ``mapInArrow`` shape, which also runs on Spark Connect), bound with ``functools.partial``
+  to a *plain* ``spec`` dict (strings, ints, dicts) — never a live client;
+- heavy imports (pyarrow, fsspec via ``tablekeeper.core.storage``, fastavro via the manifest
+  reader) happen inside functions; this module imports no pyspark, kopf, pypaimon or
+  pypaimon-rust at all (a test imports it in a fresh interpreter to prove it);
+- the filesystem is built per Python worker from ``spec["storage"]`` (``{"uri", "options"}``)
+  and cached behind a pid check: workers are forked and reused, clients do not survive a fork;
+- deletions return one summary row per (stage, kind) per partition (counts, bytes, <= 20
+  failure samples), never paths;
+- read errors that planning must judge (a missing file, an unreadable file) become rows with
+  ``error_kind`` ``missing``/``format``; the driver decides (skip vs. fail closed). Any other
+  exception fails the task, so Spark retries it, and then fails the job.
+
+Each ``*_FIELDS`` tuple is the schema of a function's input or output; ``ddl(fields)`` is its
+Spark form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+    from tablekeeper.core.storage import DeleteResult, FileIO
+
+__all__ = [
+    "Fields", "ddl", "arrow_schema", "file_io", "stage_of", "local_form",
+    "WALK_FIELDS", "DIR_FIELDS", "LISTING_FIELDS", "CANDIDATE_FIELDS", "ROOT_FIELDS", "ROOT_REF_FIELDS",
+    "NAME_FIELDS", "LIST_FIELDS", "USED_FIELDS", "ENTRY_FIELDS", "INDEX_ENTRY_FIELDS", "RESOLVE_FIELDS",
+    "DELETE_FIELDS", "SUMMARY_FIELDS", "REMOVED_FIELDS", "PID_FIELDS",
+    "expand_bucket_dirs", "list_files", "read_roots", "read_lists", "used_names", "index_names",
+    "read_entries", "read_index_entries", "expand_roots", "expand_paths", "delete_files", "remove_empty_dirs",
+    "worker_pid", "EXPAND_FIELDS", "EXPANDED_FIELDS", "index_key",
+    "InjectedFault",
+]
+
+Fields = tuple[tuple[str, str], ...]
+
+WALK_FIELDS: Fields = (("dir", "string"), ("depth", "int"))
+DIR_FIELDS: Fields = (("dir", "string"),)
+LISTING_FIELDS: Fields = (("dir", "string"), ("mode", "string"), ("kind", "string"))
+CANDIDATE_FIELDS: Fields = (("name", "string"), ("path", "string"), ("size", "long"), ("mtime_ms", "long"),
+                            ("parent_dir", "string"), ("kind", "string"), ("stage", "int"))
+ROOT_FIELDS: Fields = (("root_path", "string"), ("root_kind", "string"))
+ROOT_REF_FIELDS: Fields = (("root_path", "string"), ("what", "string"), ("name", "string"),
+                           ("error_kind", "string"), ("error", "string"))
+NAME_FIELDS: Fields = (("name", "string"),)
+LIST_FIELDS: Fields = (("list_name", "string"), ("manifest_name", "string"), ("manifest_size", "long"),
+                       ("extra_files", "array<string>"), ("error_kind", "string"), ("error", "string"))
+USED_FIELDS: Fields = (("source", "string"), ("name", "string"), ("error_kind", "string"), ("error", "string"))
+ENTRY_FIELDS: Fields = (("manifest_name", "string"), ("kind", "int"), ("partition", "binary"), ("bucket", "int"),
+                        ("level", "int"), ("file_name", "string"), ("ident_x", "string"),
+                        ("extra_files", "array<string>"), ("external_path", "string"), ("file_size", "long"),
+                        ("error_kind", "string"), ("error", "string"))
+INDEX_ENTRY_FIELDS: Fields = (("index_manifest", "string"), ("kind", "int"), ("partition", "binary"),
+                              ("bucket", "int"), ("index_type", "string"), ("file_name", "string"),
+                              ("file_size", "long"), ("external_path", "string"),
+                              ("error_kind", "string"), ("error", "string"))
+RESOLVE_FIELDS: Fields = (("what", "string"), ("kind", "string"), ("file_name", "string"),
+                          ("extra_files", "array<string>"), ("external_path", "string"), ("bucket_dir", "string"),
+                          ("size", "long"), ("index_type", "string"))
+DELETE_FIELDS: Fields = (("path", "string"), ("kind", "string"), ("size", "long"), ("parent_dir", "string"),
+                         ("stage", "int"))
+SUMMARY_FIELDS: Fields = (("stage", "int"), ("kind", "string"), ("deleted", "long"), ("missing", "long"),
+                          ("failed", "long"), ("bytes", "long"), ("failure_sample", "array<string>"))
+REMOVED_FIELDS: Fields = (("removed", "long"),)
+PID_FIELDS: Fields = (("pid", "long"),)
+EXPAND_FIELDS: Fields = (("rid", "int"), ("base", "string"), ("delta", "string"), ("changelog", "string"),
+                         ("base_size", "long"), ("delta_size", "long"), ("changelog_size", "long"),
+                         ("index_manifest", "string"), ("statistics", "string"), ("entry_roles", "string"),
+                         ("meta_lists", "string"), ("meta_extra", "boolean"))
+EXPANDED_FIELDS: Fields = (("rid", "int"), ("what", "string"), ("list_role", "string"), ("name", "string"),
+                           ("path", "string"), ("kind", "string"), ("size", "long"), ("stage", "int"),
+                           ("partition", "binary"), ("bucket", "int"), ("index_type", "string"),
+                           ("external_path", "string"), ("error_kind", "string"), ("error", "string"))
+
+_CHUNK = 8_192
+_SAMPLE_MAX = 20  # safety.STATUS_SAMPLE_MAX, without importing it at module level
+_KEPT_NAMES = frozenset({"EARLIEST", "LATEST"})
+#: Index types Paimon keeps per bucket (in the bucket directory with index-file-in-data-file-dir).
+_BUCKET_INDEX_TYPES = frozenset({"HASH", "DELETION_VECTORS"})
+
+
+class InjectedFault(RuntimeError):
+    """Raised by the test-only fault hook of ``delete_files``."""
+
+
+# -- schemas -----------------------------------------------------------------------------------
+def ddl(fields: Fields) -> str:
+    """Spark DDL of a schema, e.g. ``"dir string, depth int"``."""
+    return ", ".join(f"{name} {kind}" for name, kind in fields)
+
+
+_ARROW_CACHE: dict[Fields, Any] = {}
+
+
+def arrow_schema(fields: Fields) -> pa.Schema:
+    cached = _ARROW_CACHE.get(fields)
+    if cached is None:
+        import pyarrow as pa
+
+        types = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "binary": pa.binary(),
+                 "boolean": pa.bool_(), "array<string>": pa.list_(pa.string())}
+        cached = pa.schema([(name, types[kind]) for name, kind in fields])
+        _ARROW_CACHE[fields] = cached
+    return cached
+
+
+class _Rows:
+    """Column buffers for one output schema, emitted in chunks of ``_CHUNK`` rows."""
+
+    def __init__(self, fields: Fields) -> None:
+        self.fields = fields
+        self.cols: list[list[Any]] = [[] for _ in fields]
+        self.count = 0
+
+    def add(self, *values: Any) -> None:
+        for col, value in zip(self.cols, values, strict=True):
+            col.append(value)
+        self.count += 1
+
+    @property
+    def full(self) -> bool:
+        return self.count >= _CHUNK
+
+    def take(self) -> pa.RecordBatch:
+        import pyarrow as pa
+
+        batch = pa.RecordBatch.from_arrays([pa.array(c, type=t.type) for c, t in
+                                            zip(self.cols, arrow_schema(self.fields), strict=True)],
+                                           schema=arrow_schema(self.fields))
+        self.cols = [[] for _ in self.fields]
+        self.count = 0
+        return batch
+
+
+def _rows_of(batches: Iterable[pa.RecordBatch], names: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+    for batch in batches:
+        cols = [batch.column(batch.schema.get_field_index(n)).to_pylist() for n in names]
+        yield from zip(*cols, strict=True)
+
+
+def _map(batches: Iterable[pa.RecordBatch], names: Sequence[str], out: Fields,
+         fn: Callable[[tuple[Any, ...], _Rows], None]) -> Iterator[pa.RecordBatch]:
+    rows = _Rows(out)
+    for row in _rows_of(batches, names):
+        fn(row, rows)
+        if rows.full:
+            yield rows.take()
+    if rows.count:
+        yield rows.take()
+
+
+# -- per-process filesystem ----------------------------------------------------------------------
+_FILE_IOS: dict[str, tuple[int, FileIO]] = {}
+
+
+def file_io(storage: Mapping[str, Any]) -> FileIO:
+    """The FileIO for ``storage`` (``{"uri": ..., "options": {...}}``) in this process.
+
+    Built once per Python worker and rebuilt after a fork (pid check): s3fs sessions and
+    connection pools must not be shared across processes."""
+    key = json.dumps(storage, sort_keys=True)
+    pid = os.getpid()
+    cached = _FILE_IOS.get(key)
+    if cached is None or cached[0] != pid:
+        from tablekeeper.core.storage import FileIO
+
+        cached = (pid, FileIO.for_uri(str(storage["uri"]), dict(storage.get("options") or {})))
+        _FILE_IOS[key] = cached
+    return cached[1]
+
+
+def _join(base: str, *parts: str) -> str:
+    from tablekeeper.core.storage import join
+
+    return join(base, *parts)
+
+
+# -- paths and stages ----------------------------------------------------------------------------
+def local_form(path: str) -> str:
+    """``file:/x`` and ``file:///x`` -> ``/x``; other URIs unchanged. The same rule as
+    ``core.paimon.pypaimon_adapter`` (which cannot be imported here: it imports pypaimon)."""
+    if path.startswith("file://"):
+        rest = path[len("file://"):]
+        return rest if rest.startswith("/") else "/" + rest.split("/", 1)[-1]
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    return path
+
+
+def stage_of(kind: str, path: str) -> int:
+    """Position of a file in Paimon's deletion order (``plans.STAGE_ORDER``; manifests before
+    manifest lists before index manifests, as ``Plan.ordered_deletes`` sorts them)."""
+    from tablekeeper.core import plans
+
+    file_kind = plans.FileKind(kind)
+    stage = plans.STAGE_ORDER.index(file_kind) * 3
+    if file_kind == plans.FileKind.MANIFEST:
+        stage += plans._manifest_rank(path)[0]
+    return stage
+
+
+def _classify(error: BaseException) -> tuple[str, str]:
+    return ("missing" if isinstance(error, FileNotFoundError) else "format"), f"{type(error).__name__}: {error}"
+
+
+# -- listing ---------------------------------------------------------------------------------------
+def expand_bucket_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(dir, depth) -> every ``bucket-*`` directory ``depth`` partition levels (names with '=')
+    below ``dir`` (the walk of ``orphans.list_candidates``)."""
+    io = file_io(spec["storage"])
+
+    def one(row: tuple[Any, ...], out: _Rows) -> None:
+        level = [row[0]]
+        for _ in range(int(row[1])):
+            level = [s.path for d in level for s in io.list_dir(d) if s.is_dir and "=" in s.name]
+        for d in level:
+            for s in io.list_dir(d):
+                if s.is_dir and s.name.startswith("bucket-"):
+                    out.add(s.path)
+
+    return _map(batches, ("dir", "depth"), DIR_FIELDS, one)
+
+
+def list_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(dir, mode, kind) -> regular files older than ``spec["older_than_ms"]``.
+
+    ``mode`` ``all`` keeps every file; ``temp:<prefix>`` keeps only names not starting with the
+    prefix and not a hint (leftover temp files in snapshot/ and changelog/)."""
+    io = file_io(spec["storage"])
+    threshold = int(spec["older_than_ms"])
+
+    def one(row: tuple[Any, ...], out: _Rows) -> None:
+        directory, mode, kind = row
+        prefix = mode[len("temp:"):] if mode.startswith("temp:") else None
+        for s in io.list_dir(directory):
+            if s.is_dir or s.mtime_ms >= threshold:
+                continue
+            if prefix is not None and (s.name.startswith(prefix) or s.name in _KEPT_NAMES):
+                continue
+            out.add(s.name, s.path, s.size, s.mtime_ms, s.path.rsplit("/", 1)[0], kind, stage_of(kind, s.path))
+
+    return _map(batches, ("dir", "mode", "kind"), CANDIDATE_FIELDS, one)
+
+
+# -- metadata reads --------------------------------------------------------------------------------
+def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(root_path, root_kind snapshot|tag|changelog) -> what the root names: ``list`` (manifest
+    lists), ``optlist`` (the base/delta lists of a changelog-N that has changelog manifests:
+    Paimon's expiration deletes those on purpose, so they may be missing), ``index`` (index
+    manifest), ``name`` (statistics). A root that vanished yields nothing (concurrent
+    expiration: nothing to protect); an unreadable one an error row."""
+    from tablekeeper.core import errors
+    from tablekeeper.core.paimon.snapshot import Snapshot
+    from tablekeeper.core.paimon.tag import Tag
+
+    io = file_io(spec["storage"])
+
+    def one(row: tuple[Any, ...], out: _Rows) -> None:
+        path, kind = row
+        try:
+            data = io.read_bytes(path)
+        except FileNotFoundError:
+            return
+        try:
+            if kind == "tag":
+                snap = Tag.from_json(path.rsplit("/", 1)[-1][len("tag-"):], data).snapshot
+            else:
+                snap = Snapshot.from_json(data, what=path)
+        except (errors.FormatError, ValueError, KeyError, TypeError) as e:
+            out.add(path, "root", path.rsplit("/", 1)[-1], "format", f"{type(e).__name__}: {e}")
+            return
+        optional = kind == "changelog" and bool(snap.changelog_manifest_list)
+        for name in snap.manifest_lists:
+            what = "optlist" if optional and name != snap.changelog_manifest_list else "list"
+            out.add(path, what, name, None, None)
+        if snap.index_manifest:
+            out.add(path, "index", snap.index_manifest, None, None)
+        if snap.statistics:
+            out.add(path, "name", snap.statistics, None, None)
+
+    return _map(batches, ("root_path", "root_kind"), ROOT_REF_FIELDS, one)
+
+
+def read_lists(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(list_name) -> one row per manifest of a manifest list (name, size, extra files)."""
+    from tablekeeper.core import errors
+    from tablekeeper.core.paimon import manifests
+
+    io = file_io(spec["storage"])
+    manifest_dir = spec["manifest_dir"]
+
+    def one(row: tuple[Any, ...], out: _Rows) -> None:
+        name = row[0]
+        try:
+            metas = manifests.read_manifest_list(io, _join(manifest_dir, name))
+        except (FileNotFoundError, errors.FormatError) as e:
+            out.add(name, None, None, None, *_classify(e))
+            return
+        for meta in metas:
+            out.add(name, meta.file_name, meta.file_size, list(meta.extra_files), None, None)
+
+    return _map(batches, ("name",), LIST_FIELDS, one)
+
+
+def used_names(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(name of a manifest) -> every file name its entries use (ADD and DELETE): data file,
+    external file, extra files (orphan cleanup's used set). ``source`` is only set on error
+    rows (fewer bytes through Arrow and the shuffle)."""
+    from tablekeeper.core import errors
+    from tablekeeper.core.paimon import manifests
+
+    io = file_io(spec["storage"])
+    manifest_dir = spec["manifest_dir"]
+
+    def one(row: tuple[Any, ...], out: _Rows) -> None:
+        name = row[0]
+        try:
+            refs = manifests.read_manifest_refs(io, _join(manifest_dir, name))
+        except (FileNotFoundError, errors.FormatError) as e:
+            out.add(name, None, *_classify(e))
+            return
+        for ref in refs:
+            out.add(None, ref.file_name, None, None)
+            if ref.external_path:
+                out.add(None, ref.external_path.rsplit("/", 1)[-1], None, None)
+            for extra in ref.extra_files:
+                out.add(None, extra, None, None)
+
+    return _map(batches, ("name",), USED_FIELDS, one)
+
+
+def index_names(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(name of an index manifest) -> the index file names it lists."""
+    from tablekeeper.core import errors
+    from tablekeeper.core.paimon import manifests
+
+    io = file_io(spec["storage"])
+    manifest_dir = spec["manifest_dir"]
+
+    def one(row: tuple[Any, ...], out: _Rows) -> None:
+        name = row[0]
+        try:
+            entries = manifests.read_index_manifest(io, _join(manifest_dir, name))
+        except (FileNotFoundError, errors.FormatError) as e:
+            out.add(name, None, *_classify(e))
+            return
+        for entry in entries:
+            out.add(None, entry.file_name, None, None)
+
+    return _map(batches, ("name",), USED_FIELDS, one)
+
+
+def _ident_x(extra: Sequence[str], external: str | None, embedded: bytes | None) -> str:
+    """The part of Java's FileEntry.Identifier beyond (partition, bucket, level, name)."""
+    digest = hashlib.sha1(embedded).hexdigest() if embedded else None
+    return json.dumps([list(extra), external, digest], separators=(",", ":"))
+
+
+def read_entries(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(name of a manifest) -> its entries in the planning projection (kind, partition bytes,
+    bucket, level, file name, identifier extras, extra files, external path)."""
+    from tablekeeper.core import errors
+    from tablekeeper.core.paimon import manifests
+
+    io = file_io(spec["storage"])
+    manifest_dir = spec["manifest_dir"]
+
+    def one(row: tuple[Any, ...], out: _Rows) -> None:
+        name = row[0]
+        try:
+            refs = manifests.read_manifest_refs(io, _join(manifest_dir, name))
+        except (FileNotFoundError, errors.FormatError) as e:
+            out.add(name, None, None, None, None, None, None, None, None, None, *_classify(e))
+            return
+        for r in refs:
+            out.add(name, int(r.kind), bytes(r.partition), int(r.bucket), int(r.level), r.file_name,
+                    _ident_x(r.extra_files, r.external_path, r.embedded_index), list(r.extra_files),
+                    r.external_path, int(r.file_size or 0), None, None)
+
+    return _map(batches, ("name",), ENTRY_FIELDS, one)
+
+
+def read_index_entries(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(name of an index manifest) -> its entries."""
+    from tablekeeper.core import errors
+    from tablekeeper.core.paimon import manifests
+
+    io = file_io(spec["storage"])
+    manifest_dir = spec["manifest_dir"]
+
+    def one(row: tuple[Any, ...], out: _Rows) -> None:
+        name = row[0]
+        try:
+            entries = manifests.read_index_manifest(io, _join(manifest_dir, name))
+        except (FileNotFoundError, errors.FormatError) as e:
+            out.add(name, None, None, None, None, None, None, None, *_classify(e))
+            return
+        for entry in entries:
+            out.add(name, int(entry.kind), bytes(entry.partition), int(entry.bucket), entry.index_type,
+                    entry.file_name, int(entry.file_size), entry.external_path, None, None)
+
+    return _map(batches, ("name",), INDEX_ENTRY_FIELDS, one)
+
+
+_LIST_CACHE: dict[str, tuple[int, dict[str, Any]]] = {}
+_LIST_CACHE_MAX = 512
+
+
+def _cached_list(io: FileIO, manifest_dir: str, name: str) -> Any:
+    """Manifest lists are immutable: a small per-process cache (several roots of one plan share
+    lists, e.g. a tag and the snapshot it points at)."""
+    from tablekeeper.core.paimon import manifests
+
+    pid = os.getpid()
+    entry = _LIST_CACHE.get(manifest_dir)
+    if entry is None or entry[0] != pid:
+        entry = (pid, {})
+        _LIST_CACHE[manifest_dir] = entry
+    cache = entry[1]
+    if name not in cache:
+        if len(cache) >= _LIST_CACHE_MAX:
+            cache.clear()
+        cache[name] = manifests.read_manifest_list(io, _join(manifest_dir, name))
+    return cache[name]
+
+
+def index_key(file_name: str, external_path: str | None, partition: bytes | None, bucket: int | None) -> str:
+    """Identity of an index file before its location is resolved (compared across roots)."""
+    return f"\x00index/{file_name}|{external_path or ''}|{(partition or b'').hex()}|{bucket}"
+
+
+def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """One row per root of an expiration plan -> what the plan needs from it, in one pass:
+
+    - ``manifest`` rows (list role, manifest name) for the lists in ``entry_roles`` (the
+      manifests whose entries are read next);
+    - ``meta`` rows (path, kind, size, stage): ``Reachability.meta_files`` of the root — the
+      manifest lists in ``meta_lists`` (with their sizes from the snapshot), their manifests
+      and extra files and, with ``meta_extra``, the index manifest and statistics — and
+      ``index`` rows (ADD entries of the index manifest, located later). A list or index
+      manifest that cannot be read contributes its own name only; whether that is tolerable
+      is the driver's decision (``meta_files(tolerant=True)`` vs. strict);
+    - ``error`` rows for lists and index manifests that are missing or unreadable; the driver
+      decides what they mean for each use of the root.
+    """
+    from tablekeeper.core import errors
+    from tablekeeper.core.paimon import manifests
+
+    io = file_io(spec["storage"])
+    manifest_dir, stats_dir = spec["manifest_dir"], spec["statistics_dir"]
+
+    def one(row: tuple[Any, ...], out: _Rows) -> None:
+        (rid, base, delta, changelog, base_size, delta_size, changelog_size, index_manifest, statistics,
+         entry_roles, meta_lists, meta_extra) = row
+        roles = [(r, n) for r, n in (("base", base), ("delta", delta), ("changelog", changelog)) if n]
+        sizes = {"base": base_size, "delta": delta_size, "changelog": changelog_size}
+        need_entries = set(entry_roles.split(",")) if entry_roles else set()
+        meta_roles = set(meta_lists.split(",")) if meta_lists else set()
+        read: dict[str, Any] = {}
+
+        def error(role: str, name: str, e: BaseException) -> None:
+            out.add(rid, "error", role, name, None, None, None, None, None, None, None, None, *_classify(e))
+
+        for role, name in roles:
+            if role not in need_entries and role not in meta_roles:
+                continue
+            try:
+                read[role] = _cached_list(io, manifest_dir, name)
+            except (FileNotFoundError, errors.FormatError) as e:
+                error(role, name, e)
+                read[role] = None
+        for role, _name in roles:
+            if role in need_entries and read.get(role) is not None:
+                for meta in read[role]:
+                    out.add(rid, "manifest", role, meta.file_name, None, None, None, None, None, None, None, None,
+                            None, None)
+        if not meta_roles and not meta_extra:
+            return
+        rows: list[tuple[Any, ...]] = []
+
+        def meta_row(path: str, kind: str, size: int) -> None:
+            rows.append((rid, "meta", None, None, path, kind, size, stage_of(kind, path), None, None, None, None,
+                         None, None))
+
+        for role, name in roles:
+            if role not in meta_roles:
+                continue
+            meta_row(_join(manifest_dir, name), "manifest", int(sizes[role] or 0))
+            if read.get(role) is None:
+                continue
+            for meta in read[role]:
+                meta_row(_join(manifest_dir, meta.file_name), "manifest", int(meta.file_size))
+                for extra in meta.extra_files:
+                    meta_row(_join(manifest_dir, extra), "manifest", 0)
+        if index_manifest and meta_extra:
+            meta_row(_join(manifest_dir, index_manifest), "manifest", 0)
+            try:
+                entries = manifests.read_index_manifest(io, _join(manifest_dir, index_manifest))
+            except (FileNotFoundError, errors.FormatError) as e:
+                error("index", index_manifest, e)
+                entries = []
+            for entry in entries:
+                if entry.kind == 0:
+                    key = index_key(entry.file_name, entry.external_path, entry.partition, entry.bucket)
+                    rows.append((rid, "index", None, entry.file_name, key, "index", int(entry.file_size),
+                                 stage_of("index", key), bytes(entry.partition), int(entry.bucket), entry.index_type,
+                                 entry.external_path, None, None))
+        if statistics and meta_extra:
+            meta_row(_join(stats_dir, statistics), "statistics", 0)
+        for r in rows:
+            out.add(*r)
+
+    return _map(batches, [n for n, _ in EXPAND_FIELDS], EXPANDED_FIELDS, one)
+
+
+def expand_paths(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Planned files with resolved locations -> delete rows (path, kind, size, parent, stage).
+
+    ``what`` ``data``: the data file (its external path, else bucket dir + name) followed by its
+    extra files (next to it); ``index``: an index file (external path; the bucket directory for
+    HASH/DV files with ``index-file-in-data-file-dir``; else ``<table>/index/``). Same rules as
+    ``PartitionPathResolver.file_paths`` / ``index_file_path``."""
+    root = spec["root"]
+    in_data_dir = bool(spec.get("index_file_in_data_file_dir"))
+
+    def emit(out: _Rows, path: str, kind: str, size: int) -> None:
+        out.add(path, kind, size, path.rsplit("/", 1)[0], stage_of(kind, path))
+
+    def one(row: tuple[Any, ...], out: _Rows) -> None:
+        what, kind, name, extra, external, bucket_dir, size, index_type = row
+        if what == "data":
+            if external:
+                path = local_form(external)
+                directory = path.rsplit("/", 1)[0]
+            else:
+                if bucket_dir is None:
+                    raise ValueError(f"no bucket directory resolved for {name}")
+                directory = bucket_dir
+                path = _join(directory, name)
+            emit(out, path, kind, int(size or 0))
+            for x in extra or ():
+                emit(out, _join(directory, x), kind, 0)
+        elif what == "index":
+            if external:
+                path = local_form(external)
+            elif in_data_dir and index_type in _BUCKET_INDEX_TYPES:
+                if bucket_dir is None:
+                    raise ValueError(f"no bucket directory resolved for index file {name}")
+                path = _join(bucket_dir, name)
+            else:
+                path = _join(root, "index", name)
+            emit(out, path, kind, int(size or 0))
+        else:
+            raise ValueError(f"unknown planned row kind {what!r}")
+
+    return _map(batches, [n for n, _ in RESOLVE_FIELDS], DELETE_FIELDS, one)
+
+
+# -- deleting --------------------------------------------------------------------------------------
+class _Fault:
+    """Test hook: raise ``InjectedFault`` once a task attempt has issued ``after`` deletions
+    (of ``stage``, if given), like a process killed mid-stage. With a ``marker`` path the fault
+    fires only in the attempt that creates the marker (Spark's retry then succeeds); without
+    one, in every attempt that reaches ``after`` (the job fails once retries run out)."""
+
+    def __init__(self, spec: Mapping[str, Any] | None) -> None:
+        self.after = int(spec["after"]) if spec else None
+        self.marker = spec.get("marker") if spec else None
+        self.stage = spec.get("stage") if spec else None
+        self.deleted = 0
+
+    def active_for(self, stage: int) -> bool:
+        return self.after is not None and (self.stage is None or int(self.stage) == stage)
+
+    def count(self, stage: int, issued: int) -> None:
+        if not self.active_for(stage):
+            return
+        self.deleted += issued
+        assert self.after is not None
+        if self.deleted < self.after:
+            return
+        if self.marker:
+            try:
+                fd = os.open(str(self.marker), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                return
+            os.close(fd)
+        raise InjectedFault(f"injected fault after {self.deleted} deletions")
+
+
+def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Delete rows (sorted by parent directory within the partition) -> summary rows.
+
+    Files of one directory go in bulk requests of ``spec["batch_size"]`` keys (one DeleteObjects
+    per batch on S3; a small thread pool per task on object stores). Missing files count as
+    ``missing`` (a retried task, or an earlier crashed run); failures are counted and sampled,
+    never raised: deletion is best effort (style.md §2.3)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tablekeeper.core.storage import DeleteOutcome
+
+    io = file_io(spec["storage"])
+    batch_size = max(1, int(spec.get("batch_size") or 250))
+    threads = 1 if io.is_local else max(1, int(spec.get("delete_threads") or 4))
+    fault = _Fault(spec.get("fault"))
+    totals: dict[tuple[int, str], list[Any]] = {}
+
+    def tally(chunk: list[tuple[str, str, int, int]], results: list[DeleteResult]) -> int:
+        by_path = {p: (kind, size, stage) for p, kind, size, stage in chunk}
+        deleted = 0
+        for r in results:
+            kind, size, stage = by_path[r.path]
+            t = totals.setdefault((stage, kind), [0, 0, 0, 0, []])
+            if r.outcome == DeleteOutcome.DELETED:
+                t[0] += 1
+                t[3] += size
+                deleted += 1
+            elif r.outcome == DeleteOutcome.MISSING:
+                t[1] += 1
+            else:
+                t[2] += 1
+                if len(t[4]) < _SAMPLE_MAX:
+                    t[4].append(f"{r.path}: {r.error}")
+        return deleted
+
+    def flush(group: list[tuple[str, str, int, int]]) -> None:
+        if not group:
+            return
+        stage = group[0][3]
+        size = min(batch_size, fault.after) if fault.active_for(stage) and fault.after else batch_size
+        chunks = [group[i:i + size] for i in range(0, len(group), size)]
+        if threads > 1 and len(chunks) > 1 and not fault.active_for(stage):
+            with ThreadPoolExecutor(max_workers=min(threads, len(chunks))) as pool:
+                for chunk, results in zip(chunks, pool.map(lambda c: io.delete_files([x[0] for x in c]), chunks),
+                                          strict=True):
+                    tally(chunk, results)
+            return
+        for chunk in chunks:
+            tally(chunk, io.delete_files([x[0] for x in chunk]))
+            fault.count(stage, len(chunk))
+
+    group: list[tuple[str, str, int, int]] = []
+    current: str | None = None
+    for path, kind, size, parent_dir, stage in _rows_of(batches, ("path", "kind", "size", "parent_dir", "stage")):
+        if parent_dir != current:
+            flush(group)
+            group, current = [], parent_dir
+        group.append((path, kind, int(size or 0), int(stage)))
+    flush(group)
+    out = _Rows(SUMMARY_FIELDS)
+    for (stage, kind), (deleted, missing, failed, nbytes, sample) in sorted(totals.items()):
+        out.add(stage, kind, deleted, missing, failed, nbytes, sample)
+    if out.count:
+        yield out.take()
+
+
+def remove_empty_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(bucket dir) -> remove it if empty, then its parents up to ``spec["depth"]`` partition
+    levels, bottom-up, non-recursively (``RemoveEmptyDirsStep`` semantics). One count row."""
+    io = file_io(spec["storage"])
+    depth = int(spec.get("depth") or 0)
+    removed = 0
+    for (directory,) in _rows_of(batches, ("dir",)):
+        current = directory
+        for _ in range(depth + 1):
+            if not io.delete_empty_dir(current):
+                break
+            removed += 1
+            current = current.rsplit("/", 1)[0]
+    out = _Rows(REMOVED_FIELDS)
+    out.add(removed)
+    yield out.take()
+
+
+def worker_pid(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """One row with this worker's pid per partition (tests prove work left the driver)."""
+    for _ in batches:
+        pass
+    out = _Rows(PID_FIELDS)
+    out.add(os.getpid())
+    yield out.take()

@@ -1,0 +1,111 @@
+"""Maintenance through PaimonMaintenanceRun records: ``run-now`` creates a run (cleared afterwards),
+the run expires snapshots with the shared planner and records its result; history limits prune
+old runs; two runs of one table never overlap (Forbid); bad run-now values are refused; orphan
+cleanup defaults to a dry run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tablekeeper.core.paimon.table import open_table
+from tests.operator.conftest import Harness, basic_objects, obj
+from tests.support.k8s import eventually
+
+pytestmark = pytest.mark.k8s
+
+
+def runs(harness: Harness) -> list[dict[str, Any]]:
+    return sorted(harness.all("PaimonMaintenanceRun"), key=lambda r: r["metadata"]["creationTimestamp"])
+
+
+def phases(harness: Harness) -> list[str]:
+    return [str((r.get("status") or {}).get("phase")) for r in runs(harness)]
+
+
+async def started(harness: Harness, warehouse: Path, **table_spec: Any) -> None:
+    await harness.start()
+    catalog, table = basic_objects(warehouse)
+    table["spec"].update(table_spec)
+    await harness.apply(catalog)
+    await harness.apply(table)
+    await harness.wait_condition("PaimonTable", "orders", reason="Reconciled")
+
+
+async def run_now(harness: Harness, run_type: str) -> None:
+    await harness.patch("PaimonTable", "orders", {"metadata": {"annotations": {"tablekeeper.io/run-now": run_type}}})
+
+
+async def test_run_now_expires_snapshots_through_a_run(harness: Harness, warehouse: Path) -> None:
+    await started(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxRetained": 2}})
+    await run_now(harness, "ExpireSnapshots")
+    await eventually(lambda: phases(harness) == ["Succeeded"])
+    [run] = runs(harness)
+    labels = run["metadata"]["labels"]
+    assert labels["tablekeeper.io/type"] == "ExpireSnapshots" and labels["tablekeeper.io/trigger"] == "Manual"
+    assert run["metadata"]["ownerReferences"][0]["kind"] == "PaimonTable"
+    status = run["status"]
+    assert status["result"]["expiredSnapshots"] == 4 and status["result"]["deletedFiles"] > 0
+    assert status["engine"] == "Python" and status["startTime"] and status["completionTime"]
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Complete": "True", "Failed": "False"}
+    assert open_table(str(warehouse), "sales.orders").snapshot_ids() == [5, 6]
+    await harness.wait_event(run["metadata"]["name"], "MaintenanceSucceeded")
+    await harness.wait_event("orders", "MaintenanceRequested")
+    await eventually(lambda: "tablekeeper.io/run-now" not in
+                     ((harness.get("PaimonTable", "orders") or {})["metadata"].get("annotations") or {}))
+    await eventually(lambda: harness.status("PaimonTable", "orders")["maintenance"]["snapshotExpiration"]
+                     .get("state") == "Successful")
+    entry = harness.status("PaimonTable", "orders")["maintenance"]["snapshotExpiration"]
+    assert entry["lastRunRef"] == run["metadata"]["name"] and entry["lastResult"]["expiredSnapshots"] == 4
+    assert harness.status("PaimonTable", "orders")["lastMaintenanceTime"]
+
+
+async def test_history_limits_prune_finished_runs(harness: Harness, warehouse: Path) -> None:
+    await started(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxRetained": 5}},
+                  maintenance={"successfulRunsHistoryLimit": 1})
+    await run_now(harness, "ExpireSnapshots")
+    await eventually(lambda: phases(harness) == ["Succeeded"])
+    first = runs(harness)[0]["metadata"]["name"]
+    await eventually(lambda: "tablekeeper.io/run-now" not in
+                     ((harness.get("PaimonTable", "orders") or {})["metadata"].get("annotations") or {}))
+    await run_now(harness, "ExpireTags")
+    await eventually(lambda: [r["metadata"]["name"] for r in runs(harness)
+                              if (r.get("status") or {}).get("phase") == "Succeeded"] not in ([], [first]))
+    await eventually(lambda: len(runs(harness)) == 1 and runs(harness)[0]["metadata"]["name"] != first)
+
+
+async def test_runs_of_one_table_never_overlap(harness: Harness, warehouse: Path) -> None:
+    await started(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxRetained": 3}})
+    for name in ("manual-a", "manual-b"):
+        await harness.apply(obj("PaimonMaintenanceRun", name, {"tableRef": {"name": "orders"},
+                                                                "type": "ExpireSnapshots"}))
+    await eventually(lambda: phases(harness) == ["Succeeded", "Succeeded"], timeout=30)
+    a, b = (harness.status("PaimonMaintenanceRun", n) for n in ("manual-a", "manual-b"))
+    first, second = sorted((a, b), key=lambda s: s["startTime"])
+    assert first["completionTime"] <= second["startTime"]
+    assert sorted([a["result"].get("expiredSnapshots", 0), b["result"].get("expiredSnapshots", 0)]) == [0, 3]
+
+
+async def test_bad_run_now_value_is_refused(harness: Harness, warehouse: Path) -> None:
+    await started(harness, warehouse)
+    await run_now(harness, "Vacuum")
+    await harness.wait_event("orders", "ValidationError")
+    await eventually(lambda: "tablekeeper.io/run-now" not in
+                     ((harness.get("PaimonTable", "orders") or {})["metadata"].get("annotations") or {}))
+    assert runs(harness) == []
+
+
+async def test_orphan_cleanup_run_is_a_dry_run_by_default(harness: Harness, warehouse: Path) -> None:
+    orphan = warehouse / "sales.db" / "orders" / "dt=2026-01-01" / "bucket-0" / "data-orphan.parquet"
+    orphan.write_bytes(b"x" * 10)
+    import os
+
+    os.utime(orphan, (1_600_000_000, 1_600_000_000))  # old enough
+    await started(harness, warehouse, retention={"orphanFiles": {"state": "Enabled", "olderThan": "1 d"}})
+    await run_now(harness, "RemoveOrphanFiles")
+    await eventually(lambda: phases(harness) == ["Succeeded"])
+    result = runs(harness)[0]["status"]["result"]
+    assert result["dryRun"] is True and result["orphanFiles"] == 1
+    assert orphan.exists()

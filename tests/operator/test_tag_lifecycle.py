@@ -1,0 +1,168 @@
+"""A PaimonTag and a PaimonBranch through their whole life against a real local warehouse (written
+by pypaimon): created in storage, with the finalizer only for ``deletionPolicy: Delete`` (added
+before the create); deleting the CR deletes the object (Delete) or leaves it (Retain); flipping
+the policy adds and removes the finalizer; drift (a tag deleted out of band) is repaired; an
+existing tag is adopted; a fork-point tag survives the deletion of its CR."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tablekeeper.core import tags as core_tags
+from tablekeeper.core.paimon.table import open_table
+from tablekeeper.operator.main import FINALIZER
+from tests.operator.conftest import Harness, basic_objects, obj
+from tests.support.k8s import eventually
+
+pytestmark = pytest.mark.k8s
+
+
+def tag(name: str, **spec: Any) -> dict[str, Any]:
+    return obj("PaimonTag", name, {"tableRef": {"name": "orders"}, **spec})
+
+
+def branch(name: str, **spec: Any) -> dict[str, Any]:
+    return obj("PaimonBranch", name, {"tableRef": {"name": "orders"}, **spec})
+
+
+def finalizers(harness: Harness, kind: str, name: str) -> list[str]:
+    body = harness.get(kind, name) or {}
+    return list((body.get("metadata") or {}).get("finalizers") or [])
+
+
+async def start(harness: Harness, warehouse: Path) -> None:
+    await harness.start()
+    for body in basic_objects(warehouse):
+        await harness.apply(body)
+    await harness.wait_condition("PaimonTable", "orders", reason="Reconciled")
+
+
+def tags_of(warehouse: Path) -> dict[str, int]:
+    return {t.name: t.snapshot_id for t in open_table(str(warehouse), "sales.orders").tags()}
+
+
+async def test_tag_with_delete_policy_lives_and_dies_with_its_cr(harness: Harness, warehouse: Path) -> None:
+    await start(harness, warehouse)
+    await harness.apply(tag("nightly", snapshotId=3, timeRetained="7 d"))
+    await harness.wait_condition("PaimonTag", "nightly", reason="Created")
+    assert tags_of(warehouse) == {"nightly": 3}
+    status = harness.status("PaimonTag", "nightly")
+    assert {k: status[k] for k in ("state", "tagName", "snapshotId", "owned", "observedGeneration")} == \
+        {"state": "Ready", "tagName": "nightly", "snapshotId": 3, "owned": True, "observedGeneration": 1}
+    assert status["expireTime"] and status["snapshotCommitTime"]
+    await eventually(lambda: finalizers(harness, "PaimonTag", "nightly") == [FINALIZER])
+    labels = (harness.get("PaimonTag", "nightly") or {})["metadata"]["labels"]
+    assert labels["tablekeeper.io/tag-state"] == "Ready" and labels["tablekeeper.io/table"] == "orders"
+    event = await harness.wait_event("nightly", "Created")
+    assert event["type"] == "Normal"
+
+    await harness.delete("PaimonTag", "nightly")
+    await harness.wait_gone("PaimonTag", "nightly")
+    assert tags_of(warehouse) == {}
+    await harness.wait_event("nightly", "Deleted")
+
+
+async def test_tag_with_retain_policy_stays_in_storage(harness: Harness, warehouse: Path) -> None:
+    await start(harness, warehouse)
+    await harness.apply(tag("keep", fromLatest=True, deletionPolicy="Retain"))
+    await harness.wait_condition("PaimonTag", "keep", reason="Created")
+    assert tags_of(warehouse) == {"keep": 6}
+    assert finalizers(harness, "PaimonTag", "keep") == []  # no finalizer without deletionPolicy Delete
+    await harness.delete("PaimonTag", "keep")
+    await harness.wait_gone("PaimonTag", "keep")
+    assert tags_of(warehouse) == {"keep": 6}
+
+
+async def test_flipping_the_deletion_policy_adds_and_removes_the_finalizer(harness: Harness,
+                                                                            warehouse: Path) -> None:
+    await start(harness, warehouse)
+    await harness.apply(tag("flip", snapshotId=2, deletionPolicy="Retain"))
+    await harness.wait_condition("PaimonTag", "flip", reason="Created")
+    assert finalizers(harness, "PaimonTag", "flip") == []
+    await harness.patch("PaimonTag", "flip", {"spec": {"deletionPolicy": "Delete"}})
+    await eventually(lambda: finalizers(harness, "PaimonTag", "flip") == [FINALIZER])
+    await harness.wait_condition("PaimonTag", "flip", reason="Created")
+    assert harness.status("PaimonTag", "flip")["observedGeneration"] == 2
+    await harness.patch("PaimonTag", "flip", {"spec": {"deletionPolicy": "Retain"}})
+    await eventually(lambda: finalizers(harness, "PaimonTag", "flip") == [])
+    await harness.delete("PaimonTag", "flip")
+    await harness.wait_gone("PaimonTag", "flip")
+    assert tags_of(warehouse) == {"flip": 2}
+
+
+async def test_from_latest_is_frozen_and_drift_is_repaired(harness: Harness, warehouse: Path) -> None:
+    await start(harness, warehouse)
+    await harness.apply(tag("latest", fromLatest=True))
+    await harness.wait_condition("PaimonTag", "latest", reason="Created")
+    assert harness.status("PaimonTag", "latest")["snapshotId"] == 6
+    from tests.support import paimon as P
+
+    P.write(P.table_at(str(warehouse), "sales.orders"), P.orders_rows("2026-01-05", 100, 2))  # snapshot 7
+    table = open_table(str(warehouse), "sales.orders")
+    Path(table.tag_path("latest")).unlink()  # deleted out of band
+    await harness.wait_event("latest", "TagRecreated")
+    assert tags_of(warehouse) == {"latest": 6}  # recreated at its snapshot, never at the new latest
+    await harness.wait_condition("PaimonTag", "latest", reason="Created")
+
+
+async def test_existing_tag_is_adopted_or_refused(harness: Harness, warehouse: Path) -> None:
+    table = open_table(str(warehouse), "sales.orders")
+    core_tags.create_tag(table, "pre", snapshot_id=4)
+    core_tags.create_tag(table, "taken", snapshot_id=4)
+    await start(harness, warehouse)
+    await harness.apply(tag("pre", snapshotId=4))
+    await harness.apply(tag("taken", snapshotId=4, adoptionPolicy="MustCreate"))
+    await harness.wait_condition("PaimonTag", "pre", reason="Adopted")
+    await harness.wait_condition("PaimonTag", "taken", status="False", reason="AlreadyExists")
+    await harness.wait_event("taken", "AlreadyExists")
+    assert finalizers(harness, "PaimonTag", "taken") == []
+    await harness.delete("PaimonTag", "taken")  # never owned: deleting it leaves the tag
+    await harness.wait_gone("PaimonTag", "taken")
+    assert tags_of(warehouse) == {"pre": 4, "taken": 4}
+
+
+async def test_branch_lifecycle_and_fork_point_protection(harness: Harness, warehouse: Path) -> None:
+    await start(harness, warehouse)
+    await harness.apply(tag("base", snapshotId=4))
+    await harness.apply(tag("base2", snapshotId=5))
+    await harness.apply(branch("fix", fromTag="base"))
+    await harness.apply(branch("kept", fromTag="base2", deletionPolicy="Retain"))
+    await harness.wait_condition("PaimonBranch", "fix", reason="Created")
+    await harness.wait_condition("PaimonBranch", "kept", reason="Created")
+    table = open_table(str(warehouse), "sales.orders")
+    assert table.branch_names() == ["fix", "kept"]
+    status = harness.status("PaimonBranch", "fix")
+    assert status["state"] == "Ready" and status["basedOnTag"] == "base" and status["forkSnapshotId"] == 4
+    await eventually(lambda: finalizers(harness, "PaimonBranch", "fix") == [FINALIZER])
+    assert finalizers(harness, "PaimonBranch", "kept") == []
+    await eventually(lambda: harness.status("PaimonTag", "base").get("forkPointOf") == ["fix"])
+
+    # the tag is a fork point: deleting its CR keeps it in storage and releases the finalizer
+    await harness.delete("PaimonTag", "base")
+    await harness.wait_gone("PaimonTag", "base")
+    await harness.wait_event("base", "ProtectedByBranch")
+    assert "base" in tags_of(warehouse)
+
+    await harness.delete("PaimonBranch", "fix")
+    await harness.wait_gone("PaimonBranch", "fix")
+    await harness.delete("PaimonBranch", "kept")
+    await harness.wait_gone("PaimonBranch", "kept")
+    assert open_table(str(warehouse), "sales.orders").branch_names() == ["kept"]  # Retain
+
+
+async def test_branch_deleted_out_of_band_is_lost(harness: Harness, warehouse: Path) -> None:
+    from tablekeeper.core import branches
+
+    await start(harness, warehouse)
+    await harness.apply(tag("base", snapshotId=2))
+    await harness.apply(branch("gone", fromTag="base"))
+    await harness.wait_condition("PaimonBranch", "gone", reason="Created")
+    branches.drop_branch(open_table(str(warehouse), "sales.orders"), "gone")
+    await harness.wait_condition("PaimonBranch", "gone", status="False", reason="BranchLost")
+    assert harness.status("PaimonBranch", "gone")["state"] == "Lost"
+    assert open_table(str(warehouse), "sales.orders").branch_names() == []  # never recreated
+    await harness.delete("PaimonBranch", "gone")  # deleting succeeds trivially
+    await harness.wait_gone("PaimonBranch", "gone")
