@@ -40,7 +40,9 @@ from tests.maintenance.helpers import (
     write,
 )
 
-NOW = now_ms() + 60_000  # one fixed 'now' for every plan of this module
+# One fixed "now" for every plan of this module, far after any file the tests write (a value
+# computed at import time would be older than tables written minutes later in a long run).
+NOW = 4_102_444_800_000  # 2100-01-01
 EXPIRE_ALL = expire.ExpireConfig(retain_min=1, time_retained=timedelta(0))
 
 
