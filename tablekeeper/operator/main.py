@@ -147,16 +147,20 @@ def _register_controllers(registry: kopf.OperatorRegistry, rt: Runtime) -> None:
     for kind, index_id in cluster.INDEX_IDS.items():
         kopf.index(G, V, plurals[kind], id=index_id, registry=registry)(_indexer(kind))
 
-    def on_change(ids: str, fn: Callable[..., Any], plural: str, *, when: Any = None, update: bool = True) -> None:
-        causes = [kopf.on.resume, kopf.on.create] + ([kopf.on.update] if update else [])
+    def on_change(ids: str, fn: Callable[..., Any], plural: str, *, when: Any = None, update: bool = True,
+                  resume: bool = True) -> None:
+        causes = ([kopf.on.resume] if resume else []) + [kopf.on.create] + ([kopf.on.update] if update else [])
         for cause in causes:
             cause(G, V, plural, id=ids, when=when, registry=registry)(fn)
 
     # tags and branches
     for kind, short in (("PaimonTag", "tag"), ("PaimonBranch", "branch")):
         plural = plurals[kind]
+        # On resume (operator start) only the apply step runs: it is a no-op for a settled object,
+        # and one handler per cause needs no progress annotations (no write per object per restart).
         for step in ("resolve", "apply"):
-            on_change(f"{short}-{step}", _call(handle_objects.on_change, rt, kind, step), plural, when=active)
+            on_change(f"{short}-{step}", _call(handle_objects.on_change, rt, kind, step), plural, when=active,
+                      resume=step == "apply")
         kopfcompat.timer(_call(handle_objects.on_check, rt, kind), G, V, plural, id=f"{short}-check",
                          when=active, registry=registry, **timer_options)
         kopf.on.delete(G, V, plural, id=f"{short}-delete", when=owns_for_deletion,

@@ -41,3 +41,10 @@ async def test_no_status_write_on_a_no_op_resync(harness: Harness, warehouse: Pa
     seen = {kind: reconciles(kind) for kind in ("PaimonTable", "PaimonTag", "PaimonBranch")}
     await eventually(lambda: all(reconciles(k) >= v + 4 for k, v in seen.items()), timeout=20)
     assert {plural: harness.writes(plural) for plural in PLURALS} == writes
+
+    # a restart re-examines everything (resume handlers) and writes nothing either
+    await harness.stop()
+    await harness.start()
+    seen = {kind: reconciles(kind) for kind in ("PaimonTable", "PaimonTag", "PaimonBranch")}
+    await eventually(lambda: all(reconciles(k) >= v + 3 for k, v in seen.items()), timeout=20)
+    assert {plural: harness.writes(plural) for plural in PLURALS} == writes
