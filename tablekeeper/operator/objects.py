@@ -10,8 +10,13 @@ A tag or branch is reconciled in two Kopf handler steps, each persisted before t
 2. ``apply``: plan again (with the recorded snapshot) and carry out this CR's own actions through
    the shared applier, then report ``Ready``.
 
-The periodic ``check`` (a timer) does both at once, writing the record through the API before
-the change, and detects drift: a managed tag deleted out of band is recreated at its snapshot
+Before any storage change the record must be in status and, with ``deletionPolicy: Delete``,
+the finalizer on the object (Kopf adds it as soon as the record appears): a step that finds
+otherwise records ownership or waits. Only then is the object created, the applier's
+write-ahead record patched through the API first when it changes.
+
+The periodic ``check`` (a timer; skipped while Kopf's steps are in flight) takes the same path and
+detects drift: a managed tag deleted out of band is recreated at its snapshot
 (``TagRecreated``) or reported ``Lost`` (``SnapshotExpired``, never recreated elsewhere); a tag
 whose TTL passed is ``Lost`` (``TagExpired``); a branch deleted out of band is ``Lost``; a
 branch past its ``ttl`` is dropped and its CR deleted.
@@ -29,6 +34,7 @@ import asyncio
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
+from zoneinfo import ZoneInfo
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
@@ -247,8 +253,6 @@ def _tag_ready(plan: scopes.ScopePlan, member: scopes.Member, records: TableReco
     expire_ms = rec.expires_ms if rec is not None else None
     if expire_ms is None and tag is not None and tag.create_time is not None and tag.time_retained is not None \
             and plan.target.writer_zone:
-        from zoneinfo import ZoneInfo
-
         local = (tag.create_time + tag.time_retained).replace(tzinfo=ZoneInfo(plan.target.writer_zone))
         expire_ms = int(local.astimezone(UTC).timestamp() * 1000)
     forks = plan.state.protected_tags(member.branch).get(name, ())
@@ -287,7 +291,10 @@ async def reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, *, phase: Pha
         outcome = await _reconcile_tag(rt, view, obj, spec, phase, now, retry)
         result = "error" if outcome.failure else "success"
     except (OperatorError, core_errors.TablekeeperError, OSError) as e:
-        outcome = _failed(rt, obj, classify(e), now, retry=retry, backoff_limit=spec.backoff_limit)
+        failure = classify(e)
+        lost = failure.reason == Reason.TABLE_NOT_FOUND and obj.status.get("owned")  # table dropped out of band
+        outcome = _failed(rt, obj, failure, now, retry=retry, backoff_limit=spec.backoff_limit,
+                          keep_state="Lost" if lost else None)
         result = "error"
     outcome.labels.update(_labels(obj, spec.table_ref.name))
     metrics.observe_reconcile(obj.kind, result, asyncio.get_running_loop().time() - started)
@@ -432,7 +439,9 @@ async def reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, *, phase: 
         outcome = await _reconcile_branch(rt, view, obj, spec, phase, now, retry)
         result = "error" if outcome.failure else "success"
     except (OperatorError, core_errors.TablekeeperError, OSError) as e:
-        outcome = _failed(rt, obj, classify(e), now, retry=retry, backoff_limit=6)
+        failure = classify(e)
+        lost = failure.reason == Reason.TABLE_NOT_FOUND and obj.status.get("owned")
+        outcome = _failed(rt, obj, failure, now, retry=retry, backoff_limit=6, keep_state="Lost" if lost else None)
         result = "error"
     outcome.labels.update(_labels(obj, spec.table_ref.name))
     metrics.observe_reconcile(obj.kind, result, asyncio.get_running_loop().time() - started)

@@ -140,7 +140,7 @@ class Harness:
 
     async def wait_condition(self, kind: str, name: str, status: str = "True", reason: str | None = None,
                              type_: str = "Ready", namespace: str | None = "sales",
-                             timeout: float = 20) -> dict[str, Any]:
+                             timeout: float = 30) -> dict[str, Any]:
         def check() -> dict[str, Any] | None:
             cond = self.condition(kind, name, type_, namespace)
             if cond and cond["status"] == status and (reason is None or cond["reason"] == reason):
@@ -153,7 +153,7 @@ class Harness:
                                  f"status={self.status(kind, name, namespace)}") from None
         return result
 
-    async def wait_gone(self, kind: str, name: str, namespace: str | None = "sales", timeout: float = 20) -> None:
+    async def wait_gone(self, kind: str, name: str, namespace: str | None = "sales", timeout: float = 30) -> None:
         try:
             await eventually(lambda: self.get(kind, name, namespace) is None, timeout=timeout)
         except AssertionError:

@@ -166,3 +166,17 @@ async def test_branch_deleted_out_of_band_is_lost(harness: Harness, warehouse: P
     assert open_table(str(warehouse), "sales.orders").branch_names() == []  # never recreated
     await harness.delete("PaimonBranch", "gone")  # deleting succeeds trivially
     await harness.wait_gone("PaimonBranch", "gone")
+
+
+async def test_table_dropped_out_of_band_makes_tags_lost(harness: Harness, warehouse: Path) -> None:
+    import shutil
+
+    await start(harness, warehouse)
+    await harness.apply(tag("orphaned", snapshotId=2))
+    await harness.wait_condition("PaimonTag", "orphaned", reason="Created")
+    shutil.rmtree(warehouse / "sales.db" / "orders")
+    await harness.wait_condition("PaimonTag", "orphaned", status="False", reason="TableNotFound")
+    assert harness.status("PaimonTag", "orphaned")["state"] == "Lost"
+    await harness.wait_condition("PaimonTable", "orders", status="False", reason="TableNotFound")
+    await harness.delete("PaimonTag", "orphaned")  # nothing left to delete: succeeds
+    await harness.wait_gone("PaimonTag", "orphaned")
