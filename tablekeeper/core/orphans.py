@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from tablekeeper.core import errors, plans, safety
+from tablekeeper.core.name_scan import NameScanner
 from tablekeeper.core.paimon import layout, manifests
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.reachability import Reachability, gc_paused
-from tablekeeper.core.storage import FileStatus, join
+from tablekeeper.core.storage import ListedEntry, join
 
-__all__ = ["OrphanConfig", "resolve_older_than", "list_candidates", "plan_orphan_clean"]
+__all__ = ["OrphanConfig", "CandidateListing", "resolve_older_than", "list_candidates", "plan_orphan_clean"]
 
 _KEPT_NAMES = {"EARLIEST", "LATEST"}
 
@@ -78,34 +79,57 @@ def _bucket_dirs(table: Table, root: str, depth: int) -> list[str]:
     for _ in range(depth):
         nxt: list[str] = []
         for d in level:
-            nxt.extend(s.path for s in table.file_io.list_dir(d) if s.is_dir and "=" in s.name)
+            nxt.extend(e.path for e in table.file_io.scan_dir(d) if e.is_dir and "=" in e.name)
         level = nxt
     out: list[str] = []
     for d in level:
-        out.extend(s.path for s in table.file_io.list_dir(d) if s.is_dir and s.name.startswith("bucket-"))
+        out.extend(e.path for e in table.file_io.scan_dir(d) if e.is_dir and e.name.startswith("bucket-"))
     return out
 
 
-def list_candidates(table: Table, older_than_ms: int) -> tuple[list[FileStatus], list[str]]:
-    """(candidate files older than the threshold, bucket directories seen)."""
+def _old_enough(entry: ListedEntry, older_than_ms: int) -> bool:
+    """False only when the listing already proved the file too young (object stores)."""
+    return entry.status is None or entry.status.mtime_ms < older_than_ms
+
+
+@dataclass(frozen=True)
+class CandidateListing:
+    """What orphan cleanup may delete, listed before any root is read."""
+
+    files: list[ListedEntry]
+    #: names of the files in data (bucket) directories: only manifests reference these
+    data_names: frozenset[str]
+    bucket_dirs: list[str]
+
+
+def list_candidates(table: Table, older_than_ms: int) -> CandidateListing:
+    """Candidate files and the bucket directories seen.
+
+    Where the listing carries mtimes (object stores) files younger than the threshold are
+    dropped here; local entries carry none, and the planner stats only the few that turn out
+    unreferenced — a stat per listed file cost as much as the rest of planning."""
     io = table.file_io
     main = table.on_branch(layout.MAIN)
-    candidates: list[FileStatus] = []
+    files: list[ListedEntry] = []
     for kind in (layout.MANIFEST_DIR, layout.INDEX_DIR, layout.STATISTICS_DIR):
-        candidates.extend(s for s in io.list_dir(main.shared_dir(kind)) if not s.is_dir)
+        files.extend(e for e in io.scan_dir(main.shared_dir(kind)) if not e.is_dir)
     depth = len(main.schema().partition_keys)
     buckets: list[str] = []
+    data: list[ListedEntry] = []
     for root in _data_roots(main):
         for bucket in _bucket_dirs(main, root, depth):
             buckets.append(bucket)
-            candidates.extend(s for s in io.list_dir(bucket) if not s.is_dir)
+            data.extend(e for e in io.scan_dir(bucket) if not e.is_dir and _old_enough(e, older_than_ms))
     for branch in main.all_branches():
         for kind, prefix in ((layout.SNAPSHOT_DIR, layout.SNAPSHOT_PREFIX),
                              (layout.CHANGELOG_DIR, layout.CHANGELOG_PREFIX)):
-            for s in io.list_dir(branch.dir(kind)):
-                if not s.is_dir and not s.name.startswith(prefix) and s.name not in _KEPT_NAMES:
-                    candidates.append(s)  # leftover temp files of crashed commits
-    return [c for c in candidates if c.mtime_ms < older_than_ms], buckets
+            for e in io.scan_dir(branch.dir(kind)):
+                if not e.is_dir and not e.name.startswith(prefix) and e.name not in _KEPT_NAMES:
+                    files.append(e)  # leftover temp files of crashed commits
+    files = [e for e in files if _old_enough(e, older_than_ms)]
+    data_names = frozenset(e.name for e in data)
+    files.extend(data)
+    return CandidateListing(files, data_names, buckets)
 
 
 def _roots(table: Table) -> list[tuple[Table, str, Snapshot, bool]]:
@@ -151,17 +175,21 @@ def plan_orphan_clean(table: Table, config: OrphanConfig, *,
 
 def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callable[[], None] | None) -> plans.Plan:
     main = table.on_branch(layout.MAIN)
-    candidates, buckets = list_candidates(main, config.older_than_ms)
+    listing = list_candidates(main, config.older_than_ms)
+    candidates, buckets = listing.files, listing.bucket_dirs
     if after_listing is not None:
         after_listing()
-    by_name: dict[str, list[FileStatus]] = {}
-    for c in candidates:
-        by_name.setdefault(c.name, []).append(c)
+    names = {c.name for c in candidates}
     used: set[str] = set()
     reach = Reachability(main)
+    # manifests reference data and changelog files only: the bucket directories' names
+    data_names = listing.data_names
+    options = main.options()
+    scanner = NameScanner(data_names, (options.get("data-file.prefix", "data-"),
+                                       options.get("changelog-file.prefix", "changelog-")))
 
     def mark(name: str | None) -> None:
-        if name and name in by_name:
+        if name and name in names:
             used.add(name)
 
     # Immutable metadata is walked once, whichever root reaches it first: a list, a list
@@ -195,8 +223,7 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
                         if meta.file_name in done_manifests:
                             continue
                         # read, not cached: each manifest is walked once, so a cache only costs memory
-                        _mark_refs(manifests.read_manifest_refs(main.file_io, join(reach.manifest_dir, meta.file_name)),
-                                   by_name, used)
+                        _mark_manifest(main, join(reach.manifest_dir, meta.file_name), scanner, names, used)
                         done_manifests.add(meta.file_name)
                     done_blocks.add(block_id)
                 done_lists.add(list_name)
@@ -216,39 +243,55 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
         except errors.FormatError as e:
             raise errors.IncompleteProtectionSetError(f"cannot read metadata of {root_path}: {e}",
                                                       fix="repair the damaged file") from e
+    used |= data_names - scanner.missing()  # seen in a scanned manifest (decoded ones marked theirs above)
     kind_of = {main.shared_dir(layout.MANIFEST_DIR): plans.FileKind.MANIFEST,
                main.shared_dir(layout.INDEX_DIR): plans.FileKind.INDEX,
                main.shared_dir(layout.STATISTICS_DIR): plans.FileKind.STATISTICS}
     files = []
-    for name, statuses in by_name.items():
-        if name in used:
-            continue
-        for s in statuses:
-            parent_dir = s.path.rsplit("/", 1)[0]
-            kind = kind_of.get(parent_dir, plans.FileKind.OTHER if "/snapshot/" in s.path or "/changelog/" in s.path
-                               else plans.FileKind.DATA)
-            files.append(plans.PlannedFile(s.path, kind, s.size, "referenced by no snapshot, tag or changelog"))
+    unreferenced = 0
+    for listed in (c for c in candidates if c.name not in used):
+        unreferenced += 1
+        s = main.file_io.status_of(listed)  # a stat only now, for the few unreferenced local files
+        if s is None or s.is_dir or s.mtime_ms >= config.older_than_ms:
+            continue  # vanished, replaced by a directory, or written after the threshold
+        parent_dir = s.path.rsplit("/", 1)[0]
+        kind = kind_of.get(parent_dir, plans.FileKind.OTHER if "/snapshot/" in s.path or "/changelog/" in s.path
+                           else plans.FileKind.DATA)
+        files.append(plans.PlannedFile(s.path, kind, s.size, "referenced by no snapshot, tag or changelog"))
     steps: list[plans.Step] = list(plans.Plan.ordered_deletes(files))
     if config.clean_empty_directories and files:
         touched = sorted({f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA})
         if touched:
             steps.append(plans.RemoveEmptyDirsStep(tuple(touched), depth=len(main.schema().partition_keys)))
     return plans.Plan("clean-orphans", main.identifier, tuple(steps),
-                      (f"{len(candidates)} candidate file(s) older than the threshold, {len(files)} unreferenced",),
+                      (f"{len(candidates)} candidate file(s) listed, {unreferenced} unreferenced, "
+                       f"{len(files)} of them older than the threshold",),
                       (("older_than_ms", config.older_than_ms), ("candidates", len(candidates)),
+                       ("unreferenced", unreferenced),
                        ("bucket_dirs", len(buckets))))
 
 
-def _mark_refs(refs: list[manifests.FileRef], by_name: dict[str, list[FileStatus]], used: set[str]) -> None:
+def _mark_manifest(table: Table, path: str, scanner: NameScanner, names: set[str], used: set[str]) -> None:
+    """Mark what one manifest references: by a byte scan of its blocks when the scanner can
+    (see :mod:`tablekeeper.core.name_scan`), else by decoding its entries."""
+    payload = manifests.read_manifest_payload(table.file_io, path) if scanner.usable else None
+    if payload is None:
+        _mark_refs(manifests.read_manifest_refs(table.file_io, path), names, used)
+        return
+    for block in payload:
+        scanner.feed(block)
+
+
+def _mark_refs(refs: list[manifests.FileRef], names: set[str], used: set[str]) -> None:
     """Mark the data files (and their extra files) of one manifest's entries, ADD and DELETE."""
     add = used.add
     for ref in refs:
-        if ref.file_name and ref.file_name in by_name:
+        if ref.file_name and ref.file_name in names:
             add(ref.file_name)
         if ref.external_path:
             name = ref.external_path.rsplit("/", 1)[-1]
-            if name and name in by_name:
+            if name and name in names:
                 add(name)
         for extra in ref.extra_files:
-            if extra and extra in by_name:
+            if extra and extra in names:
                 add(extra)

@@ -18,7 +18,7 @@ import pytest
 import s3fs
 
 from tablekeeper.core import errors, execution, expire, orphans, plans
-from tablekeeper.core.storage import DeleteOutcome, FileIO, FileStatus
+from tablekeeper.core.storage import DeleteOutcome, FileIO, FileStatus, ListedEntry
 from tests.maintenance.helpers import (
     DAY_MS,
     HOUR_MS,
@@ -355,6 +355,10 @@ class LyingListIO(FileIO):
         out = super().list_dir(path)
         return [FileStatus(s.path, s.size, s.mtime_ms, False) if s.path == self.liar_dir else s for s in out]
 
+    def scan_dir(self, path: str) -> list[ListedEntry]:
+        # the lie comes with a status, as an object store's listing would carry one
+        return [ListedEntry(s.path, s.name, s.is_dir, s) for s in self.list_dir(path)]
+
     def delete_files(self, paths: Any) -> Any:
         paths = list(paths)
         self.deleted.extend(paths)
@@ -389,6 +393,11 @@ class FailingListIO(FileIO):
         if path == self.victim:
             raise OSError(f"transient listing failure of {path}")
         return super().list_dir(path)
+
+    def scan_dir(self, path: str) -> list[ListedEntry]:
+        if path == self.victim:
+            raise OSError(f"transient listing failure of {path}")
+        return super().scan_dir(path)
 
     def delete_files(self, paths: Any) -> Any:
         paths = list(paths)
@@ -608,3 +617,53 @@ def test_s3_pitfall_06_and_09_commit_between_listing_and_used_set_and_no_directo
     result = execution.execute(bad, handle(wh, options=s3_options).file_io)
     assert len(result.failed) == 3 and all("directory" in (r.error or "") for r in result.failed)
     assert _s3_keys(s3, prefix) == keys
+
+
+# -- the byte-level name scan (core/name_scan.py) against decoding every entry ----------------------
+
+
+def _plans_by_scan_and_by_decoding(t_factory: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[set[str], set[str]]:
+    from tablekeeper.core import name_scan
+    from tablekeeper.core.paimon import manifests
+
+    decoded: list[str] = []
+    real_refs = manifests.read_manifest_refs
+
+    def spy(file_io: Any, path: str) -> Any:
+        decoded.append(path)
+        return real_refs(file_io, path)
+
+    monkeypatch.setattr(manifests, "read_manifest_refs", spy)
+    scanned = plan_paths(orphans.plan_orphan_clean(t_factory(), default_config()))
+    assert decoded == []  # the scan served every manifest
+    monkeypatch.setattr(name_scan, "MAX_LITERAL_NAMES", -1)  # scanner unusable: decode entries
+    by_decoding = plan_paths(orphans.plan_orphan_clean(t_factory(), default_config()))
+    assert decoded  # and now every manifest was decoded
+    return scanned, by_decoding
+
+
+@pytest.mark.parametrize("scene", ["mixed", "dynamic-bucket", "changelog"])
+def test_name_scan_plans_exactly_what_decoding_plans(templates: dict[str, str], tmp_path: Path, scene: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    wh = copy_tree(templates[scene], tmp_path / "wh")
+    planted = plant_orphans(table_root(wh))
+    backdate_tree(wh, OLD)
+    scanned, by_decoding = _plans_by_scan_and_by_decoding(lambda: handle(wh), monkeypatch)
+    assert scanned == by_decoding == planted
+
+
+def test_name_scan_on_the_java_fixture_matches_decoding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tablekeeper.core.paimon.table import open_table_path
+    from tests.support.paimon import extract_java_fixture
+
+    wh = extract_java_fixture(tmp_path / "java")
+    tables = sorted(p for p in (wh / "default.db").iterdir() if (p / "snapshot").is_dir())
+    assert tables
+    for root in tables:
+        bucket = next(p for p in root.rglob("bucket-*") if p.is_dir())
+        planted = {plant(f"{bucket}/data-{'0a0a0a0a-0a0a-0a0a-0a0a-0a0a0a0a0a0a'}-0.parquet"),
+                   plant(f"{bucket}/data-0a0a-orphan-0.parquet")}
+        backdate_tree(str(wh), OLD)
+        scanned, by_decoding = _plans_by_scan_and_by_decoding(lambda r=root: open_table_path(str(r)), monkeypatch)
+        assert scanned == by_decoding == planted, root.name
+        monkeypatch.undo()

@@ -114,7 +114,6 @@ def test_clean_orphans_dry_run_then_real_run_match_in_process(spark: Any, two_co
     assert names(spark_wh) == names(local_wh)
     after = names(spark_wh)
     assert "db.db/orders/dt=zz/" not in after and "db.db/orders/dt=b/bucket-0/data-young.parquet" in after
-    assert real.details["candidates"] == local.details["candidates"]
     assert real.details["bucket_dirs"] == local.details["bucket_dirs"]
 
     again = job.run(spark, request(spark_wh, "clean-orphans", now_ms=at))

@@ -45,6 +45,7 @@ __all__ = [
     "DataFileMeta",
     "ManifestEntry",
     "FileRef",
+    "read_manifest_payload",
     "DeletionVectorRange",
     "GlobalIndexMeta",
     "IndexManifestEntry",
@@ -452,9 +453,22 @@ _REF_SPEC: Final[_Spec] = {
               "_EXTERNAL_PATH": "ep", "_FILE_SOURCE": "fs", "_EMBEDDED_FILE_INDEX": "ei"},
 }
 _REF_OUTPUT: Final = "TN(Ref, (k, p, b, lv, fn, () if ef is None else tuple(ef), ep, fs, ei, fsz))"
+#: Manifest-list rows, every field (absent optional fields decode as None).
+_LIST_SPEC: Final[_Spec] = {
+    "_VERSION": "v", "_FILE_NAME": "fn", "_FILE_SIZE": "fsz", "_NUM_ADDED_FILES": "na",
+    "_NUM_DELETED_FILES": "nd", "_PARTITION_STATS": {"_MIN_VALUES": "ps0", "_MAX_VALUES": "ps1",
+                                                     "_NULL_COUNTS": "ps2"},
+    "_SCHEMA_ID": "sid", "_MIN_BUCKET": "mnb", "_MAX_BUCKET": "mxb", "_MIN_LEVEL": "mnl", "_MAX_LEVEL": "mxl",
+    "_MIN_ROW_ID": "mnr", "_MAX_ROW_ID": "mxr", "_TOTAL_BUCKETS": "tb", "_EXTRA_FILES": "ef",
+}
+_LIST_OUTPUT: Final = (
+    "TN(ListMeta, (fn, fsz, na, nd, TN(Stats, (ps0, ps1, None if ps2 is None else tuple(ps2))), sid, "
+    "mnb, mxb, mnl, mxl, mnr, mxr, tb, () if ef is None else tuple(ef)))"
+)
 _DECODER_KINDS: Final[dict[str, tuple[_Spec, str]]] = {
     "entry": (_ENTRY_SPEC, _ENTRY_OUTPUT),
     "ref": (_REF_SPEC, _REF_OUTPUT),
+    "list": (_LIST_SPEC, _LIST_OUTPUT),
 }
 
 _Decoder = Callable[[Any, int, Callable[[Any], None]], None]
@@ -641,6 +655,7 @@ def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _De
         "ARR": arrays[0], "ARRN": arrays[1], "NS": {"writer": {}, "reader": {}}, "OPT": {},
         "Bad": _FastDecodeError, "Version": _VersionMismatch,
         "Entry": ManifestEntry, "Meta": DataFileMeta, "Stats": SimpleStats, "Ref": FileRef,
+        "ListMeta": ManifestFileMeta,
         "tuple": tuple, "range": range, "TN": tuple.__new__,
     }
     env.update({f"T{i}": t for i, t in enumerate(types)})
@@ -774,12 +789,57 @@ def _self_test() -> bool:
             decoder = info.decoder(kind)
             if decoder is None or _decode_compiled(decoder, container.data) != slow(container, info, "", ""):
                 return False
-        return True
+        return _self_test_list(stats)
     except Exception:
         return False
 
 
+def _self_test_list(stats: dict[str, Any]) -> bool:
+    """The manifest-list decoder against fastavro.reader (optional fields present and absent)."""
+    fields = [
+        {"name": "_VERSION", "type": "int"}, {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_FILE_SIZE", "type": "long"}, {"name": "_NUM_ADDED_FILES", "type": "long"},
+        {"name": "_NUM_DELETED_FILES", "type": "long"}, {"name": "_PARTITION_STATS", "type": stats},
+        {"name": "_SCHEMA_ID", "type": "long"}, {"name": "_MIN_BUCKET", "type": ["null", "int"]},
+        {"name": "_MAX_BUCKET", "type": ["int", "null"]}, {"name": "_UNKNOWN", "type": ["null", "string"]},
+        {"name": "_MIN_ROW_ID", "type": ["null", "long"]},
+        {"name": "_EXTRA_FILES", "type": ["null", {"type": "array", "items": "string"}]},
+    ]
+    schema = {"type": "record", "name": "t.list", "fields": fields}
+    records = [
+        {"_VERSION": 2, "_FILE_NAME": f"manifest-{i}-é", "_FILE_SIZE": i * 7919, "_NUM_ADDED_FILES": i,
+         "_NUM_DELETED_FILES": -i, "_PARTITION_STATS": {"_MIN_VALUES": b"a" * (i % 7), "_MAX_VALUES": b"",
+                                                        "_NULL_COUNTS": [i, None] if i % 2 else None},
+         "_SCHEMA_ID": i % 4, "_MIN_BUCKET": i if i % 3 else None, "_MAX_BUCKET": None if i % 4 else i,
+         "_UNKNOWN": "u" if i % 2 else None, "_MIN_ROW_ID": 2**40 + i if i % 5 else None,
+         "_EXTRA_FILES": [f"x-{i}"] * (i % 3) if i % 4 else None}
+        for i in range(200)
+    ]
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), records, codec="deflate", sync_interval=1024)
+    decoder = _SchemaInfo(schema).decoder("list")
+    if decoder is None:
+        return False
+    return _decode_compiled(decoder, buf.getvalue()) == _list_by_reader(buf.getvalue(), "", "")
+
+
 # -- manifest lists ---------------------------------------------------------------------------
+def _list_by_reader(data: bytes, path: str, what: str) -> list[ManifestFileMeta]:
+    out: list[ManifestFileMeta] = []
+    for r in _records(data, path, what):
+        if r["_VERSION"] != _MANIFEST_LIST_VERSION:
+            raise _bad_version(path, what, r["_VERSION"], _MANIFEST_LIST_VERSION)
+        extra = r.get("_EXTRA_FILES")
+        out.append(ManifestFileMeta(
+            r["_FILE_NAME"], r["_FILE_SIZE"], r["_NUM_ADDED_FILES"], r["_NUM_DELETED_FILES"],
+            _stats(r["_PARTITION_STATS"]), r["_SCHEMA_ID"],
+            r.get("_MIN_BUCKET"), r.get("_MAX_BUCKET"), r.get("_MIN_LEVEL"), r.get("_MAX_LEVEL"),
+            r.get("_MIN_ROW_ID"), r.get("_MAX_ROW_ID"), r.get("_TOTAL_BUCKETS"),
+            () if extra is None else tuple(extra),
+        ))
+    return out
+
+
 def read_manifest_list(file_io: FileIO, path: str) -> list[ManifestFileMeta]:
     """Read a manifest list (``manifest-list-*``): the manifests one snapshot half consists of.
 
@@ -790,20 +850,16 @@ def read_manifest_list(file_io: FileIO, path: str) -> list[ManifestFileMeta]:
     what = "manifest list"
     container, info = _read_container(file_io, path, what)
     _require(info, path, what, _LIST_REQUIRED)
-    out: list[ManifestFileMeta] = []
     with _gc_paused():
-        for r in _records(_plain_bytes(container, info), path, what):
-            if r["_VERSION"] != _MANIFEST_LIST_VERSION:
-                raise _bad_version(path, what, r["_VERSION"], _MANIFEST_LIST_VERSION)
-            extra = r.get("_EXTRA_FILES")
-            out.append(ManifestFileMeta(
-                r["_FILE_NAME"], r["_FILE_SIZE"], r["_NUM_ADDED_FILES"], r["_NUM_DELETED_FILES"],
-                _stats(r["_PARTITION_STATS"]), r["_SCHEMA_ID"],
-                r.get("_MIN_BUCKET"), r.get("_MAX_BUCKET"), r.get("_MIN_LEVEL"), r.get("_MAX_LEVEL"),
-                r.get("_MIN_ROW_ID"), r.get("_MAX_ROW_ID"), r.get("_TOTAL_BUCKETS"),
-                () if extra is None else tuple(extra),
-            ))
-    return out
+        decoder = info.decoder("list") if _fast_usable() else None
+        if decoder is not None:
+            try:
+                return cast(list[ManifestFileMeta], _decode_compiled(decoder, container.data))
+            except _VersionMismatch as e:
+                raise _bad_version(path, what, e.version, _MANIFEST_LIST_VERSION) from None
+            except _FastDecodeError:
+                pass  # fastavro.reader decides
+        return _list_by_reader(_plain_bytes(container, info), path, what)
 
 
 # -- manifests --------------------------------------------------------------------------------
@@ -859,6 +915,47 @@ def _read_entries(file_io: FileIO, path: str, kind: str, file_required: Iterable
             except _FastDecodeError:
                 pass  # damaged, or a shape the compiled path misjudged: fastavro.reader decides
         return slow(container, info, path, what)
+
+
+def _is_string(t: Any, *, nullable: bool) -> bool:
+    if nullable and isinstance(t, list) and len(t) == 2 and "null" in t:
+        t = t[1 - t.index("null")]
+    return _primitive(t) == "string"
+
+
+def _names_stored_as_strings(info: _SchemaInfo) -> bool:
+    """Whether every field naming a file is an Avro string, stored verbatim in the bytes."""
+    file_fields = info.file_fields or {}
+    extra = file_fields.get("_EXTRA_FILES")
+    extra_items = extra.get("items") if isinstance(extra, dict) and extra.get("type") == "array" else None
+    external = file_fields.get("_EXTERNAL_PATH")
+    return (_is_string(file_fields.get("_FILE_NAME"), nullable=False)
+            and extra_items is not None and _is_string(extra_items, nullable=True)
+            and (external is None or _is_string(external, nullable=True)))
+
+
+def read_manifest_payload(file_io: FileIO, path: str) -> list[bytes] | None:
+    """The decompressed record bytes of every block of a manifest, for a byte-level name scan
+    (:mod:`tablekeeper.core.name_scan`) instead of decoding every entry.
+
+    The writer schema is checked as for :func:`read_manifest_refs`, so an unknown format still
+    fails closed; None when a field naming files is not a plain Avro string (the caller then
+    decodes entries).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        FormatError: the file is damaged or not a manifest.
+    """
+    what = "manifest"
+    container, info = _read_container(file_io, path, what)
+    _require(info, path, what, _ENTRY_TOP_REQUIRED, _REF_FILE_REQUIRED)
+    if not _names_stored_as_strings(info):
+        return None
+    try:
+        return [getattr(block, "bytes_").getvalue()  # noqa: B009 - untyped attribute of fastavro's Block
+                for block in fastavro.block_reader(io.BytesIO(container.data))]
+    except Exception as e:  # codec errors, bad sync markers, truncation
+        raise _format_error(path, what, f"{type(e).__name__}: {e}") from e
 
 
 def read_manifest(file_io: FileIO, path: str) -> list[ManifestEntry]:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import fsspec
 
@@ -23,6 +23,7 @@ from tablekeeper.core import errors, safety
 
 __all__ = [
     "FileStatus",
+    "ListedEntry",
     "DeleteOutcome",
     "DeleteResult",
     "FileIO",
@@ -43,6 +44,19 @@ class FileStatus:
     @property
     def name(self) -> str:
         return basename(self.path)
+
+
+class ListedEntry(NamedTuple):
+    """A directory entry as listed. Object stores return size and mtime with the listing; a
+    local directory does not (``readdir`` gives names and types only), and a stat per entry
+    costs more than the listing itself, so ``status`` is None there until :meth:`FileIO.status_of`
+    asks for it — callers that filter by name first stat only what survives. (A tuple: listings
+    hold hundreds of thousands of these.)"""
+
+    path: str
+    name: str
+    is_dir: bool
+    status: FileStatus | None = None
 
 
 class DeleteOutcome(enum.StrEnum):
@@ -240,6 +254,28 @@ class FileIO:
         raw = self._raw(path).rstrip("/")
         return [self._status(i) for i in infos
                 if not _is_marker(i) and str(i["name"]).rstrip("/") != raw]
+
+    def scan_dir(self, path: str) -> list[ListedEntry]:
+        """Entries of one directory without a stat per local entry; [] when it does not exist."""
+        if self.is_local:
+            try:
+                with os.scandir(self._raw(path)) as it:
+                    return [ListedEntry(entry.path, entry.name, entry.is_dir(follow_symlinks=False)) for entry in it]
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+        return [ListedEntry(s.path, s.name, s.is_dir, s) for s in self.list_dir(path)]
+
+    def status_of(self, entry: ListedEntry) -> FileStatus | None:
+        """The entry's status (from the listing, else one stat); None when it vanished since."""
+        if entry.status is not None:
+            return entry.status
+        try:
+            if self.is_local:  # as list_dir: the entry itself, never a symlink's target
+                st = os.lstat(self._raw(entry.path))
+                return FileStatus(entry.path, st.st_size, st.st_mtime_ns // 1_000_000, stat_module.S_ISDIR(st.st_mode))
+            return self.stat(entry.path)
+        except FileNotFoundError:
+            return None
 
     def walk_files(self, path: str) -> Iterator[FileStatus]:
         """Every regular file below ``path``, recursively."""
