@@ -8,13 +8,14 @@ content, not by name, so detection survives ``rename_tag`` in main (paimon-seman
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
 
-__all__ = ["ForkPoint", "fork_point", "fork_points", "fork_tags_of"]
+__all__ = ["ForkPoint", "fork_point", "fork_points", "fork_tags_of", "main_identities", "fork_users"]
 
 Identity = tuple[int, str | None, str | None]
 
@@ -27,7 +28,8 @@ class ForkPoint:
     from_tag: str | None
 
 
-def _main_identities(main: Table) -> set[Identity]:
+def main_identities(main: Table) -> set[Identity]:
+    """Identities of main's tags and snapshots (what a branch's fork point is matched against)."""
     ids: set[Identity] = {t.snapshot.identity() for t in main.tags()}
     for sid in main.snapshot_ids():
         try:
@@ -37,10 +39,11 @@ def _main_identities(main: Table) -> set[Identity]:
     return ids
 
 
-def fork_point(branch: Table, main_identities: set[Identity] | None = None) -> ForkPoint:
-    """The fork point of ``branch`` (snapshot_id None for a branch created empty)."""
+def fork_point(branch: Table, known_identities: set[Identity] | None = None) -> ForkPoint:
+    """The fork point of ``branch`` (snapshot_id None for a branch created empty);
+    ``known_identities``: :func:`main_identities`, when the caller has them already."""
     main = branch.on_branch(layout.MAIN)
-    known = main_identities if main_identities is not None else _main_identities(main)
+    known = known_identities if known_identities is not None else main_identities(main)
     candidates: list[tuple[int, Snapshot, str | None]] = []
     for tag in branch.tags():
         candidates.append((tag.snapshot_id, tag.snapshot, tag.name))
@@ -59,20 +62,32 @@ def fork_point(branch: Table, main_identities: set[Identity] | None = None) -> F
 
 def fork_points(table: Table) -> list[ForkPoint]:
     main = table.on_branch(layout.MAIN)
-    known = _main_identities(main)
+    known = main_identities(main)
     return [fork_point(main.on_branch(b), known) for b in main.branch_names()]
 
 
-def fork_tags_of(table: Table) -> dict[str, list[str]]:
-    """Tags of ``table``'s branch that some other branch forked from: {tag name: [branches]}.
+def fork_users(branch: str, identity: Identity, points: Iterable[ForkPoint], main_ids: set[Identity]) -> list[str]:
+    """Branches forked from a tag of ``branch`` whose snapshot identity is ``identity``.
 
-    For main: main tags whose snapshot identity is a branch's fork identity. For a branch X:
-    X's tags are fork points of branches whose fork identity equals them (branches of
-    branches share the same storage)."""
+    On main: every branch whose fork identity equals it. On another branch X: a tag X holds is
+    usually the byte copy of the main tag X was created from; a sibling created from the same
+    main tag forked from *main's* tag, not from X's copy (main's tag protects it, and dropping X
+    or deleting its copy never touches the sibling's files). So X's tags protect only forks main
+    does not know (branches created from X itself)."""
+    if branch != layout.MAIN and identity in main_ids:
+        return []
+    return sorted(f.branch for f in points if f.identity == identity and f.branch != branch)
+
+
+def fork_tags_of(table: Table) -> dict[str, list[str]]:
+    """Tags of ``table``'s branch that some other branch forked from: {tag name: [branches]}
+    (see :func:`fork_users`)."""
+    main = table.on_branch(layout.MAIN)
+    main_ids = main_identities(main)
+    points = [f for f in fork_points(table) if f.identity is not None]
     out: dict[str, list[str]] = {}
-    forks = [f for f in fork_points(table) if f.identity is not None and f.branch != table.branch]
     for tag in table.tags():
-        users = [f.branch for f in forks if f.identity == tag.snapshot.identity()]
+        users = fork_users(table.branch, tag.snapshot.identity(), points, main_ids)
         if users:
-            out[tag.name] = sorted(users)
+            out[tag.name] = users
     return out

@@ -100,6 +100,11 @@ class Reason:
     DEADLINE_EXCEEDED = "DeadlineExceeded"
     TABLE_LOCKED = "TableLocked"
     DELETE_FAILED = "DeleteFailed"
+    SPARK_SUBMISSION_FAILED = "SparkSubmissionFailed"
+    SPARK_APPLICATION_MISSING = "SparkApplicationMissing"
+    SPARK_JOB_FAILED = "SparkJobFailed"
+    RESULT_ARTIFACT_MISSING = "ResultArtifactMissing"
+    RESULT_ARTIFACT_INVALID = "ResultArtifactInvalid"
     # tablekeeper additions
     PROTECTED_BY_BRANCH = "ProtectedByBranch"
     BRANCH_IN_USE = "BranchInUse"
@@ -111,6 +116,9 @@ class Reason:
     CATALOG_NOT_FOUND = "CatalogNotFound"
     CATALOG_NOT_READY = "CatalogNotReady"
     TABLE_OUTSIDE_WAREHOUSE = "TableOutsideWarehouse"
+    CONFLICTING_TABLE_OPTION = "ConflictingTableOption"
+    TABLE_OPTIONS_APPLIED = "TableOptionsApplied"
+    DRIFT_CORRECTED = "DriftCorrected"
 
 
 #: Every reason, for documentation and tests.

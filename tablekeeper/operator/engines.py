@@ -1,13 +1,18 @@
 """Where a ``PaimonMaintenanceRun`` executes: the engine hook (operator-design.md §7.7).
 
-:class:`Engine` is the interface the run controller calls; :func:`select` picks one for a run.
-Today every run executes **in process** (:class:`InProcessEngine`): the same planner and applier
-the CLI uses (``plan_table`` with schedules ignored, then ``apply`` of the run type's actions),
-under the table's lock, in a worker thread. A run that asks for ``SparkOperator`` or ``SparkJob``
-also runs in process and says so in its status: launching Spark (create the Job or
-SparkApplication, watch it, read its result artifact, enforce the deadline) is a separate piece
-of work. :func:`launch_manifest` already builds the object such a launch would create, with the
-builders of :mod:`tablekeeper.spark.launch`.
+Two ways to execute a run:
+
+- **in process** (:class:`InProcessEngine`, the ``Engine`` interface the run controller calls):
+  the same planner and applier the CLI uses (``plan_table`` with schedules ignored, then
+  ``apply`` of the run type's actions), under the table's lock, in a worker thread. Engine
+  ``Python``, ``Auto`` below the size threshold, run types the Spark job does not do
+  (``ExpireTags``, ``ExpirePartitions``), and every run while Spark runs are off (no
+  ``TABLEKEEPER_SPARK_IMAGE``; :func:`select` then notes why in the run's status);
+- **on Spark** (``SparkOperator``: a ``SparkApplication``; ``SparkJob``: a ``batch/v1`` Job running
+  spark-submit in client mode): :func:`launch_request` turns the run and the table's effective
+  policy into the job's arguments and :func:`launch_manifest` builds the object with the builders of
+  :mod:`tablekeeper.spark.launch`; :mod:`tablekeeper.operator.sparkruns` creates it, observes it
+  and reads the job's result artifact back into the run.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from tablekeeper.reconcile import planner
 from tablekeeper.spark import launch
 
 __all__ = ["RUN_KINDS", "RunRequest", "RunResult", "Engine", "InProcessEngine", "select", "launch_request",
-           "launch_manifest", "SAMPLE_MAX"]
+           "launch_manifest", "SAMPLE_MAX", "SPARK_RUN_TYPES", "dry_run_of"]
 
 #: Run type -> the planner action kinds it carries out.
 RUN_KINDS: Mapping[str, tuple[str, ...]] = {
@@ -88,6 +93,16 @@ def _counts(actions: Sequence[A.Action]) -> dict[str, Any]:
     return out
 
 
+def dry_run_of(spec: PaimonMaintenanceRunSpec, policy: Mapping[str, Any]) -> bool:
+    """The run's ``parameters.dryRun``, else for RemoveOrphanFiles the policy's
+    ``orphanFiles.dryRun`` (default true), else false."""
+    if spec.parameters.dry_run is not None:
+        return spec.parameters.dry_run
+    if spec.type == "RemoveOrphanFiles":
+        return bool(policy.get("orphanFiles.dryRun", True))
+    return False
+
+
 class InProcessEngine:
     """Runs maintenance in this process with the shared planner and applier."""
 
@@ -95,6 +110,10 @@ class InProcessEngine:
 
     def run(self, request: RunRequest) -> RunResult:
         spec = request.spec
+        if spec.type in ("FastForward", "Rollback", "Compact"):  # branch verbs: tablekeeper.operator.verbs
+            from tablekeeper.operator import verbs
+
+            return verbs.run_verb(request)
         kinds = RUN_KINDS.get(spec.type)
         if kinds is None:
             return RunResult(False, Reason.NOT_SUPPORTED, f"run type {spec.type} is not implemented by the operator yet")
@@ -102,15 +121,10 @@ class InProcessEngine:
             return RunResult(False, Reason.NOT_SUPPORTED, "maintenance of branches other than main is not "
                                                           "implemented yet")
         plan = scopes.plan_scope(request.scope, request.opener, request.now)
-        dry_run = request.dry_run
-        if dry_run is None:
-            dry_run = spec.parameters.dry_run
-        if dry_run is None:
-            dry_run = bool(plan.policy.values.get("orphanFiles.dryRun", True)) if spec.type == "RemoveOrphanFiles" \
-                else False
+        dry_run = request.dry_run if request.dry_run is not None else dry_run_of(spec, plan.policy.values)
         config = reconcile.ReconcileConfig(ignore_schedules=True, estimate=dry_run)
         table_plan = planner.plan_table(plan.target, plan.table, plan.state, plan.records, plan.policy, request.now,
-                                        config)
+                                        config, kinds=kinds)
         picked: list[A.Action] = []
         for a in table_plan.actions:
             if a.kind not in kinds:
@@ -148,46 +162,65 @@ class InProcessEngine:
 _IN_PROCESS = InProcessEngine()
 
 
-def select(requested: str | None) -> tuple[Engine, str]:
-    """The engine for a run that asks for ``requested`` (Python, SparkOperator, SparkJob or None),
-    and a note for its status when the request cannot be honoured yet."""
+def select(requested: str | None, *, spark_enabled: bool = False, run_type: str = "") -> tuple[Engine, str]:
+    """The in-process engine for a run that asks for ``requested`` (Python, Auto, SparkOperator,
+    SparkJob or None) and does not go to Spark, with a note for its status when it asked for Spark."""
     if requested in (None, "Auto", "Python"):
         return _IN_PROCESS, ""
-    return _IN_PROCESS, (f"engine {requested} requested: launching Spark is not wired into the operator yet, "
-                         "ran in process")
+    if not spark_enabled:
+        return _IN_PROCESS, f"engine {requested} requested: Spark runs are off (no TABLEKEEPER_SPARK_IMAGE), ran in process"
+    if run_type and run_type not in SPARK_RUN_TYPES:
+        return _IN_PROCESS, f"engine {requested} requested: the Spark job does not do {run_type}, ran in process"
+    return _IN_PROCESS, f"engine {requested} requested: ran in process"
 
 
 # -- Spark launch (building only) ----------------------------------------------------------------------
 
-_OPERATIONS: Mapping[str, str] = {"ExpireSnapshots": "expire", "RemoveOrphanFiles": "clean-orphans"}
+_OPERATIONS: Mapping[str, launch.Operation] = {"ExpireSnapshots": "expire", "RemoveOrphanFiles": "clean-orphans"}
+#: Run types the Spark job carries out.
+SPARK_RUN_TYPES = frozenset(_OPERATIONS)
 
 
 def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: str, options: Mapping[str, str], *,
-                   dry_run: bool, run_name: str | None = None) -> launch.JobRequest | None:
+                   dry_run: bool, run_name: str | None = None, policy: Mapping[str, Any] | None = None,
+                   result: str | None = None) -> launch.JobRequest | None:
     """The Spark job request of a run, or None for types the Spark job does not do. Options
-    carrying credentials are left out (they come from a Secret in the pod)."""
+    carrying credentials are left out (they come from a Secret in the pod). ``policy``: the
+    table's effective policy values (``snapshots.minRetained``...), passed on as the job's
+    thresholds; ``result``: where the job writes its artifact."""
     operation = _OPERATIONS.get(spec.type)
     if operation is None:
         return None
     safe = {k: v for k, v in options.items() if not launch.is_secret_option(k)}
-    return launch.JobRequest(operation=operation,  # type: ignore[arg-type]
-                             warehouse=warehouse, table=identifier, branch=spec.branch, options=safe,
-                             dry_run=dry_run, run_name=run_name)
+    v = policy or {}
+    extra: dict[str, Any] = {}
+    if operation == "expire" and v:
+        extra.update(retain_min=int(v["snapshots.minRetained"]), time_retained=str(v["snapshots.maxAge"]),
+                     expire_limit=int(v["snapshots.expireLimit"]))
+        if v.get("snapshots.maxRetained") is not None:
+            extra["retain_max"] = int(v["snapshots.maxRetained"])
+    elif operation == "clean-orphans" and v.get("orphanFiles.olderThan") is not None:
+        extra["older_than"] = str(v["orphanFiles.olderThan"])
+    return launch.JobRequest(operation=operation, warehouse=warehouse, table=identifier, branch=spec.branch,
+                             options=safe, dry_run=dry_run, run_name=run_name, result=result, **extra)
 
 
 def launch_manifest(request: launch.JobRequest, *, engine: str, name: str, namespace: str, owner_name: str,
                     owner_uid: str, image: str, service_account: str, active_deadline_seconds: int,
                     ttl_seconds_after_finished: int = 604800, spark_version: str = "4.0.1",
-                    credentials_secret: str | None = None) -> dict[str, Any]:
-    """The ``batch/v1`` Job (``SparkJob``) or ``SparkApplication`` (``SparkOperator``) that would
-    run ``request``, owned by the run."""
+                    credentials_secret: str | None = None, driver: launch.SparkResources | None = None,
+                    executor: launch.SparkResources | None = None,
+                    spark_conf: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``batch/v1`` Job (``SparkJob``) or ``SparkApplication`` (``SparkOperator``) that runs
+    ``request``, owned by the run."""
     owner = launch.OwnerReference(name=owner_name, uid=owner_uid)
     if engine == "SparkOperator":
         return launch.spark_application_manifest(
             request, name=name, namespace=namespace, owner=owner, image=image, spark_version=spark_version,
             service_account=service_account, active_deadline_seconds=active_deadline_seconds,
-            ttl_seconds_after_finished=ttl_seconds_after_finished, credentials_secret=credentials_secret)
+            ttl_seconds_after_finished=ttl_seconds_after_finished, credentials_secret=credentials_secret,
+            driver=driver, executor=executor, spark_conf=spark_conf)
     return launch.job_manifest(
         request, name=name, namespace=namespace, owner=owner, image=image, service_account=service_account,
         active_deadline_seconds=active_deadline_seconds, ttl_seconds_after_finished=ttl_seconds_after_finished,
-        credentials_secret=credentials_secret)
+        credentials_secret=credentials_secret, driver=driver, executor=executor, spark_conf=spark_conf)

@@ -40,8 +40,9 @@ from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy import effective
 from tablekeeper.core.policy.validation import InvalidSpecError, UnsafeSpecError
 from tablekeeper.operator.conditions import Reason
+from tablekeeper.reconcile.applier import ActionResult
 
-__all__ = ["OperatorError", "Failure", "classify", "to_kopf", "SHORT_DELAY"]
+__all__ = ["OperatorError", "Failure", "classify", "failure_of", "to_kopf", "SHORT_DELAY"]
 
 #: Delay of retries after a lost race (another writer committed meanwhile).
 SHORT_DELAY = 1.0
@@ -110,6 +111,18 @@ def classify(error: BaseException) -> Failure:
         if isinstance(error, klass):
             return Failure(reason, _message(error), False)
     return Failure(Reason.ENGINE_ERROR, _message(error), True)
+
+
+def failure_of(result: ActionResult, *, reason: str | None = None) -> Failure:
+    """The failure of a failed applier result: classified from the action's own error (reason,
+    message with its fix, retry decision); ``reason`` overrides the condition reason (e.g.
+    ``DeleteFailed``) and keeps the detail in the message."""
+    if result.error is None:
+        return Failure(reason or Reason.ENGINE_ERROR, result.message, True)
+    failure = classify(result.error)
+    if reason is None or reason == failure.reason:
+        return failure
+    return Failure(reason, f"{failure.reason}: {failure.message}", failure.temporary, failure.short)
 
 
 def to_kopf(failure: Failure, delay: float) -> kopf.TemporaryError | kopf.PermanentError:

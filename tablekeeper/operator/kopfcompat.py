@@ -36,7 +36,7 @@ import kopf
 from kopf._cogs.clients import api as kopf_api
 from kopf._cogs.clients import errors as kopf_errors
 
-__all__ = ["Api", "ApiError", "NotFound", "timer", "stop_timer"]
+__all__ = ["Api", "ApiError", "NotFound", "Conflict", "timer", "stop_timer"]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,6 +44,7 @@ T = TypeVar("T")
 #: Errors of the Kubernetes API as Kopf raises them.
 ApiError = kopf_errors.APIError
 NotFound = kopf_errors.APINotFoundError
+Conflict = kopf_errors.APIConflictError
 _MERGE = {"Content-Type": "application/merge-patch+json"}
 
 

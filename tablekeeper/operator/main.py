@@ -64,9 +64,11 @@ def build_settings() -> kopf.OperatorSettings:
     """Kopf settings of the tablekeeper operator (operator-design.md §10.4).
 
     The labels the operator mirrors (``tablekeeper.io/tag-state``...) are left out of Kopf's change
-    detection. ``posting.level`` is WARNING, not INFO: Kopf logs "Handler ... succeeded" at INFO for every
-    handler and every timer tick, which would post an Event per object per check. The controllers
-    post their Events (``Created``, ``Adopted``, ``Deleted``, ``MaintenanceRequested``...) explicitly.
+    detection. ``posting.level`` is INFO (§10.4): ``kopf.info``/``kopf.warn`` and, where log posting is on,
+    object-logger records at INFO and above become Events. Kopf's own per-handler success lines are
+    not posted: ``posting.loggers`` stays off (Kopf's default; it would post "Handler ... succeeded" on
+    every change) and timers log through Kopf's local-only logger. The controllers post their Events
+    (``Created``, ``Adopted``, ``Deleted``, ``MaintenanceRequested``...) explicitly.
     """
     settings = kopf.OperatorSettings()
     settings.persistence.finalizer = FINALIZER
@@ -81,7 +83,8 @@ def build_settings() -> kopf.OperatorSettings:
     settings.networking.request_timeout = 30
     settings.networking.error_backoffs = [1, 2, 5, 10, 20]
     settings.execution.max_workers = 20
-    settings.posting.level = logging.WARNING
+    settings.posting.level = logging.INFO
+    settings.posting.loggers = False
     settings.posting.reporting_component = "tablekeeper"
     settings.posting.event_name_prefix = "tablekeeper-"
     settings.peering.standalone = True

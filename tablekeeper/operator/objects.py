@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
@@ -46,7 +47,7 @@ from tablekeeper.core.policy.tag import PaimonTagSpec
 from tablekeeper.operator import cluster, conditions, markers, metrics, scopes
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.errors import Failure, OperatorError, classify
+from tablekeeper.operator.errors import Failure, OperatorError, classify, failure_of
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import Outcome, url_of
 from tablekeeper.reconcile import actions as A
@@ -331,7 +332,8 @@ async def _reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimon
         if not changes:
             tag_exists = name in plan.state.branch_tags(member.branch)
             if rec is not None and not tag_exists:
-                expired = rec.expired or (rec.expires_ms is not None and now.timestamp() * 1000 >= rec.expires_ms)
+                expired = rec.expired or (rec.expires_ms is not None and now.timestamp() * 1000 >= rec.expires_ms) \
+                    or obj.labels.get(markers.TRIGGER_TYPE_LABEL) == "Policy"  # policy tags: expired by the policy
                 if expired:
                     out = _base(obj, "Lost", ("False", Reason.TAG_EXPIRED, f"tag {name!r} expired by its TTL "
                                                                             "(timeRetained); it is not recreated"),
@@ -365,7 +367,7 @@ async def _reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimon
         result = await asyncio.to_thread(scopes.apply_actions, plan, [change], store, opener)
         failed = [r for r in result.results if r.status == "failed"]
         if failed:
-            return _failed(rt, obj, Failure(Reason.ENGINE_ERROR, failed[0].message, True), now, retry=retry,
+            return _failed(rt, obj, failure_of(failed[0]), now, retry=retry,
                            backoff_limit=spec.backoff_limit)
         state = await asyncio.to_thread(_reobserve, plan)
     plan.state = state
@@ -477,7 +479,8 @@ async def _reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, spec: Pai
                               backoff_limit=None, keep_state="Lost")
                 return out
             reason = {"AlreadyExistsDifferentHistory": Reason.ALREADY_EXISTS_DIFFERENT_HISTORY,
-                      "AlreadyExists": Reason.ALREADY_EXISTS, "FromTagUnavailable": Reason.TAG_NOT_FOUND}.get(
+                      "AlreadyExists": Reason.ALREADY_EXISTS, "FromTagUnavailable": Reason.TAG_NOT_FOUND,
+                      "InvalidSpec": Reason.INVALID_SPEC}.get(
                 c.conflict, _BRANCH_KEEP.get(c.conflict, Reason.RESOURCE_CONFLICT))
             if c.conflict in _BRANCH_KEEP and rec is not None:  # a TTL drop refused: stays Ready
                 out = _branch_ready(plan, member, plan.records, _previous_branch_reason(obj), now)
@@ -522,7 +525,7 @@ async def _reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, spec: Pai
         result = await asyncio.to_thread(scopes.apply_actions, plan, [change], store, opener)
         failed = [r for r in result.results if r.status == "failed"]
         if failed:
-            return _failed(rt, obj, Failure(Reason.ENGINE_ERROR, failed[0].message, True), now, retry=retry,
+            return _failed(rt, obj, failure_of(failed[0]), now, retry=retry,
                            backoff_limit=6)
         plan.state = await asyncio.to_thread(_reobserve, plan)
     reason = Reason.ADOPTED if isinstance(change, A.AdoptBranch) else Reason.CREATED
@@ -545,7 +548,7 @@ async def _expire_branch(rt: Runtime, obj: Obj, plan: scopes.ScopePlan, scope: s
     result = await asyncio.to_thread(scopes.apply_actions, plan, [drop], store, opener)
     failed = [r for r in result.results if r.status == "failed"]
     if failed:
-        return _failed(rt, obj, Failure(Reason.DELETE_FAILED, failed[0].message, True), now, retry=None,
+        return _failed(rt, obj, failure_of(failed[0], reason=Reason.DELETE_FAILED), now, retry=None,
                        backoff_limit=None)
     out = _base(obj, "Deleting", ("False", Reason.BRANCH_EXPIRED, f"dropped: {drop.reason}"), now)
     out.fields.update(owned=None, expired=True)
@@ -598,7 +601,8 @@ async def _delete(rt: Runtime, view: cluster.View, obj: Obj, table_name: str, re
                               retry, now)
     failed = [r for r in result.results if r.status == "failed"]
     if failed:
-        return _delete_failed(rt, obj, Failure(Reason.DELETE_FAILED, failed[0].message, True), retry, now)
+        return _delete_failed(rt, obj, replace(failure_of(failed[0], reason=Reason.DELETE_FAILED), temporary=True),
+                              retry, now)
     for r in result.results:
         outcome.event("Normal", "Deleted", r.message)
     metrics.observe_reconcile(obj.kind, "deleted", 0.0)

@@ -19,7 +19,9 @@ Deliberately absent:
   resource scanning is disabled (``tablekeeper.operator.main.build_settings``); the operator only
   *gets* single Namespaces, for their labels, when a ``ClusterPaimonCatalog.allowedNamespaces``
   or a ``ClusterPaimonRetentionPolicy`` namespace selector needs them;
-- ``pods`` and logs: run results come from a JSON artifact, never from logs (spark-jobs.md §7);
+- ``pods`` and logs: run results come from a JSON artifact, never from logs (spark-jobs.md §8.3);
+- ``list``/``watch`` on Jobs and SparkApplications: the operator observes the one object a run
+  recorded, by name, from the run's periodic check;
 - ``update`` on ``/status``: Kopf and the controller patch status.
 """
 
@@ -62,6 +64,9 @@ _EXTRA_VERBS: dict[str, tuple[str, ...]] = {
     "PaimonBranch": ("delete",),  # branch TTL deletes the CR, design §4.4
     "PaimonMaintenanceRun": ("create", "delete"),  # scheduled runs and history pruning, design §4.6, §7.6
 }
+#: Launched Jobs and SparkApplications are read one by one by the name the run records (the run's
+#: periodic check), never listed or watched (tablekeeper.operator.sparkruns).
+_LAUNCH_VERBS = ("create", "get", "delete")
 #: Kinds that own other objects with ``blockOwnerDeletion`` (the OwnerReferencesPermissionEnforcement
 #: admission plugin then requires ``update`` on the owner's ``finalizers`` subresource).
 _OWNERS = ("PaimonTable", "PaimonMaintenanceRun")
@@ -99,10 +104,12 @@ PERMISSIONS: tuple[Permission, ...] = (
                "labels of a CR's namespace for allowedNamespaces.selector / namespaceSelector (design §8)"),
     Permission("", "secrets", ("get",), "watched", "PaimonCatalog credentialsSecretRef"),
     Permission("", "secrets", ("get",), "operator", "ClusterPaimonCatalog credentialsSecretRef without namespace"),
-    Permission("batch", "jobs", ("create", "get", "list", "watch", "delete"), "jobs",
-               "Python and SparkJob maintenance runs (design §7.7)"),
-    Permission("sparkoperator.k8s.io", "sparkapplications", ("create", "get", "list", "watch", "delete"), "jobs",
-               "SparkOperator maintenance runs (design §7.7)"),
+    Permission("batch", "jobs", _LAUNCH_VERBS, "jobs",
+               "SparkJob maintenance runs: create or adopt, observe by name, delete past the deadline or with "
+               "their run (design §7.7)"),
+    Permission("sparkoperator.k8s.io", "sparkapplications", _LAUNCH_VERBS, "jobs",
+               "SparkOperator maintenance runs: create or adopt, observe by name, delete past the deadline or "
+               "with their run (design §7.7)"),
 )
 
 #: (namespace or None for cluster-wide, group, resource, verb).

@@ -2,31 +2,41 @@
 §4.6, §7.7).
 
 Two Kopf handler steps: ``start`` (checks, then ``phase: Running`` with ``startTime`` and the
-resolved engine, persisted before any work) and ``execute`` (the engine runs the work under the
-table's lock; ``phase: Succeeded|Failed``, ``completionTime``, ``duration``, ``result`` counts,
-conditions ``Complete``/``Failed``, Events, metrics). A restart during ``execute`` runs it again:
-maintenance is re-planned against the table as it is, so a repeat only finishes what is left.
+requested engine, persisted before any work) and ``execute``. ``execute`` either
 
-A periodic check fails runs stuck past ``activeDeadlineSeconds`` (``DeadlineExceeded``) and
-deletes finished runs after ``ttlSecondsAfterFinished``. One run per table is active at a time
-(``concurrencyPolicy: Forbid``: a second one waits, ``TableLocked``).
+- runs the work **in process** under the table's lock (``phase: Succeeded|Failed``,
+  ``completionTime``, ``duration``, ``result`` counts, conditions ``Complete``/``Failed``, Events,
+  metrics). A restart during it runs it again: maintenance is re-planned against the table as it
+  is, so a repeat only finishes what is left; or
+- **launches Spark** (:mod:`tablekeeper.operator.sparkruns`): creates or adopts the
+  SparkApplication / batch Job and records it (``sparkApplicationRef`` / ``jobRef``, ``artifact``);
+  the run stays ``Running``.
+
+A periodic check observes launched objects (terminal state -> the result artifact is read into
+``status.result``; failure, a vanished object or a missing artifact -> ``Failed`` with a stable
+reason and a Warning Event), fails runs past ``activeDeadlineSeconds`` (``DeadlineExceeded``;
+a launched object is deleted) and deletes finished runs after ``ttlSecondsAfterFinished``. One
+run per table is active at a time (``concurrencyPolicy: Forbid``: a second one waits,
+``TableLocked``).
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
-from tablekeeper.operator import cluster, conditions, engines, markers, metrics, objects, scopes
+from tablekeeper.operator import cluster, conditions, engines, kopfcompat, markers, metrics, objects, scopes, sparkruns
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.errors import OperatorError, classify
 from tablekeeper.operator.maintenance import TERMINAL
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import Outcome, url_of
+from tablekeeper.spark import launch
 
 __all__ = ["start_run", "execute_run", "check_run", "duration_text"]
 
@@ -145,9 +155,14 @@ async def start_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) ->
         pending.delay = rt.config.retry_delay(1)
         return pending
     rt.run_claims[key] = obj.uid  # no await since the check: the claim is atomic in the loop
-    engine, note = engines.select(_table_engine(view, obj, spec))
+    requested = _table_engine(view, obj, spec)
+    if sparkruns.wants_spark(rt.config.spark, requested, spec):
+        engine_name, note = str(requested), ""  # resolved (Auto) and launched by the execute step
+    else:
+        engine, note = engines.select(requested, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
+        engine_name = engine.name
     out.generation = obj.generation
-    out.fields.update(phase="Running", startTime=_ts(now), engine=engine.name,
+    out.fields.update(phase="Running", startTime=_ts(now), engine=engine_name,
                       attempts=int(obj.status.get("attempts") or 0) + 1, message=note or "running")
     out.conditions = [
         conditions.condition(conditions.COMPLETE, False, Reason.RUNNING, note, generation=obj.generation, now=now),
@@ -169,12 +184,28 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
         return out
     spec = cluster.parse(obj)
     assert isinstance(spec, PaimonMaintenanceRunSpec)
+    if sparkruns.Ref.of(obj.status) is not None:
+        return Outcome()  # launched: the periodic check observes it (and enforces the deadline)
     started = _parse(obj.status.get("startTime")) or now
     if now - started > timedelta(seconds=_deadline(obj, spec, view)):
         _release(rt, obj, spec)
         return _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "activeDeadlineSeconds exceeded", started=started)
-    engine, note = engines.select(_table_engine(view, obj, spec))
+    requested = _table_engine(view, obj, spec)
     table_label = f"{obj.namespace}/{spec.table_ref.name}"
+    if sparkruns.wants_spark(rt.config.spark, requested, spec):
+        try:
+            launched = await sparkruns.launch_run(rt, view, obj, spec, str(requested), now=now,
+                                                  deadline=_deadline(obj, spec, view))
+        except (OperatorError, core_errors.TablekeeperError, OSError, kopfcompat.ApiError) as e:
+            retried = _retry(rt, e, retry)
+            if retried is not None:
+                return retried
+            _release(rt, obj, spec)
+            failure = classify(e)
+            return _finished(obj, rt.config.now(), False, failure.reason, failure.message, started=started)
+        if launched is not None:
+            return _launched(obj, launched, now)
+    engine, note = engines.select(requested, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     try:
@@ -185,33 +216,63 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
         async with rt.table_lock(scope.identity):
             result = await asyncio.to_thread(engine.run, request)
     except (OperatorError, core_errors.TablekeeperError, OSError) as e:
+        retried = _retry(rt, e, retry)
+        if retried is not None:
+            return retried
         failure = classify(e)
-        if failure.temporary and retry < 3:
-            out = Outcome()
-            out.fields["message"] = f"attempt {retry + 1} failed: {failure.message}"
-            out.failure = failure
-            out.delay = rt.config.retry_delay(retry + 1)
-            return out
         result = engines.RunResult(False, failure.reason, failure.message)
     seconds = loop.time() - t0
     end = rt.config.now()
     _release(rt, obj, spec)
     message = "; ".join(x for x in (result.message, note) if x)
     out = _finished(obj, end, result.succeeded, result.reason, message, started=started, result=result.result)
+    out.fields["engine"] = engine.name
     if result.policy:
         out.fields["policy"] = result.policy
-    outcome_label = "success" if result.succeeded else "failure"
-    metrics.MAINTENANCE_RUNS.labels(type=spec.type, engine=engine.name, result=outcome_label).inc()
-    metrics.MAINTENANCE_DURATION.labels(type=spec.type, engine=engine.name).observe(seconds)
-    if result.succeeded:
-        metrics.MAINTENANCE_LAST_SUCCESS.labels(table=table_label, type=spec.type).set(end.timestamp())
-        counts = result.result
-        if not counts.get("dryRun"):
-            metrics.SNAPSHOTS_EXPIRED.labels(table=table_label).inc(int(counts.get("expiredSnapshots") or 0))
-            metrics.BYTES_RECLAIMED.labels(table=table_label).inc(int(counts.get("reclaimedBytes") or 0))
-            for kind, count in result.deleted_by_kind.items():
-                metrics.FILES_DELETED.labels(table=table_label, type=kind).inc(count)
-        metrics.ORPHAN_FILES_FOUND.labels(table=table_label).inc(int(counts.get("orphanFiles") or 0))
+    _record_metrics(spec, engine.name, table_label, result.succeeded, result.result, result.deleted_by_kind,
+                    seconds, end)
+    return out
+
+
+def _retry(rt: Runtime, error: BaseException, retry: int) -> Outcome | None:
+    """A retry of the step for a temporary failure (at most 3), else None."""
+    failure = classify(error)
+    if not failure.temporary or retry >= 3:
+        return None
+    out = Outcome()
+    out.fields["message"] = f"attempt {retry + 1} failed: {failure.message}"
+    out.failure = failure
+    out.delay = rt.config.retry_delay(retry + 1)
+    return out
+
+
+def _record_metrics(spec: PaimonMaintenanceRunSpec, engine: str, table_label: str, ok: bool, counts: dict[str, Any],
+                    by_kind: dict[str, int], seconds: float, end: datetime) -> None:
+    metrics.MAINTENANCE_RUNS.labels(type=spec.type, engine=engine, result="success" if ok else "failure").inc()
+    metrics.MAINTENANCE_DURATION.labels(type=spec.type, engine=engine).observe(seconds)
+    if not ok:
+        return
+    metrics.MAINTENANCE_LAST_SUCCESS.labels(table=table_label, type=spec.type).set(end.timestamp())
+    if not counts.get("dryRun"):
+        metrics.SNAPSHOTS_EXPIRED.labels(table=table_label).inc(int(counts.get("expiredSnapshots") or 0))
+        metrics.BYTES_RECLAIMED.labels(table=table_label).inc(int(counts.get("reclaimedBytes") or 0))
+        for kind, count in by_kind.items():
+            metrics.FILES_DELETED.labels(table=table_label, type=kind).inc(count)
+    metrics.ORPHAN_FILES_FOUND.labels(table=table_label).inc(int(counts.get("orphanFiles") or 0))
+
+
+def _launched(obj: Obj, launched: sparkruns.Launched, now: datetime) -> Outcome:
+    """The run status of a created or adopted Spark object (the run stays Running)."""
+    verb = "adopted" if launched.adopted else "created"
+    message = f"{launched.ref} {verb}; waiting for it to finish"
+    out = Outcome(generation=obj.generation)
+    out.fields.update({"engine": launched.engine, launched.ref.field: launched.ref.as_status(),
+                       "artifact": launched.artifact, "message": message})
+    out.conditions = [
+        conditions.condition(conditions.COMPLETE, False, Reason.RUNNING, message, generation=obj.generation, now=now),
+        conditions.condition(conditions.FAILED, False, Reason.RUNNING, "", generation=obj.generation, now=now),
+    ]
+    out.event("Normal", "Adopted" if launched.adopted else "Created", message)
     return out
 
 
@@ -222,7 +283,8 @@ def _release(rt: Runtime, obj: Obj, spec: PaimonMaintenanceRunSpec) -> None:
 
 
 async def check_run(rt: Runtime, view: cluster.View, obj: Obj) -> Outcome | None:
-    """Periodic check: deadline of stuck runs, TTL of finished ones (None: the run was deleted)."""
+    """Periodic check: launched Spark objects, deadline of stuck runs, TTL of finished ones (None:
+    the run was deleted)."""
     now = rt.config.now()
     phase = obj.status.get("phase")
     try:
@@ -230,15 +292,113 @@ async def check_run(rt: Runtime, view: cluster.View, obj: Obj) -> Outcome | None
         assert isinstance(spec, PaimonMaintenanceRunSpec)
     except core_errors.InvalidInputError:
         return Outcome()
+    ref = sparkruns.Ref.of(obj.status)
     if phase in TERMINAL:
         _release(rt, obj, spec)
         done = _parse(obj.status.get("completionTime"))
         ttl = spec.ttl_seconds_after_finished
         if ttl is not None and done is not None and now - done >= timedelta(seconds=ttl):
+            if ref is not None and ref.namespace != obj.namespace:  # not garbage-collected with the run
+                await sparkruns.delete(rt.api, ref)
             await rt.api.delete(url_of("paimonmaintenanceruns", obj.namespace, obj.name))
             return None
         return Outcome()
     started = _parse(obj.status.get("startTime")) or _parse(obj.created)
+    if ref is not None and phase == "Running":
+        return await _check_launched(rt, view, obj, spec, ref, started or now)
     if started is not None and now - started > timedelta(seconds=_deadline(obj, spec, view)):
         return _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "activeDeadlineSeconds exceeded", started=started)
     return Outcome()
+
+
+async def _check_launched(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMaintenanceRunSpec,
+                          ref: sparkruns.Ref, started: datetime) -> Outcome:
+    """Observe a launched object: still running (state mirrored into the ref), over (result
+    artifact read back), gone, or past the run's deadline."""
+    now = rt.config.now()
+    deadline = _deadline(obj, spec, view)
+    late = now - started > timedelta(seconds=deadline)
+    try:
+        body = await sparkruns.fetch(rt.api, ref)
+    except kopfcompat.ApiError as e:
+        if not late:
+            out = Outcome()
+            out.fields["message"] = f"cannot read {ref}: {e} (retrying)"
+            return out
+        body = {}
+    if body is None:
+        return _end_launched(rt, obj, spec, ref, now, started, False, Reason.SPARK_APPLICATION_MISSING,
+                             f"{ref} is gone before it finished")
+    seen = sparkruns.observe(ref.kind, body)
+    current = replace(ref, state=seen.state)
+    if not seen.terminal:
+        if late:
+            await sparkruns.delete(rt.api, ref)
+            return _end_launched(rt, obj, spec, current, now, started, False, Reason.DEADLINE_EXCEEDED,
+                                 f"activeDeadlineSeconds ({deadline}) exceeded while {ref} was "
+                                 f"{seen.state}; deleted it")
+        out = Outcome()
+        if seen.state != ref.state:
+            out.fields[ref.field] = current.as_status()
+            out.fields["message"] = f"{ref} is {seen.state}"
+        return out
+    artifact: launch.RunResult | None = None
+    problem: tuple[str, str] | None = None
+    uri = str(obj.status.get("artifact") or "")
+    try:
+        options = await _storage_options(rt, view, obj, spec)
+        artifact = await asyncio.to_thread(sparkruns.read_artifact, uri, options, ref.name)
+    except FileNotFoundError:
+        problem = (Reason.RESULT_ARTIFACT_MISSING, f"{ref} ended {seen.state} but wrote no result artifact at {uri}")
+    except core_errors.FormatError as e:
+        problem = (Reason.RESULT_ARTIFACT_INVALID, f"{ref} ended {seen.state}; its result artifact is unusable: "
+                                                   f"{e.message}")
+    except (OperatorError, core_errors.TablekeeperError, OSError) as e:
+        if seen.succeeded and not late:  # storage hiccup: read it at the next check
+            out = Outcome()
+            out.fields[ref.field] = current.as_status()
+            out.fields["message"] = f"{ref} ended {seen.state}; reading its result artifact failed: " \
+                                    f"{classify(e).message} (retrying)"
+            return out
+        problem = (Reason.RESULT_ARTIFACT_MISSING, f"{ref} ended {seen.state}; its result artifact at {uri} could "
+                                                   f"not be read: {classify(e).message}")
+    result: dict[str, Any] | None = None
+    by_kind: dict[str, int] = {}
+    if artifact is not None:
+        result, by_kind = sparkruns.result_of(artifact, spec.type)
+    if not seen.succeeded:
+        detail = f"; job error: {artifact.errors[0].get('message')}" if artifact is not None and artifact.errors \
+            else ""
+        return _end_launched(rt, obj, spec, current, now, started, False, seen.reason, seen.message + detail, result)
+    if problem is not None:
+        return _end_launched(rt, obj, spec, current, now, started, False, problem[0], problem[1])
+    assert artifact is not None and result is not None
+    if artifact.status != "Succeeded":
+        error = artifact.errors[0].get("message") if artifact.errors else "no error recorded"
+        return _end_launched(rt, obj, spec, current, now, started, False, Reason.MAINTENANCE_FAILED,
+                             f"{ref} completed but the job reports a failure: {error}", result)
+    what = "dry run: nothing deleted" if artifact.dry_run else \
+        f"{artifact.total_deleted} file(s) deleted, {result['reclaimedBytes']} bytes reclaimed"
+    message = f"{ref} completed: {result['plannedFiles']} file(s) planned, {what}"
+    if artifact.failed_count:
+        message += f", {artifact.failed_count} deletion(s) failed"
+    return _end_launched(rt, obj, spec, current, now, started, True, Reason.SUCCEEDED, message, result, by_kind)
+
+
+async def _storage_options(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMaintenanceRunSpec
+                           ) -> dict[str, str]:
+    """The catalog's options (credentials included) to read the artifact with."""
+    scope = await objects.child_scope(rt, view, obj, spec.table_ref.name)
+    return dict(scope.options)
+
+
+def _end_launched(rt: Runtime, obj: Obj, spec: PaimonMaintenanceRunSpec, ref: sparkruns.Ref, now: datetime,
+                  started: datetime, ok: bool, reason: str, message: str, result: dict[str, Any] | None = None,
+                  by_kind: dict[str, int] | None = None) -> Outcome:
+    _release(rt, obj, spec)
+    out = _finished(obj, now, ok, reason, message, started=started, result=result)
+    out.fields[ref.field] = ref.as_status()
+    engine = str(obj.status.get("engine") or ref.kind)
+    _record_metrics(spec, engine, f"{obj.namespace}/{spec.table_ref.name}", ok, result or {}, by_kind or {},
+                    (now - started).total_seconds(), now)
+    return out

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -232,20 +232,6 @@ class StatusRecordStore:
 
 # -- planning ------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class _LabelledTarget(TableTarget):
-    """A TableTarget whose policy resolution sees the namespace's labels (cluster policies may
-    select namespaces by label; ``build_desired_state`` has no namespace labels)."""
-
-    namespace_labels: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def context(self) -> effective.TableContext:
-        return effective.TableContext(name=self.resource.name, namespace=self.resource.namespace or "",
-                                      spec=self.spec, labels=dict(self.resource.labels),
-                                      namespace_labels=dict(self.namespace_labels))
-
-
 @dataclass
 class ScopePlan:
     """The plan of one scope: observed state, effective policy, records and tag/branch actions."""
@@ -273,6 +259,13 @@ def _frozen(m: Member) -> SpecModel:
     if isinstance(spec, PaimonTagSpec) and snapshot is not None and spec.snapshot_id is None:
         return spec.model_copy(update={"snapshot_id": int(snapshot), "from_latest": None, "from_timestamp": None})
     return spec
+
+
+def _desired(scope: Scope, resources: Sequence[reconcile.Resource]) -> reconcile.DesiredState:
+    """The desired state of the scope's resources, with the table's namespace labels."""
+    namespace = scope.table.obj.namespace or ""
+    labels = {namespace: dict(scope.labels.get(namespace) or {})}
+    return reconcile.build_desired_state(resources, namespace_labels=labels)
 
 
 def _resources(scope: Scope, excluded: Mapping[str, Failure]) -> tuple[list[reconcile.Resource], reconcile.Resource]:
@@ -353,17 +346,14 @@ def plan_scope(scope: Scope, opener: reconcile.Opener, now: datetime, *, objects
     for _ in range(1 + len(scope.tags) + len(scope.branches)):
         resources, table_res = _resources(scope, excluded)
         try:
-            desired = reconcile.build_desired_state(resources)
+            desired = _desired(scope, resources)
         except reconcile.ManifestError as e:
             _attribute([p for p in e.problems if isinstance(p, Problem)], scope, table_res, excluded)
             continue
         break
     else:  # pragma: no cover - every round excludes at least one member or raises
         raise OperatorError(Reason.INVALID_SPEC, "the desired state of the table cannot be built")
-    base = desired.tables[0]
-    namespace = scope.table.obj.namespace or ""
-    target = _LabelledTarget(**{f: getattr(base, f) for f in base.__dataclass_fields__},
-                             namespace_labels=dict(scope.labels.get(namespace) or {}))
+    target = desired.tables[0]
     io = opener.file_io(scope.location.warehouse)
     check_confined(scope.location.warehouse, scope.location.identifier, io.is_local)
     table = opener.open(target.location)
@@ -379,9 +369,7 @@ def plan_scope(scope: Scope, opener: reconcile.Opener, now: datetime, *, objects
         if len(excluded) == before:  # pragma: no cover - defensive
             break
         resources, _ = _resources(scope, excluded)
-        base = reconcile.build_desired_state(resources).tables[0]
-        target = _LabelledTarget(**{f: getattr(base, f) for f in base.__dataclass_fields__},
-                                 namespace_labels=dict(scope.labels.get(namespace) or {}))
+        target = _desired(scope, resources).tables[0]
     actions = reconcile.plan_objects(target, state, records, policy, now) if objects else []
     return ScopePlan(scope, target, table, state, policy, records, list(actions), excluded, now)
 

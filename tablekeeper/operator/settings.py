@@ -20,6 +20,18 @@ variable                               meaning                                  
 ``TABLEKEEPER_MAX_CONCURRENT_RUNS``    maintenance runs at once (all tables)       4
 ``TABLEKEEPER_CACHE_TTL``              seconds Secrets/Namespaces are cached       30
 ``POD_NAMESPACE``                      the operator's namespace                    default
+``TABLEKEEPER_PROTECTED_TABLE_OPTIONS``  table options never written (comma list)  (empty)
+``TABLEKEEPER_MATERIALIZE_POLICY_TAGS``  policy auto tags also become PaimonTags    false
+``TABLEKEEPER_SPARK_IMAGE``            image of Spark runs; empty = no Spark runs  (empty)
+``TABLEKEEPER_SPARK_VERSION``          Spark version of that image                 4.0.1
+``TABLEKEEPER_SPARK_NAMESPACE``        where Spark objects go; empty = the run's   (empty)
+``TABLEKEEPER_SPARK_SERVICE_ACCOUNT``  service account of the Spark driver         tablekeeper-spark
+``TABLEKEEPER_SPARK_ENGINE``           what ``Auto`` picks above the threshold     SparkJob
+``TABLEKEEPER_SPARK_THRESHOLD``        live files above which ``Auto`` uses Spark  500000
+``TABLEKEEPER_SPARK_RESULTS``          prefix of result artifacts; empty =         (empty)
+                                       ``<warehouse>/.tablekeeper/results``
+``TABLEKEEPER_SPARK_TTL``              seconds a finished Job/SparkApplication     86400
+                                       is kept
 =====================================  ==========================================  =============
 """
 
@@ -33,7 +45,10 @@ from typing import Literal
 
 from tablekeeper.core import errors
 
-__all__ = ["OperatorConfig", "StepHook", "utcnow"]
+__all__ = ["OperatorConfig", "SparkConfig", "SparkEngine", "StepHook", "utcnow"]
+
+#: The engines that launch Spark (``PaimonMaintenanceRun.spec.engine``).
+SparkEngine = Literal["SparkOperator", "SparkJob"]
 
 #: ``await hook(step, ref)`` before each storage-changing handler step (fault injection in tests).
 StepHook = Callable[[str, str], Awaitable[None]]
@@ -68,6 +83,56 @@ def _bool(env: Mapping[str, str], key: str, default: bool) -> bool:
     raise errors.InvalidInputError(f"{key}={raw!r} is not a boolean", fix=f"{key}=true or {key}=false")
 
 
+def _int(env: Mapping[str, str], key: str, default: int, minimum: int = 0) -> int:
+    value = _float(env, key, default, minimum)
+    if value != int(value):
+        raise errors.InvalidInputError(f"{key}={env.get(key)!r} is not an integer", fix=f"e.g. {key}={default}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    """How the operator launches Spark runs (``TABLEKEEPER_SPARK_*``, see the module docstring).
+
+    Without an image, Spark runs are off: every run executes in the operator process, and a run
+    that asks for ``SparkOperator`` or ``SparkJob`` says so in its status."""
+
+    image: str = ""
+    spark_version: str = "4.0.1"
+    #: Namespace of the launched objects; empty = the run's own namespace. In another namespace
+    #: the object cannot carry an ownerReference (Kubernetes ignores cross-namespace owners and
+    #: garbage-collects the dependent), so the operator deletes it itself.
+    namespace: str = ""
+    service_account: str = "tablekeeper-spark"
+    auto_engine: SparkEngine = "SparkJob"
+    threshold: int = 500_000
+    results: str = ""
+    ttl_seconds: int = 86400
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.image)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SparkConfig:
+        """Raises:
+            InvalidInputError: a variable has an unusable value."""
+        engine = env.get("TABLEKEEPER_SPARK_ENGINE") or "SparkJob"
+        if engine not in ("SparkOperator", "SparkJob"):
+            raise errors.InvalidInputError(f"TABLEKEEPER_SPARK_ENGINE={engine!r} is not SparkOperator or SparkJob",
+                                           fix="use SparkOperator (Kubeflow Spark Operator installed) or SparkJob")
+        return cls(
+            image=env.get("TABLEKEEPER_SPARK_IMAGE") or "",
+            spark_version=env.get("TABLEKEEPER_SPARK_VERSION") or "4.0.1",
+            namespace=env.get("TABLEKEEPER_SPARK_NAMESPACE") or "",
+            service_account=env.get("TABLEKEEPER_SPARK_SERVICE_ACCOUNT") or "tablekeeper-spark",
+            auto_engine="SparkOperator" if engine == "SparkOperator" else "SparkJob",
+            threshold=_int(env, "TABLEKEEPER_SPARK_THRESHOLD", 500_000),
+            results=(env.get("TABLEKEEPER_SPARK_RESULTS") or "").rstrip("/"),
+            ttl_seconds=_int(env, "TABLEKEEPER_SPARK_TTL", 86400),
+        )
+
+
 @dataclass(frozen=True)
 class OperatorConfig:
     """Configuration of the controllers (see the module docstring for the environment)."""
@@ -83,6 +148,13 @@ class OperatorConfig:
     max_concurrent_runs: int = 4
     cache_ttl: float = 30.0
     operator_namespace: str = "default"
+    #: Table options the operator never writes, whatever a policy says (Helm
+    #: ``operator.protectedTableOptions``; Strimzi's unalterable list).
+    protected_table_options: frozenset[str] = frozenset()
+    #: Policy auto tags are also materialised as PaimonTag CRs (``trigger-type=Policy``, owned by
+    #: the PaimonTable); off: only summarised in the table's status (operator-design.md §4.3).
+    materialize_policy_tags: bool = False
+    spark: SparkConfig = field(default_factory=SparkConfig)
     #: The clock every decision uses (schedules, TTLs); tests pass a fake one.
     clock: Callable[[], datetime] = field(default=utcnow, compare=False)
     #: Fault injection: awaited before each storage-changing step (tests only).
@@ -122,4 +194,8 @@ class OperatorConfig:
             max_concurrent_runs=int(_float(env, "TABLEKEEPER_MAX_CONCURRENT_RUNS", 4, 1)),
             cache_ttl=_float(env, "TABLEKEEPER_CACHE_TTL", 30.0),
             operator_namespace=env.get("POD_NAMESPACE") or "default",
+            protected_table_options=frozenset(
+                k.strip() for k in (env.get("TABLEKEEPER_PROTECTED_TABLE_OPTIONS") or "").split(",") if k.strip()),
+            materialize_policy_tags=_bool(env, "TABLEKEEPER_MATERIALIZE_POLICY_TAGS", False),
+            spark=SparkConfig.from_env(env),
         )

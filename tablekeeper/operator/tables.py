@@ -14,8 +14,13 @@ Each pass, on create/update/resume and then periodically:
 5. write ``status.table`` statistics, ``status.maintenance``, conditions and
    ``observedGeneration`` — only what changed.
 
-Writing the policy as Paimon table options (``enforcement: TableOptions``/``Both``) is not done:
-the shared planner does not write table options yet; ``TableOptions`` tables get no operator jobs.
+With ``enforcement: TableOptions`` or ``Both`` the managed fields are also written as Paimon table
+options (step 2 of §7.2, before the auto tags): a new schema file as ``ALTER TABLE ... SET`` writes,
+only the fields some level sets, never ``protectedOptions`` nor the operator's unalterable list;
+``status.appliedTableOptions`` and its hash record them, and an out-of-band change is reverted on
+the next pass (``DriftCorrected``). ``TableOptions`` tables get no operator jobs; with ``Both`` the
+operator still runs maintenance and creates auto tags itself (``tag.automatic-creation`` is then
+not written, so writers and the operator never both create auto tags).
 """
 
 from __future__ import annotations
@@ -27,16 +32,18 @@ from typing import Any
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
+from tablekeeper.core import table_options
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.operator import cluster, conditions, maintenance, markers, metrics, scopes
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.errors import Failure, OperatorError, classify
+from tablekeeper.operator.errors import Failure, OperatorError, classify, failure_of
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import Event, Outcome, url_of
 from tablekeeper.reconcile import actions as A
+from tablekeeper.reconcile import planner
 from tablekeeper.reconcile.observe import TableState
 
 __all__ = ["TableOutcome", "reconcile_table", "table_stats"]
@@ -113,6 +120,87 @@ def _failed(rt: Runtime, obj: Obj, failure: Failure, now: datetime, retry: int |
     return out
 
 
+def _policy_tag_name(table: str, tag: str) -> str:
+    """A DNS-1123 name for the PaimonTag of policy tag ``tag`` (e.g. ``orders-2026-03-01``)."""
+    slug = "".join(c if c.isalnum() else "-" for c in tag.lower()).strip("-")
+    return f"{table}-{slug}"[:253].strip("-")
+
+
+async def _materialize(rt: Runtime, view: cluster.View, obj: Obj, created: list[A.CreateTag],
+                       out: TableOutcome) -> None:
+    """``operator.materializePolicyTags``: one PaimonTag per policy tag just created (§4.3): label
+    ``trigger-type=Policy``, owned by the PaimonTable, ``deletionPolicy: Retain`` (the policy expires
+    the tag; deleting the CR never does) and adopted at its snapshot by the tag controller."""
+    existing = {(m.spec.get("tagName") or m.name) for m in view.children("PaimonTag", obj.namespace, obj.name)}
+    for action in created:
+        if action.tag in existing:
+            continue
+        body = {
+            "apiVersion": "tablekeeper.io/v1alpha1", "kind": "PaimonTag",
+            "metadata": {"name": _policy_tag_name(obj.name, action.tag), "namespace": obj.namespace,
+                         "labels": {markers.TABLE_LABEL: markers.label_value(obj.name),
+                                    markers.TRIGGER_TYPE_LABEL: "Policy"},
+                         "ownerReferences": [{"apiVersion": "tablekeeper.io/v1alpha1", "kind": "PaimonTable",
+                                              "name": obj.name, "uid": obj.uid, "controller": True,
+                                              "blockOwnerDeletion": False}]},
+            "spec": {"tableRef": {"name": obj.name}, "tagName": action.tag, "snapshotId": action.snapshot_id,
+                     "deletionPolicy": "Retain"},
+        }
+        try:
+            await rt.api.create(f"/apis/tablekeeper.io/v1alpha1/namespaces/{obj.namespace}/paimontags", body)
+        except Exception as e:  # already there (a previous pass), or the API refused: the next pass retries
+            if "409" not in str(e) and "AlreadyExists" not in str(e):
+                out.event("Warning", "CreateFailed", f"cannot create PaimonTag for policy tag {action.tag!r}: {e}")
+
+
+async def _prune_policy_tags(rt: Runtime, view: cluster.View, obj: Obj) -> None:
+    """Delete the PaimonTags of policy tags the policy has expired (state ``Lost``: terminal, the
+    storage tag is already gone, so storage goes before the CR); never a Ready one."""
+    for tag in view.children("PaimonTag", obj.namespace, obj.name):
+        if tag.labels.get(markers.TRIGGER_TYPE_LABEL) == "Policy" and tag.status.get("state") == "Lost" \
+                and not tag.deleting:
+            await rt.api.delete(url_of("paimontags", tag.namespace, tag.name))
+
+
+async def _enforce_table_options(rt: Runtime, obj: Obj, plan: scopes.ScopePlan, opener: reconcile.Opener,
+                                 out: TableOutcome) -> tuple[dict[str, str], list[str]]:
+    """``enforcement: TableOptions``/``Both`` (§4.2, §7.2 step 2): write the managed options that
+    differ (a new schema file; ``protectedOptions`` and the operator's unalterable list are never
+    written). Returns (the options now applied, conflicts on protected keys). An out-of-band change
+    of an option this table had applied is reverted with a ``DriftCorrected`` event.
+
+    Raises:
+        OperatorError: writing the options failed (reason from the core error).
+    """
+    actions = planner.plan_table_options(plan.target, plan.state, plan.policy, rt.config.protected_table_options)
+    conflicts = [a.reason.split(": ", 1)[1] for a in actions if isinstance(a, A.Skipped)]
+    desired = planner.managed_table_options(plan.target, plan.policy)
+    protected = set(plan.target.spec.protected_options) | rt.config.protected_table_options
+    applied = {k: v for k, v in desired.items() if k not in protected}
+    changes = [a for a in actions if isinstance(a, A.SetTableOptions)]
+    if not changes:
+        return applied, conflicts
+    change = changes[0]
+    await rt.step("table/options", obj.ref)
+    result = await asyncio.to_thread(scopes.apply_actions, plan, [change], scopes.StatusRecordStore(plan.records),
+                                     opener)
+    failed = result.failed
+    if failed:
+        failure = failure_of(failed[0])
+        raise OperatorError(failure.reason, f"writing table options failed: {failure.message}",
+                            temporary=failure.temporary)
+    if result.results and result.results[0].status == "applied":
+        drift = obj.status.get("appliedTableOptionsHash") == table_options.options_hash(applied)
+        if drift:
+            was = ", ".join(f"{k}={v if v is not None else 'unset'}" for k, v in change.previous.items())
+            out.event("Normal", Reason.DRIFT_CORRECTED, f"table options changed out of band ({was}); "
+                                                        f"{result.results[0].message}")
+        else:
+            out.event("Normal", Reason.TABLE_OPTIONS_APPLIED, result.results[0].message)
+        plan.state = await asyncio.to_thread(reconcile.observe, plan.table)
+    return applied, conflicts
+
+
 async def reconcile_table(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int | None = None) -> TableOutcome:
     """One pass over a PaimonTable (see the module docstring)."""
     now = rt.config.now()
@@ -140,6 +228,7 @@ async def _reconcile(rt: Runtime, view: cluster.View, obj: Obj, now: datetime) -
     out = TableOutcome(generation=obj.generation)
     async with rt.table_lock(scope.identity):
         plan = await asyncio.to_thread(scopes.plan_scope, scope, opener, now)
+        applied_options, option_conflicts = await _enforce_table_options(rt, obj, plan, opener, out)
         auto = [a for a in plan.actions if isinstance(a, A.CreateTag) and a.auto]
         if auto:
             await rt.step("table/auto-tags", obj.ref)
@@ -151,6 +240,11 @@ async def _reconcile(rt: Runtime, view: cluster.View, obj: Obj, now: datetime) -
                 elif r.status == "failed":
                     out.event("Warning", "CreateFailed", f"policy tag: {r.message}")
             plan.state = await asyncio.to_thread(reconcile.observe, plan.table)
+            if rt.config.materialize_policy_tags:
+                await _materialize(rt, view, obj, [r.action for r in result.results if r.status != "failed"
+                                                   and isinstance(r.action, A.CreateTag)], out)
+    if rt.config.materialize_policy_tags:
+        await _prune_policy_tags(rt, view, obj)
     policy = plan.policy
     stats = table_stats(plan.state)
     table_label = obj.short
@@ -196,6 +290,11 @@ async def _reconcile(rt: Runtime, view: cluster.View, obj: Obj, now: datetime) -
     rt.maintenance[obj.uid] = decision.maintenance
 
     policy_cond, policy_events = _policy_conditions(obj, policy, now)
+    if option_conflicts and policy_cond["status"] == "True":
+        message = "; ".join(option_conflicts)
+        policy_cond = conditions.condition(conditions.POLICY_COMPLIANT, False, Reason.CONFLICTING_TABLE_OPTION,
+                                           message, generation=obj.generation, now=now)
+        policy_events.append(Event("Warning", Reason.CONFLICTING_TABLE_OPTION, message))
     for event in policy_events:
         if rt.first_time(obj.uid, event.reason, event.message):
             out.events.append(event)
@@ -218,7 +317,9 @@ async def _reconcile(rt: Runtime, view: cluster.View, obj: Obj, now: datetime) -
         identity={"warehouse": scope.location.warehouse, "table": scope.location.identifier},
         effectivePolicy=policy.to_status(), appliedPolicies=list(policy.policies), policyViolations=violations or None,
         table=stats, maintenance=decision.maintenance, lastMaintenanceTime=decision.last_maintenance_time,
-        writerTimeZone=plan.target.writer_zone, lastError=None)
+        writerTimeZone=plan.target.writer_zone, lastError=None,
+        appliedTableOptions=applied_options or None,
+        appliedTableOptionsHash=table_options.options_hash(applied_options) if applied_options else None)
     if plan.target.writer_zone is None and rt.first_time(obj.uid, Reason.TIME_ZONE_UNSET):
         out.event("Normal", Reason.TIME_ZONE_UNSET, "no writer time zone (spec.timeZone or the catalog's "
                                                    "writerTimeZone): tag TTLs and partition times use a 12 h margin")

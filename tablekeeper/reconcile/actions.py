@@ -31,6 +31,7 @@ __all__ = [
     "DropBranch",
     "BranchConflict",
     "ReleaseObject",
+    "SetTableOptions",
     "ExpireSnapshots",
     "ExpireChangelog",
     "ExpirePartitions",
@@ -199,6 +200,18 @@ class ReleaseObject(_Action):
     name: str
 
 
+class SetTableOptions(_Action):
+    """Write the policy's managed fields as Paimon table options (``enforcement: TableOptions`` /
+    ``Both``): a new schema file, as ``ALTER TABLE ... SET`` does. ``previous``: the values the
+    table had (None = unset); ``options``: every managed option with its desired value (what
+    ``appliedTableOptions`` records), ``changed`` the ones this action writes."""
+
+    kind: Literal["SetTableOptions"] = "SetTableOptions"
+    options: dict[str, str]
+    changed: dict[str, str]
+    previous: dict[str, str | None] = Field(default_factory=dict)
+
+
 class _Maintenance(_Action):
     engine: Engine = "in-process"
     estimate: Estimate = Field(default_factory=Estimate)
@@ -272,12 +285,12 @@ class Skipped(_Action):
 
 Action = Annotated[
     CreateTag | AdoptTag | DeleteTag | TagConflict | ExpireTags | CreateBranch | AdoptBranch | DropBranch
-    | BranchConflict | ReleaseObject | ExpireSnapshots | ExpireChangelog | ExpirePartitions | CleanOrphans
+    | BranchConflict | ReleaseObject | SetTableOptions | ExpireSnapshots | ExpireChangelog | ExpirePartitions | CleanOrphans
     | Skipped,
     Field(discriminator="kind"),
 ]
 
 ACTION_TYPES: tuple[type[_Action], ...] = (
     CreateTag, AdoptTag, DeleteTag, TagConflict, ExpireTags, CreateBranch, AdoptBranch, DropBranch,
-    BranchConflict, ReleaseObject, ExpireSnapshots, ExpireChangelog, ExpirePartitions, CleanOrphans, Skipped,
+    BranchConflict, ReleaseObject, SetTableOptions, ExpireSnapshots, ExpireChangelog, ExpirePartitions, CleanOrphans, Skipped,
 )

@@ -24,7 +24,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from tablekeeper.core import branches, errors, execution, expire, orphans, partitions, plans, tag_auto, tags
+from tablekeeper.core import (
+    branches,
+    errors,
+    execution,
+    expire,
+    orphans,
+    partitions,
+    plans,
+    table_options,
+    tag_auto,
+    tags,
+)
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.policy.durations import Duration
@@ -49,11 +60,23 @@ class ActionResult:
     deleted_files: int = 0
     deleted_bytes: int = 0
     engine: str | None = None
+    #: The exception of a failed action (its type, message and ``fix`` are what front ends
+    #: report: the operator turns it into a condition reason and an Event).
+    error: BaseException | None = field(default=None, compare=False)
+
+    @property
+    def fix(self) -> str | None:
+        return self.error.fix if isinstance(self.error, errors.TablekeeperError) else None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.action.kind, "table": self.action.table, "branch": self.action.branch,
                                "status": self.status, "message": self.message,
                                "deletedFiles": self.deleted_files, "deletedBytes": self.deleted_bytes}
+        if self.error is not None:
+            err = self.error
+            out["error"] = {"type": type(err).__name__,
+                            "message": err.message if isinstance(err, errors.TablekeeperError) else str(err),
+                            "fix": self.fix}
         name = getattr(self.action, "tag", None) or getattr(self.action, "name", None)
         if name:
             out["name"] = name
@@ -277,6 +300,15 @@ def _release(run: _Run, a: A.ReleaseObject) -> tuple[Status, str]:
     return "applied", f"forgot {a.object_kind} {a.name!r} (storage untouched)"
 
 
+def _set_table_options(run: _Run, a: A.SetTableOptions) -> tuple[Status, str]:
+    t = run.table.on_branch(a.branch)
+    result = table_options.alter_options(t, a.changed, now_ms=_ms(run.now))
+    if result.schema_id is None:
+        return "unchanged", "table options already as the policy asks"
+    return "applied", (f"set {', '.join(f'{k}={v}' for k, v in result.options.items())} "
+                       f"(schema {result.schema_id})")
+
+
 def _expire_partitions(run: _Run, a: A.ExpirePartitions) -> tuple[Status, str]:
     config = partitions.PartitionConfig(
         expiration_time=Duration(a.expiration).to_timedelta(), strategy=a.strategy,
@@ -361,6 +393,7 @@ _HANDLERS: dict[str, Callable[[_Run, Any], tuple[Status, str]]] = {
     "AdoptBranch": _adopt_branch,
     "DropBranch": _drop_branch,
     "ReleaseObject": _release,
+    "SetTableOptions": _set_table_options,
     "ExpirePartitions": _expire_partitions,
     "ExpireSnapshots": _expire_snapshots,
     "ExpireChangelog": _expire_changelog,
@@ -392,6 +425,7 @@ def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = N
         for action in table_plan.changes:
             start_files, start_bytes = run.deleted_files, run.deleted_bytes
             engine = getattr(action, "engine", None)
+            error: BaseException | None = None
             try:
                 status, message = _HANDLERS[action.kind](run, action)
                 if action.kind in A.MAINTENANCE_KINDS:
@@ -400,11 +434,11 @@ def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = N
                     message += " (engine spark: no Spark runner in this process, ran in-process)"
                     engine = "in-process"
             except Exception as e:  # one failing action must not stop the others
-                status = "failed"
+                status, error = "failed", e
                 message = e.message + (f" ({e.fix})" if e.fix else "") if isinstance(e, errors.TablekeeperError) \
                     else f"{type(e).__name__}: {e}"
             result = ActionResult(action, status, message, run.deleted_files - start_files,
-                                  run.deleted_bytes - start_bytes, engine)
+                                  run.deleted_bytes - start_bytes, engine, error)
             results.append(result)
             if on_result is not None:
                 on_result(result)

@@ -100,6 +100,9 @@ class TableTarget:
     branches: tuple[BranchTarget, ...]
     policies: tuple[effective.NamespacedPolicy, ...]
     cluster_policies: tuple[effective.ClusterPolicy, ...]
+    #: Labels of the table's namespace (cluster policies and catalogs may select namespaces by
+    #: label; the operator knows them, manifests on disk do not).
+    namespace_labels: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def writer_zone(self) -> str | None:
@@ -109,7 +112,8 @@ class TableTarget:
     @property
     def context(self) -> effective.TableContext:
         return effective.TableContext(name=self.resource.name, namespace=self.resource.namespace or "",
-                                      spec=self.spec, labels=dict(self.resource.labels))
+                                      spec=self.spec, labels=dict(self.resource.labels),
+                                      namespace_labels=dict(self.namespace_labels))
 
     def resolve_policy(self, table_options: Mapping[str, str] | None) -> effective.EffectivePolicy:
         """The effective retention (operator-design.md §6) with the table's own options.
@@ -141,7 +145,8 @@ def _by_kind(resources: Sequence[Resource], kind: str) -> list[Resource]:
 
 
 def build_desired_state(resources: Sequence[Resource], *, problems: Sequence[Problem] = (),
-                        invalid: Collection[tuple[str, str | None, str]] = ()) -> DesiredState:
+                        invalid: Collection[tuple[str, str | None, str]] = (),
+                        namespace_labels: Mapping[str, Mapping[str, str]] | None = None) -> DesiredState:
     """Join the objects into per-table targets.
 
     Args:
@@ -149,6 +154,8 @@ def build_desired_state(resources: Sequence[Resource], *, problems: Sequence[Pro
         problems: problems found while loading, reported together with these.
         invalid: (kind, namespace, name) of objects that failed validation: references to them
             are not reported as missing.
+        namespace_labels: labels per namespace, where known (the operator): cluster catalogs'
+            ``allowedNamespaces.selector`` and cluster policies' ``namespaceSelector`` see them.
 
     Raises:
         ManifestError: every broken reference or duplicate, naming file, object and field.
@@ -181,7 +188,9 @@ def build_desired_state(resources: Sequence[Resource], *, problems: Sequence[Pro
                                     f"{ref.kind} {ref.name!r} {where} is not declared in the manifests",
                                     f"add a {ref.kind} named {ref.name!r}, or point catalogRef at one"))
             continue
-        if isinstance(catalog.spec, ClusterPaimonCatalogSpec) and not catalog.spec.allows(r.namespace or "", {}):
+        ns_labels = dict((namespace_labels or {}).get(r.namespace or "") or {})
+        if isinstance(catalog.spec, ClusterPaimonCatalogSpec) and not catalog.spec.allows(r.namespace or "",
+                                                                                          ns_labels):
             problems.append(Problem(r.where, "spec.catalogRef",
                                     f"ClusterPaimonCatalog {ref.name!r} does not allow namespace {r.namespace!r}",
                                     "add the namespace to the catalog's allowedNamespaces.names (namespace labels "
@@ -259,7 +268,8 @@ def build_desired_state(resources: Sequence[Resource], *, problems: Sequence[Pro
     for key, (r, spec, catalog) in tables.items():
         location = TableLocation(catalog.warehouse, spec.qualified_name, dict(catalog.spec.options))
         target = TableTarget(r, spec, catalog, location, tuple(tags_of[key]), tuple(branches_of[key]),
-                             policies, cluster_policies)
+                             policies, cluster_policies,
+                             dict((namespace_labels or {}).get(r.namespace or "") or {}))
         try:
             target.resolve_policy(None)
         except effective.PolicyNotFoundError:

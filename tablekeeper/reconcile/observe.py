@@ -103,6 +103,7 @@ def observe(table: Table) -> TableState:
     tags: dict[str, dict[str, TagState]] = {layout.MAIN: _tags(main)}
     branches: dict[str, BranchState] = {}
     points = {fp.branch: fp for fp in forks.fork_points(main)}
+    main_ids = forks.main_identities(main)
     for name in main.branch_names():
         b = main.on_branch(name)
         snapshots[name] = _snapshots(b)
@@ -113,11 +114,11 @@ def observe(table: Table) -> TableState:
                                      fp.from_tag if fp else None, _created_ms(b), latest,
                                      tuple(s.id for s in snapshots[name]))
     fork_tags: dict[str, dict[str, tuple[str, ...]]] = {}
+    known = [fp for fp in points.values() if fp.identity is not None]
     for branch_name, by_name in tags.items():
         users: dict[str, tuple[str, ...]] = {}
         for tag in by_name.values():
-            forked = sorted(fp.branch for fp in points.values()
-                            if fp.identity == tag.identity and fp.branch != branch_name)
+            forked = forks.fork_users(branch_name, tag.identity, known, main_ids)
             if forked:
                 users[tag.name] = tuple(forked)
         if users:

@@ -21,17 +21,18 @@ and raised before anything could be applied.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from tablekeeper.core import errors, expire, orphans, partitions, plans, tag_auto, tags
+from tablekeeper.core import errors, expire, orphans, partitions, plans, table_options, tag_auto, tags
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.policy.durations import Duration
 from tablekeeper.core.policy.effective import EffectivePolicy
+from tablekeeper.core.policy.retention import PAIMON_OPTIONS
 from tablekeeper.core.policy.validation import InvalidSpecError
 from tablekeeper.core.storage import FileIO
 from tablekeeper.reconcile import actions as A
@@ -49,6 +50,8 @@ __all__ = [
     "plan",
     "plan_table",
     "plan_objects",
+    "plan_table_options",
+    "managed_table_options",
     "validate_against_storage",
     "estimate_plan",
     "with_sizes",
@@ -56,6 +59,9 @@ __all__ = [
 ]
 
 INT_MAX = expire.INT_MAX
+#: The label of PaimonTags the operator materialised for policy auto tags (value ``Policy``):
+#: the policy still expires those tags; other declared tags are never count-expired.
+POLICY_TRIGGER_LABEL = "tablekeeper.io/trigger-type"
 
 
 @dataclass(frozen=True)
@@ -334,6 +340,10 @@ def _plan_tag(ctx: _Ctx, t: TagTarget, planned_tags: dict[tuple[str, str], int])
         return [A.AdoptTag(**base, tag=t.tag, snapshot_id=existing.snapshot_id, deletion_policy=t.deletion_policy,
                            reason=why_adopt)]
     # the tag does not exist
+    policy_tag = t.resource.labels.get(POLICY_TRIGGER_LABEL) == "Policy"
+    if rec is not None and policy_tag:
+        return [A.Skipped(**base, what=f"tag {t.tag}",
+                          reason="policy tag expired by the policy; not recreated")]
     if rec is not None and (rec.expired or (rec.expires_ms is not None and _ms(ctx.now) >= rec.expires_ms)):
         return [A.Skipped(**base, what=f"tag {t.tag}",
                           reason="expired by its TTL; not recreated (remove the manifest to forget it)")]
@@ -449,6 +459,32 @@ def _drop_guarded(ctx: _Ctx, name: str, base: dict[str, Any], why: str, *, ttl_e
                          reason=why)]
 
 
+def _invalid(e: Exception) -> str:
+    if isinstance(e, errors.TablekeeperError):
+        return e.message + (f" (fix: {e.fix})" if e.fix else "")
+    return f"{type(e).__name__}: {e}"
+
+
+def _isolated_tag(ctx: _Ctx, t: TagTarget, planned_tags: dict[tuple[str, str], int]) -> list[A.Action]:
+    """``_plan_tag``, with an error planning this one tag reported as its own ``InvalidSpec``
+    conflict: one bad PaimonTag never stops the plan of its siblings."""
+    try:
+        return _plan_tag(ctx, t, planned_tags)
+    except (errors.TablekeeperError, ValueError) as e:
+        return [A.TagConflict(**ctx.base(t.branch, t.resource), tag=t.tag, conflict="InvalidSpec",
+                              reason=f"cannot plan tag {t.tag!r}: {_invalid(e)}")]
+
+
+def _isolated_branch(ctx: _Ctx, b: BranchTarget, planned_tags: Mapping[tuple[str, str], int],
+                     drops: list[A.Action]) -> list[A.Action]:
+    """``_plan_branch`` with the same isolation as :func:`_isolated_tag`."""
+    try:
+        return _plan_branch(ctx, b, planned_tags, drops)
+    except (errors.TablekeeperError, ValueError) as e:
+        return [A.BranchConflict(**ctx.base(layout.MAIN, b.resource), name=b.name, conflict="InvalidSpec",
+                                 reason=f"cannot plan branch {b.name!r}: {_invalid(e)}")]
+
+
 def plan_objects(target: TableTarget, state: TableState, records: TableRecords, policy: EffectivePolicy,
                  now: datetime) -> list[A.Action]:
     """Tag and branch actions for one table (steps 1-4 of the module docstring). Pure."""
@@ -461,14 +497,14 @@ def plan_objects(target: TableTarget, state: TableState, records: TableRecords, 
     branch_tags = [t for t in target.tags if t.branch != layout.MAIN]
     out: list[A.Action] = []
     for t in main_tags:
-        out.extend(_plan_tag(ctx, t, planned_tags))
+        out.extend(_isolated_tag(ctx, t, planned_tags))
     auto_actions, auto_expired, auto_notes = _plan_auto(ctx)
     out.extend(auto_actions)
     drops: list[A.Action] = []
     for b in target.branches:
-        out.extend(_plan_branch(ctx, b, planned_tags, drops))
+        out.extend(_isolated_branch(ctx, b, planned_tags, drops))
     for t in branch_tags:
-        out.extend(_plan_tag(ctx, t, planned_tags))
+        out.extend(_isolated_tag(ctx, t, planned_tags))
     out.extend(_plan_removed(ctx, drops))
     out.extend(_plan_expiry(ctx, auto_expired, out))
     out.extend(auto_notes)
@@ -529,8 +565,8 @@ def _auto_rules(ctx: _Ctx) -> tuple[tag_auto.AutoTagRules | None, str | None]:
     if s["tags.autoCreate.mode"].startswith("table-option/"):
         return None, "writers create auto tags (table option tag.automatic-creation is set)"
     if ctx.target.spec.enforcement == "TableOptions":
-        return None, "enforcement TableOptions: auto tags are left to writers (writing table options is not " \
-                     "implemented yet)"
+        return None, "enforcement TableOptions: auto tags are left to writers (tag.automatic-creation is written " \
+                     "as a table option)"
     handler = _auto_handler(ctx)
     if handler is None:
         return None, "invalid auto-tag period"
@@ -560,7 +596,8 @@ def _plan_auto(ctx: _Ctx) -> tuple[list[A.Action], list[tag_auto.ExpiredTag], li
         notes: list[A.Action] = [A.Skipped(**base, what="auto tags", reason=why_not)] if why_not else []
         return [], [], notes
     main = layout.MAIN
-    protected = set(ctx.state.protected_tags(main)) | {t.tag for t in ctx.target.tags if t.branch == main}
+    protected = set(ctx.state.protected_tags(main)) | {t.tag for t in ctx.target.tags if t.branch == main
+                                                        and t.resource.labels.get(POLICY_TRIGGER_LABEL) != "Policy"}
     points = [t.point for t in ctx.state.branch_tags(main).values()]
     policy = ctx.policy_of(*_AUTO_PATHS)
     if rules.mode == "batch":
@@ -640,16 +677,20 @@ def _engine(target: TableTarget, estimate: A.Estimate, config: ReconcileConfig) 
     return "spark" if estimate.files >= config.spark_threshold_files else "in-process"
 
 
-def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig) -> list[A.Action]:
+def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig,
+                 kinds: Collection[str] | None = None) -> list[A.Action]:
     target, policy, v = ctx.target, ctx.policy, ctx.policy.values
     base = ctx.base()
+
+    def wanted(kind: str) -> bool:
+        return kinds is None or kind in kinds
     if target.spec.enforcement == "TableOptions":
         managed = [s for s in ("partitions", "snapshots", "changelog", "orphanFiles") if _managed(policy, s)]
         if not managed:
             return []
         return [A.Skipped(**base, what="maintenance",
-                          reason=f"enforcement TableOptions: {', '.join(managed)} left to the writers (tablekeeper "
-                                 "does not write table options yet)")]
+                          reason=f"enforcement TableOptions: {', '.join(managed)} left to the writers (the policy "
+                                 "is written as table options)")]
     schedule = target.spec.maintenance.schedule if target.spec.maintenance is not None else None
     window = target.spec.maintenance.window if target.spec.maintenance is not None else None
     now_ms = _ms(ctx.now)
@@ -668,7 +709,7 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig) -> list[A.Act
         return estimate_plan(p, table.file_io) if config.estimate else A.Estimate(files=len(p.files))
 
     # partitions
-    if v["partitions.state"] != "Disabled" and v["partitions.expiration"] is not None \
+    if wanted("ExpirePartitions") and v["partitions.state"] != "Disabled" and v["partitions.expiration"] is not None \
             and _managed(policy, "partitions") and due("ExpirePartitions", schedule):
         pconf = partitions.PartitionConfig(
             expiration_time=v["partitions.expiration"].to_timedelta(), strategy=v["partitions.strategy"],
@@ -693,7 +734,8 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig) -> list[A.Act
     # snapshots
     snapshot_paths = ("snapshots.minRetained", "snapshots.maxRetained", "snapshots.maxAge", "snapshots.expireLimit",
                       "snapshots.cleanEmptyDirectories")
-    if v["snapshots.state"] != "Disabled" and _managed(policy, "snapshots") and due("ExpireSnapshots", schedule):
+    if wanted("ExpireSnapshots") and v["snapshots.state"] != "Disabled" and _managed(policy, "snapshots") \
+            and due("ExpireSnapshots", schedule):
         decoupled = _decoupled(v)
         econf = expire.ExpireConfig(
             retain_min=v["snapshots.minRetained"], retain_max=v["snapshots.maxRetained"] or INT_MAX,
@@ -721,7 +763,8 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig) -> list[A.Act
                 reason=(f"{count} snapshot(s) past retention (stop: {total.reason})" if count
                         else "only the missing EARLIEST hint is written")))
     # changelog
-    if v["changelog.state"] != "Disabled" and _managed(policy, "changelog", "snapshots") and table.changelog_ids() \
+    if wanted("ExpireChangelog") and v["changelog.state"] != "Disabled" \
+            and _managed(policy, "changelog", "snapshots") and table.changelog_ids() \
             and due("ExpireChangelog", schedule):
         cconf = expire.ChangelogConfig(
             retain_min=v["changelog.minRetained"], retain_max=v["changelog.maxRetained"] or INT_MAX,
@@ -738,7 +781,8 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig) -> list[A.Act
                 policy=ctx.policy_of("changelog.minRetained", "changelog.maxRetained", "changelog.maxAge"),
                 reason="long-lived changelogs past retention"))
     # orphans
-    if v["orphanFiles.state"] == "Enabled" and due("CleanOrphans", v["orphanFiles.schedule"] or schedule):
+    if wanted("CleanOrphans") and v["orphanFiles.state"] == "Enabled" \
+            and due("CleanOrphans", v["orphanFiles.schedule"] or schedule):
         older = v["orphanFiles.olderThan"]
         threshold = orphans.resolve_older_than(now_ms, older_than_age=older.to_timedelta())
         oplan = orphans.plan_orphan_clean(table, orphans.OrphanConfig(threshold))
@@ -790,14 +834,79 @@ def _tag_estimate(table: Table, branch: str, tag: str) -> A.Estimate:
         return A.Estimate(note=f"not sized: {e.message}")
 
 
+def _option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def managed_table_options(target: TableTarget, policy: EffectivePolicy) -> dict[str, str]:
+    """The Paimon table options the policy manages (operator-design.md §4.2 mapping): only fields
+    some level explicitly sets (absent = not managed, never reset), not in a ``Disabled`` section,
+    and only with ``enforcement: TableOptions`` or ``Both``. With ``Both`` the operator creates
+    auto tags itself, so ``tag.automatic-creation`` and its companions are not written (writers
+    and the operator must never both create auto tags)."""
+    enforcement = target.spec.enforcement
+    if enforcement not in ("TableOptions", "Both"):
+        return {}
+    out: dict[str, str] = {}
+    for path in policy.explicit_paths():
+        keys = PAIMON_OPTIONS.get(path)
+        value = policy.values.get(path)
+        if not keys or value is None:
+            continue
+        if policy.values.get(f"{path.split('.', 1)[0]}.state") == "Disabled":
+            continue
+        if enforcement == "Both" and path.startswith("tags.autoCreate."):
+            continue
+        out[keys[0]] = _option_text(value)
+    return out
+
+
+def plan_table_options(target: TableTarget, state: TableState, policy: EffectivePolicy,
+                       unalterable: Collection[str] = ()) -> list[A.Action]:
+    """``SetTableOptions`` when a managed option differs from the table's (pure). Keys in the
+    table's ``protectedOptions`` or the operator's ``unalterable`` list are never written: a
+    difference there is reported as a ``Skipped`` (``ConflictingTableOption``)."""
+    desired = managed_table_options(target, policy)
+    if not desired:
+        return []
+    protected = set(target.spec.protected_options) | set(unalterable)
+    diff = table_options.diff_options(state.options, desired, protected)
+    base: dict[str, Any] = {"warehouse": target.location.warehouse, "table": target.location.identifier,
+                            "resource": target.resource.ref, "source": target.resource.file}
+    paths = [p for p in policy.explicit_paths() if PAIMON_OPTIONS.get(p, ("",))[0] in desired]
+    out: list[A.Action] = []
+    if not diff.is_empty:
+        out.append(A.SetTableOptions(**base, options={k: v for k, v in desired.items() if k not in protected},
+                                     changed=dict(diff.set), previous=dict(diff.previous),
+                                     policy=describe(policy.values, policy.sources, paths),
+                                     reason=f"enforcement {target.spec.enforcement}: set "
+                                            + ", ".join(f"{k}={v}" for k, v in diff.set.items())))
+    for key, (current, wanted) in diff.protected.items():
+        out.append(A.Skipped(**base, what=f"table option {key}",
+                             reason=f"ConflictingTableOption: the policy asks for {key}={wanted} but the table has "
+                                    f"{current if current is not None else 'it unset'}; the key is protected "
+                                    "(protectedOptions or the operator's unalterable list), so it is not written"))
+    return out
+
+
 def plan_table(target: TableTarget, table: Table, state: TableState, records: TableRecords,
-               policy: EffectivePolicy, now: datetime, config: ReconcileConfig | None = None) -> TablePlan:
-    """Every action for one table, in order."""
+               policy: EffectivePolicy, now: datetime, config: ReconcileConfig | None = None, *,
+               kinds: Collection[str] | None = None) -> TablePlan:
+    """Every action for one table, in order; with ``kinds`` (action kinds, e.g.
+    ``("ExpireSnapshots", "ExpireChangelog")``) only those, and only their work is planned (a
+    maintenance run of one type never plans or sizes the others). ``Skipped`` notes about a
+    wanted kind are kept."""
     config = config or ReconcileConfig()
     ctx = _Ctx(target, state, records, policy, now, writer_zone(target))
-    acts = plan_objects(target, state, records, policy, now)
+    acts: list[A.Action] = []
+    if kinds is None or not set(kinds) <= set(A.MAINTENANCE_KINDS):
+        acts = plan_objects(target, state, records, policy, now)
+    acts.extend(_maintenance(ctx, table, config, kinds))
+    if kinds is not None:
+        acts = [a for a in acts if a.kind in kinds or (isinstance(a, A.Skipped) and a.what in kinds)]
     acts = _size_tag_deletions(acts, table, config)
-    acts.extend(_maintenance(ctx, table, config))
     return TablePlan(target, tuple(acts), policy.to_status(), target.writer_zone)
 
 

@@ -19,9 +19,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from tablekeeper.core import durations, errors, execution, expire, orphans, plans, safety
-from tablekeeper.core.paimon import layout, manifests
+from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table, open_table
-from tablekeeper.core.storage import join
 from tablekeeper.spark import launch
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,8 +34,8 @@ __all__ = ["DEFAULT_SPARK_THRESHOLD", "EngineChoice", "spark_threshold", "estima
 #: ~145-225 s for local[2] Spark), so the threshold is about memory: the in-process planner needed
 #: ~850 MB there and grows with the table (~0.85 KB per file on disk), Spark's driver stays flat
 #: (~140 MB). 500k live files is about 2 GB in process for histories like the benchmark's.
-DEFAULT_SPARK_THRESHOLD = 500_000
-THRESHOLD_ENV = "TABLEKEEPER_SPARK_THRESHOLD"
+DEFAULT_SPARK_THRESHOLD = launch.DEFAULT_SPARK_THRESHOLD
+THRESHOLD_ENV = launch.THRESHOLD_ENV
 
 EngineChoice = Literal["auto", "local", "spark"]
 
@@ -119,21 +118,8 @@ def spark_threshold(threshold: int | None = None) -> int:
 
 
 def estimate_plan_size(table: Table) -> int:
-    """Live data files of the latest snapshot of main (manifest-list counters: added - deleted)
-    plus its manifests: what a full read of one root costs. Orphan cleanup reads at least that
-    (and lists as many files); expiration's protection sets read it per retained branch."""
-    main = table.on_branch(layout.MAIN)
-    latest = main.latest_snapshot()
-    if latest is None:
-        return 0
-    manifest_dir = main.shared_dir(layout.MANIFEST_DIR)
-    total = 0
-    for name in (latest.base_manifest_list, latest.delta_manifest_list):
-        if not name:
-            continue
-        for meta in manifests.read_manifest_list(main.file_io, join(manifest_dir, name)):
-            total += meta.num_added_files - meta.num_deleted_files + 1
-    return max(total, 0)
+    """See :func:`tablekeeper.spark.launch.estimate_plan_size` (shared with the operator)."""
+    return launch.estimate_plan_size(table)
 
 
 def choose_engine(size: int, threshold: int) -> Literal["local", "spark"]:

@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from tablekeeper.core import errors, safety
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.storage import FileIO
+from tablekeeper.core.paimon import layout, manifests
+from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.storage import FileIO, join
 
 __all__ = [
     "OPERATIONS",
@@ -59,6 +60,9 @@ __all__ = [
     "write_result",
     "read_result",
     "is_secret_option",
+    "DEFAULT_SPARK_THRESHOLD",
+    "THRESHOLD_ENV",
+    "estimate_plan_size",
 ]
 
 Operation = Literal["expire", "expire-changelog", "clean-orphans"]
@@ -76,6 +80,31 @@ IMAGE_MAIN_FILE = "/opt/tablekeeper/tablekeeper/spark/__main__.py"
 _CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 _RUN_TYPES: Mapping[str, str] = {"expire": "ExpireSnapshots", "expire-changelog": "ExpireSnapshots",
                                  "clean-orphans": "RemoveOrphanFiles"}
+
+
+#: Estimated live data files above which ``auto`` picks Spark (measured by ``bench/spark.py``;
+#: see ``tablekeeper.spark.engine``). The operator and ``tablekeeper.spark.engine`` share it.
+DEFAULT_SPARK_THRESHOLD = 500_000
+THRESHOLD_ENV = "TABLEKEEPER_SPARK_THRESHOLD"
+
+
+def estimate_plan_size(table: Table) -> int:
+    """Live data files of the latest snapshot of main (manifest-list counters: added - deleted)
+    plus its manifests: what a full read of one root costs. Orphan cleanup reads at least that
+    (and lists as many files); expiration's protection sets read it per retained branch. Two
+    small manifest-list reads; the engine choice of ``auto`` (CLI) and ``Auto`` (operator)."""
+    main = table.on_branch(layout.MAIN)
+    latest = main.latest_snapshot()
+    if latest is None:
+        return 0
+    manifest_dir = main.shared_dir(layout.MANIFEST_DIR)
+    total = 0
+    for name in (latest.base_manifest_list, latest.delta_manifest_list):
+        if not name:
+            continue
+        for meta in manifests.read_manifest_list(main.file_io, join(manifest_dir, name)):
+            total += meta.num_added_files - meta.num_deleted_files + 1
+    return max(total, 0)
 
 
 # -- the request -------------------------------------------------------------------------------

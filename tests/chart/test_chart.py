@@ -21,6 +21,7 @@ import yaml
 
 from tablekeeper.cli.main import cli
 from tablekeeper.operator import rbac
+from tablekeeper.operator.settings import OperatorConfig, SparkConfig
 from tests.support.k8s import CRD_DIR, REPO_ROOT
 
 CHART = REPO_ROOT / "charts" / "tablekeeper"
@@ -32,6 +33,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "namespaced": {"watchNamespaces": ["sales", "finance"]},
     "namespaced-incl-release": {"watchNamespaces": ["sales", NAMESPACE]},
     "job-namespaces": {"jobNamespaces": ["spark-jobs", "batch-jobs"], "watchNamespaces": ["sales"]},
+    "spark": {"jobNamespaces": ["spark-jobs", "batch-jobs"],
+              "spark": {"image": "registry.example.com/tablekeeper-spark:0.1.0", "sparkVersion": "3.5.3",
+                        "namespace": "batch-jobs", "serviceAccount": "spark-driver", "engine": "SparkOperator",
+                        "threshold": 2_000_000, "resultsPrefix": "s3://lake/tk-results",
+                        "ttlSecondsAfterFinished": 3600}},
     "no-metrics-custom-image": {"prometheus": {"metrics": {"enable": False, "port": 9090, "portName": "metrics"}},
                                 "image": {"registry": "registry.example.com", "repository": "data/tablekeeper",
                                           "tag": "0.1.0-rc1", "pullPolicy": "Always",
@@ -208,3 +214,30 @@ def test_dockerfile_matches_the_chart() -> None:
     assert re.search(r'^ENTRYPOINT \["tablekeeper", "operator"\]$', dockerfile, re.MULTILINE)
     assert re.search(r"^USER 65532:65532$", dockerfile, re.MULTILINE)  # = podSecurityContext.runAsUser
     assert re.search(r"^EXPOSE 8080 9090$", dockerfile, re.MULTILINE)
+
+
+def _operator_env(objects: list[dict[str, Any]]) -> dict[str, str]:
+    [container] = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e["value"] for e in container["env"] if "value" in e}
+
+
+def test_spark_values_reach_the_operator_settings(chart: helm.Chart) -> None:
+    env = _operator_env(render(chart, SCENARIOS["spark"]))
+    assert OperatorConfig.from_env(env).spark == SparkConfig(
+        image="registry.example.com/tablekeeper-spark:0.1.0", spark_version="3.5.3", namespace="batch-jobs",
+        service_account="spark-driver", auto_engine="SparkOperator", threshold=2_000_000,
+        results="s3://lake/tk-results", ttl_seconds=3600)
+    # defaults: Spark runs off; launches would go to the first job namespace (where RBAC allows them)
+    defaults = OperatorConfig.from_env(_operator_env(render(chart))).spark
+    assert not defaults.enabled and defaults.namespace == NAMESPACE and defaults.auto_engine == "SparkJob"
+    assert defaults.threshold == 500_000
+    jobs = OperatorConfig.from_env(_operator_env(render(chart, SCENARIOS["job-namespaces"]))).spark
+    assert jobs.namespace == "spark-jobs"
+
+
+def test_spark_namespace_must_be_a_job_namespace(chart: helm.Chart) -> None:
+    with pytest.raises(helm.HelmError, match="must be one of the job namespaces"):
+        render(chart, {"jobNamespaces": ["spark-jobs"], "spark": {"namespace": "elsewhere"}})
+    for bad in ({"spark": {"engine": "Spark"}}, {"spark": {"threshold": -1}}, {"spark": {"namespace": "Bad_ns"}}):
+        with pytest.raises(helm.HelmValuesError):
+            chart.validate_schema(bad)

@@ -20,9 +20,8 @@ import pytest
 from tablekeeper.cli import demo
 from tablekeeper.operator import main as operator_main
 from tablekeeper.operator.settings import OperatorConfig
-from tests.operator.emulator import OperatorEmulator
 from tests.support import paimon as P
-from tests.support.k8s import EVENTS, NAMESPACES, SECRETS, OperatorThread, eventually, register_crds
+from tests.support.k8s import EVENTS, NAMESPACES, SECRETS, OperatorEmulator, OperatorThread, eventually, register_crds
 
 PLURALS = {"PaimonCatalog": "paimoncatalogs", "ClusterPaimonCatalog": "clusterpaimoncatalogs",
            "PaimonTable": "paimontables", "PaimonTag": "paimontags", "PaimonBranch": "paimonbranches",

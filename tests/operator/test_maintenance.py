@@ -109,3 +109,48 @@ async def test_orphan_cleanup_run_is_a_dry_run_by_default(harness: Harness, ware
     result = runs(harness)[0]["status"]["result"]
     assert result["dryRun"] is True and result["orphanFiles"] == 1
     assert orphan.exists()
+
+
+async def _branch_with_commit(harness: Harness, warehouse: Path, *, protected: bool = False) -> None:
+    await started(harness, warehouse)
+    await harness.apply(obj("PaimonTag", "base", {"tableRef": {"name": "orders"}, "snapshotId": 6}))
+    await harness.apply(obj("PaimonBranch", "b", {"tableRef": {"name": "orders"}, "fromTag": "base",
+                                                  "protected": protected}))
+    await harness.wait_condition("PaimonBranch", "b", reason="Created")
+    from tests.support import paimon as P
+
+    P.write(P.table_at(str(warehouse), "sales.orders", "b"), P.orders_rows("2026-01-05", 500, 3))
+
+
+async def test_fast_forward_run_merges_the_branch_into_main(harness: Harness, warehouse: Path) -> None:
+    from tests.support import paimon as P
+
+    await _branch_with_commit(harness, warehouse)
+    branch_rows = P.read_rows(P.table_at(str(warehouse), "sales.orders", "b"))
+    assert branch_rows != P.read_rows(P.table_at(str(warehouse), "sales.orders"))
+    await harness.apply(obj("PaimonMaintenanceRun", "ff", {"tableRef": {"name": "orders"}, "type": "FastForward",
+                                                            "branch": "b"}))
+    await eventually(lambda: harness.status("PaimonMaintenanceRun", "ff").get("phase") == "Succeeded", timeout=30)
+    assert P.read_rows(P.table_at(str(warehouse), "sales.orders")) == branch_rows  # main reads the branch
+    assert open_table(str(warehouse), "sales.orders").latest_snapshot_id() == 7
+    assert harness.status("PaimonMaintenanceRun", "ff")["result"]["writtenFiles"] > 0
+
+
+async def test_fast_forward_refuses_a_protected_branch_and_rollback_is_not_supported(
+        harness: Harness, warehouse: Path) -> None:
+    from tests.support import paimon as P
+
+    await _branch_with_commit(harness, warehouse, protected=True)
+    before = P.snapshot_views(str(warehouse), "sales.orders")
+    await harness.apply(obj("PaimonMaintenanceRun", "ff", {"tableRef": {"name": "orders"}, "type": "FastForward",
+                                                            "branch": "b"}))
+    await harness.apply(obj("PaimonMaintenanceRun", "rb", {"tableRef": {"name": "orders"}, "type": "Rollback",
+                                                            "parameters": {"rollbackTo": {"snapshotId": 3}}}))
+    await eventually(lambda: {harness.status("PaimonMaintenanceRun", n).get("phase") for n in ("ff", "rb")}
+                     == {"Failed"}, timeout=30)
+    reasons = {n: {c["type"]: c.get("reason") for c in harness.status("PaimonMaintenanceRun", n)["conditions"]}
+               for n in ("ff", "rb")}
+    assert reasons["ff"]["Failed"] == "BranchProtected" and reasons["rb"]["Failed"] == "NotSupported"
+    assert "rollback_to" in harness.status("PaimonMaintenanceRun", "rb")["conditions"][-1]["message"] or any(
+        "rollback_to" in c["message"] for c in harness.status("PaimonMaintenanceRun", "rb")["conditions"])
+    assert P.snapshot_views(str(warehouse), "sales.orders") == before  # storage unchanged

@@ -180,3 +180,22 @@ async def test_table_dropped_out_of_band_makes_tags_lost(harness: Harness, wareh
     await harness.wait_condition("PaimonTable", "orders", status="False", reason="TableNotFound")
     await harness.delete("PaimonTag", "orphaned")  # nothing left to delete: succeeds
     await harness.wait_gone("PaimonTag", "orphaned")
+
+
+async def test_sibling_branches_from_one_tag_are_dropped_independently(harness: Harness, warehouse: Path) -> None:
+    from tests.support import paimon as P
+
+    await start(harness, warehouse)
+    await harness.apply(tag("base", snapshotId=4))
+    await harness.apply(branch("b1", fromTag="base", deletionPolicy="Delete"))
+    await harness.apply(branch("b2", fromTag="base", deletionPolicy="Delete"))
+    for name in ("b1", "b2"):
+        await harness.wait_condition("PaimonBranch", name, reason="Created")
+    before = P.snapshot_views(str(warehouse), "sales.orders")
+    await harness.delete("PaimonBranch", "b1")
+    await harness.wait_gone("PaimonBranch", "b1")
+    assert open_table(str(warehouse), "sales.orders").branch_names() == ["b2"]  # dropped, not kept
+    assert not harness.events("b1", "HasDependentBranches")
+    after = P.snapshot_views(str(warehouse), "sales.orders")
+    assert after == {k: v for k, v in before.items() if not k.startswith("b1@")}
+    assert tags_of(warehouse)["base"] == 4

@@ -190,10 +190,12 @@ def test_run_now_creates_a_manual_run_or_is_refused() -> None:
 
 # -- engines -----------------------------------------------------------------------------------------
 
-def test_spark_engines_run_in_process_for_now_and_launch_manifests_are_built() -> None:
+def test_in_process_fallback_notes_and_launch_manifests_are_built() -> None:
     engine, note = engines.select("SparkOperator")
-    assert engine.name == "Python" and "not wired" in note
-    assert engines.select("Auto") == (engines.select(None)[0], "")
+    assert engine.name == "Python" and "Spark runs are off" in note
+    _, note = engines.select("SparkJob", spark_enabled=True, run_type="ExpireTags")
+    assert "does not do ExpireTags" in note
+    assert engines.select("Auto", spark_enabled=True) == (engines.select(None)[0], "")
     spec = PaimonMaintenanceRunSpec.model_validate({"tableRef": {"name": "orders"}, "type": "ExpireSnapshots"})
     request = engines.launch_request(spec, "s3://lake/wh", "sales.orders",
                                      {"s3.endpoint": "http://minio", "s3.secret-key": "hidden"}, dry_run=True,
@@ -235,3 +237,16 @@ def test_kopf_internals_the_operator_relies_on() -> None:
     from kopf._cogs.clients import api
 
     assert callable(api.get) and callable(api.post) and callable(api.patch) and callable(api.delete)
+
+
+def test_event_posting_settings_follow_the_design() -> None:
+    """§10.4: posting.level INFO; Kopf's per-handler log lines are not posted as Events (the
+    controllers post theirs explicitly, Normal ones included: see the lifecycle tests)."""
+    import logging
+
+    from tablekeeper.operator import main
+
+    settings = main.build_settings()
+    assert settings.posting.level == logging.INFO
+    assert settings.posting.enabled and not settings.posting.loggers
+    assert settings.persistence.finalizer == "tablekeeper.io/finalizer"

@@ -469,3 +469,30 @@ def test_decoupled_changelog_is_expired_by_its_own_retention(demo_wh: Path, exam
     events = open_table(str(demo_wh), demo.EVENTS)
     assert events.snapshot_ids() == [31, 32]
     assert events.changelog_ids() == [27, 28, 29, 30]  # 6 retained counting the 2 snapshots
+
+
+def test_plan_table_kinds_filter_plans_only_those(demo_wh: Path, examples: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A maintenance run of one type plans (and sizes) only its own kinds."""
+    from tablekeeper.core import orphans as core_orphans
+    from tablekeeper.reconcile import planner
+
+    desired = demo.load_examples(examples, ("01", "02", "03", "04"), str(demo_wh))
+    store = reconcile.MemoryRecordStore()
+    now = datetime.now(UTC)
+    config = reconcile.ReconcileConfig(ignore_schedules=True)
+    target = desired.table(demo.ORDERS)
+    table = open_table(str(demo_wh), demo.ORDERS)
+    state = reconcile.observe(table)
+    records = store.load(target.location.warehouse, demo.ORDERS)
+    policy = target.resolve_policy(state.options)
+    full = planner.plan_table(target, table, state, records, policy, now, config)
+    assert {"ExpireSnapshots", "CreateTag"} <= {a.kind for a in full.actions}
+    calls: list[str] = []
+    monkeypatch.setattr(core_orphans, "plan_orphan_clean", lambda *a, **k: calls.append("orphans"))  # never called
+    only = planner.plan_table(target, table, state, records, policy, now, config,
+                              kinds=("ExpireSnapshots", "ExpireChangelog"))
+    assert {a.kind for a in only.actions} <= {"ExpireSnapshots", "ExpireChangelog", "Skipped"}
+    assert [a for a in only.actions if a.kind == "ExpireSnapshots"] == \
+        [a for a in full.actions if a.kind == "ExpireSnapshots"]
+    assert calls == []

@@ -60,3 +60,19 @@ app.kubernetes.io/component: operator
 {{- toJson (list .Release.Namespace) }}
 {{- end }}
 {{- end }}
+
+{{/*
+Namespace of launched Spark objects: spark.namespace (one of the job namespaces), else the first
+job namespace.
+*/}}
+{{- define "tablekeeper.sparkNamespace" -}}
+{{- $jobs := include "tablekeeper.jobNamespaces" . | fromJsonArray -}}
+{{- if .Values.spark.namespace -}}
+{{- if not (has .Values.spark.namespace $jobs) -}}
+{{- fail (printf "spark.namespace %s must be one of the job namespaces %s (the operator may launch only there)" .Values.spark.namespace (join ", " $jobs)) -}}
+{{- end -}}
+{{- .Values.spark.namespace -}}
+{{- else -}}
+{{- first $jobs -}}
+{{- end -}}
+{{- end -}}

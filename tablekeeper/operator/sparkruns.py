@@ -1,0 +1,361 @@
+"""Spark runs of a ``PaimonMaintenanceRun``: launching the SparkApplication or batch Job, observing it,
+and reading the job's JSON result artifact back (operator-design.md §7.7, spark-jobs.md §8).
+
+The run controller (:mod:`tablekeeper.operator.runs`) drives three steps:
+
+1. **launch** (the run's ``execute`` step, :func:`launch_run`): for engine ``SparkOperator`` or
+   ``SparkJob`` (or ``Auto`` when the plan-size estimate from the manifest lists is above
+   ``TABLEKEEPER_SPARK_THRESHOLD``: then ``TABLEKEEPER_SPARK_ENGINE``), build the job request from
+   the table's effective policy (:func:`tablekeeper.operator.engines.launch_request`) and create
+   the object (:func:`tablekeeper.operator.engines.launch_manifest`). Its name is derived from the
+   run's uid and attempt (``tk-<table-hash8>-<op3>-<hash4>``), so an operator restarted between the
+   create and the status write finds the object it made: an object of that name that carries the
+   run's uid (annotation ``tablekeeper.io/run-uid``) is **adopted**, never created a second time.
+   The run records ``engine``, ``sparkApplicationRef`` or ``jobRef`` ``{name, namespace, state}``
+   and ``artifact`` (where the job writes its result).
+2. **observe** (the run's periodic check, :func:`fetch` + :func:`observe`): a SparkApplication's
+   ``status.applicationState.state`` (``COMPLETED`` succeeded; ``FAILED`` -> ``SparkJobFailed``;
+   ``SUBMISSION_FAILED`` -> ``SparkSubmissionFailed``, terminal because tablekeeper sets
+   ``restartPolicy: Never``; anything else is still running), a Job's ``Complete`` / ``Failed``
+   condition (a Job failed by its own ``activeDeadlineSeconds`` -> ``DeadlineExceeded``). A
+   launched object that is gone -> ``SparkApplicationMissing``. The run's own deadline is
+   enforced by the controller (apps hang in ``SUBMITTED`` on ImagePullBackOff): the object is
+   deleted and the run fails ``DeadlineExceeded``.
+3. **result** (:func:`read_artifact`, :func:`result_of`): after a terminal state the artifact is
+   read through the core FileIO with the catalog's options. Success needs the artifact: missing
+   -> ``ResultArtifactMissing``, unreadable or written by another launch ->
+   ``ResultArtifactInvalid``, ``status: Failed`` inside -> ``MaintenanceFailed``.
+
+Artifacts live under ``TABLEKEEPER_SPARK_RESULTS`` (default ``<warehouse>/.tablekeeper/results``,
+outside every table directory: unknown files inside a Paimon table confuse other tools), at
+``<prefix>/<run namespace>/<launched name>.json``.
+
+A launched object in the run's own namespace carries an ownerReference to the run (Kubernetes
+garbage-collects it with the run). Kubernetes ignores owners in another namespace and deletes such
+dependents, so an object in a separate Spark namespace (``TABLEKEEPER_SPARK_NAMESPACE``) carries only
+the ``tablekeeper.io/run`` / ``tablekeeper.io/run-uid`` annotations, its own TTL, and is deleted by
+the operator when the run is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from tablekeeper.core import errors as core_errors
+from tablekeeper.core.paimon import layout
+from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec
+from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
+from tablekeeper.core.policy.table import PaimonTableSpec
+from tablekeeper.core.storage import join
+from tablekeeper.operator import cluster, engines, kopfcompat, maintenance, objects, scopes
+from tablekeeper.operator.cluster import Obj
+from tablekeeper.operator.conditions import Reason
+from tablekeeper.operator.errors import OperatorError
+from tablekeeper.operator.runtime import Runtime
+from tablekeeper.operator.settings import SparkConfig
+from tablekeeper.spark import launch
+
+__all__ = ["KINDS", "RUN_UID_ANNOTATION", "RUN_ANNOTATION", "RESULTS_DIR", "Ref", "Launched", "Observation",
+           "wants_spark", "launch_name", "result_uri", "launch_run", "fetch", "observe", "delete", "read_artifact",
+           "result_of"]
+
+#: engine -> (kind, API prefix, plural) of the launched object.
+KINDS: Mapping[str, tuple[str, str, str]] = {
+    "SparkOperator": ("SparkApplication", "/apis/sparkoperator.k8s.io/v1beta2", "sparkapplications"),
+    "SparkJob": ("Job", "/apis/batch/v1", "jobs"),
+}
+_BY_KIND = {kind: (prefix, plural) for kind, prefix, plural in KINDS.values()}
+#: kind -> the run status field that records it.
+_REF_FIELDS = {"SparkApplication": "sparkApplicationRef", "Job": "jobRef"}
+RUN_UID_ANNOTATION = "tablekeeper.io/run-uid"
+RUN_ANNOTATION = "tablekeeper.io/run"
+RESULTS_DIR = ".tablekeeper/results"
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+@dataclass(frozen=True)
+class Ref:
+    """The launched object as the run's status records it."""
+
+    kind: str
+    name: str
+    namespace: str
+    state: str = ""
+
+    @classmethod
+    def of(cls, status: Mapping[str, Any]) -> Ref | None:
+        """The object recorded in a run's status, if any."""
+        for kind, key in _REF_FIELDS.items():
+            value = status.get(key)
+            if isinstance(value, Mapping) and value.get("name") and value.get("namespace"):
+                return cls(kind, str(value["name"]), str(value["namespace"]), str(value.get("state") or ""))
+        return None
+
+    @property
+    def field(self) -> str:
+        return _REF_FIELDS[self.kind]
+
+    @property
+    def url(self) -> str:
+        prefix, plural = _BY_KIND[self.kind]
+        return f"{prefix}/namespaces/{self.namespace}/{plural}/{self.name}"
+
+    @property
+    def collection_url(self) -> str:
+        prefix, plural = _BY_KIND[self.kind]
+        return f"{prefix}/namespaces/{self.namespace}/{plural}"
+
+    def as_status(self) -> dict[str, str]:
+        return {"name": self.name, "namespace": self.namespace, "state": self.state}
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A launched (created or adopted) object and what the run records about it."""
+
+    engine: str
+    ref: Ref
+    artifact: str
+    adopted: bool
+    dry_run: bool
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the launched object says: ``state`` (SparkApplication state or Job condition),
+    whether it is over, and if so how (``reason`` / ``message`` of a failure)."""
+
+    state: str
+    terminal: bool = False
+    succeeded: bool = False
+    reason: str = ""
+    message: str = ""
+
+
+def wants_spark(config: SparkConfig, requested: str | None, spec: PaimonMaintenanceRunSpec) -> bool:
+    """Whether a run may go to Spark: Spark runs are on, the engine is not ``Python``, and the job
+    does the run's type (on ``main``; the job's orphan cleanup covers the whole table)."""
+    return (config.enabled and requested not in (None, "Python") and spec.type in engines.SPARK_RUN_TYPES
+            and spec.branch == layout.MAIN)
+
+
+def launch_name(table_identity: str, operation: str, run_uid: str, attempt: int) -> str:
+    """``tk-<table-hash8>-<op3>-<hash4>``: unique per run and attempt, and the same for both, so a
+    restarted operator derives the name of the object it may already have created."""
+    digest = hashlib.sha256(f"{run_uid}:{attempt}".encode()).digest()
+    suffix = "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:4])
+    return launch.run_name(table_identity, operation, suffix=suffix)
+
+
+def result_uri(config: SparkConfig, warehouse: str, namespace: str, name: str) -> str:
+    """Where the launched job ``name`` of a run in ``namespace`` writes its result artifact."""
+    prefix = config.results or join(warehouse, RESULTS_DIR)
+    return join(prefix, namespace, f"{name}.json")
+
+
+def _credentials_secret(scope: scopes.Scope, namespace: str, operator_namespace: str) -> str | None:
+    """The catalog's credentials Secret when it lives where the job runs (pods can only use
+    Secrets of their own namespace); otherwise the job relies on pod identity (IRSA...)."""
+    catalog = scope.table.catalog
+    ref = catalog.spec.credentials_secret_ref
+    if ref is None:
+        return None
+    if isinstance(catalog.spec, ClusterPaimonCatalogSpec):
+        where = getattr(ref, "namespace", None) or operator_namespace
+    else:
+        where = catalog.obj.namespace or operator_namespace
+    return ref.name if where == namespace else None
+
+
+def _resources(table: PaimonTableSpec) -> tuple[launch.SparkResources | None, launch.SparkResources | None,
+                                                 dict[str, str], str | None, str | None]:
+    """(driver, executor, conf, image, sparkVersion) from ``PaimonTable.spec.maintenance.spark``."""
+    spark = table.maintenance.spark if table.maintenance is not None else None
+    if spark is None:
+        return None, None, {}, None, None
+    base_driver, base_executor = launch.SparkResources(instances=1), launch.SparkResources()
+    driver = executor = None
+    if spark.driver is not None:
+        driver = launch.SparkResources(cores=spark.driver.cores or base_driver.cores,
+                                       memory=spark.driver.memory or base_driver.memory, instances=1)
+    if spark.executor is not None:
+        executor = launch.SparkResources(cores=spark.executor.cores or base_executor.cores,
+                                         memory=spark.executor.memory or base_executor.memory,
+                                         instances=spark.executor.instances or base_executor.instances)
+    return driver, executor, dict(spark.conf), spark.image, spark.spark_version
+
+
+def _plan(scope: scopes.Scope, opener: Any, now: datetime, estimate: bool) -> tuple[scopes.ScopePlan, int | None]:
+    """The table's effective policy (observation without a tag/branch plan) and, for ``Auto``, the
+    plan-size estimate. Blocking."""
+    plan = scopes.plan_scope(scope, opener, now, objects=False)
+    return plan, (launch.estimate_plan_size(plan.table) if estimate else None)
+
+
+async def launch_run(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMaintenanceRunSpec, requested: str,
+                     *, now: datetime, deadline: int) -> Launched | None:
+    """Create (or adopt) the Spark object of a run; None when the run executes in process
+    (``Auto`` below the threshold, or the policy leaves nothing for this run type to do).
+
+    Raises:
+        OperatorError: ``TableNotReady`` (temporary), ``SparkSubmissionFailed`` (the object cannot
+            be built, or its name is taken by another run's object; permanent; the API refused
+            it: temporary).
+        TablekeeperError, OSError: reading the table's metadata failed.
+    """
+    config = rt.config.spark
+    scope = await objects.child_scope(rt, view, obj, spec.table_ref.name)
+    opener = rt.opener(scope.location.warehouse, scope.options)
+    plan, size = await asyncio.to_thread(_plan, scope, opener, now, requested == "Auto")
+    job = next(j for j in maintenance.JOBS if j.run_type == spec.type)
+    if not maintenance.enabled(job, scope.table.spec, plan.policy):
+        return None  # in process: "nothing to do", exactly as a Python run reports it
+    engine = requested
+    if requested == "Auto":
+        if size is None or size <= config.threshold:
+            return None
+        engine = config.auto_engine
+    namespace = config.namespace or obj.namespace or rt.config.operator_namespace
+    operation = "expire" if spec.type == "ExpireSnapshots" else "clean-orphans"
+    identity = "/".join(scope.identity)
+    attempt = int(obj.status.get("attempts") or 1)
+    name = launch_name(identity, operation, obj.uid, attempt)
+    artifact = result_uri(config, scope.location.warehouse, obj.namespace or namespace, name)
+    dry_run = engines.dry_run_of(spec, plan.policy.values)
+    request = engines.launch_request(spec, scope.location.warehouse, scope.location.identifier, scope.options,
+                                     dry_run=dry_run, run_name=name, policy=plan.policy.values, result=artifact)
+    assert request is not None  # spec.type is one of engines.SPARK_RUN_TYPES
+    driver, executor, conf, image, version = _resources(scope.table.spec)
+    try:
+        manifest = engines.launch_manifest(
+            request, engine=engine, name=name, namespace=namespace, owner_name=obj.name, owner_uid=obj.uid,
+            image=image or config.image, service_account=config.service_account, active_deadline_seconds=deadline,
+            ttl_seconds_after_finished=config.ttl_seconds, spark_version=version or config.spark_version,
+            credentials_secret=_credentials_secret(scope, namespace, rt.config.operator_namespace),
+            driver=driver, executor=executor, spark_conf=conf)
+    except core_errors.InvalidInputError as e:  # credentials in options, bad memory syntax...
+        raise OperatorError(Reason.SPARK_SUBMISSION_FAILED, f"cannot build the {engine} object: {e.message}") from e
+    meta = manifest["metadata"]
+    meta.setdefault("annotations", {}).update({RUN_UID_ANNOTATION: obj.uid,
+                                               RUN_ANNOTATION: f"{obj.namespace}/{obj.name}"})
+    if namespace != obj.namespace:
+        meta.pop("ownerReferences", None)  # cross-namespace owners are ignored and the dependent deleted
+    ref = Ref(KINDS[engine][0], name, namespace)
+    adopted = await _create_or_adopt(rt.api, ref, manifest, obj.uid)
+    await rt.step("run/launched", obj.ref)  # test seam: a restart before the run records the object
+    return Launched(engine, ref, artifact, adopted, dry_run)
+
+
+async def _create_or_adopt(api: kopfcompat.Api, ref: Ref, manifest: Mapping[str, Any], run_uid: str) -> bool:
+    """Create the object, or adopt the one of that name this run created before (True)."""
+    for _ in range(2):
+        existing = await fetch(api, ref)
+        if existing is not None:
+            owner = ((existing.get("metadata") or {}).get("annotations") or {}).get(RUN_UID_ANNOTATION)
+            if owner != run_uid:
+                raise OperatorError(Reason.SPARK_SUBMISSION_FAILED,
+                                    f"{ref} exists and belongs to another run (uid {owner})")
+            return True
+        try:
+            await api.create(ref.collection_url, manifest)
+            return False
+        except kopfcompat.Conflict:
+            continue  # 409 AlreadyExists: created meanwhile (by ourselves before a restart): look again
+        except kopfcompat.ApiError as e:
+            raise OperatorError(Reason.SPARK_SUBMISSION_FAILED, f"creating {ref} failed: {e}", temporary=True) from e
+    raise OperatorError(Reason.SPARK_SUBMISSION_FAILED, f"{ref} could not be created or read", temporary=True)
+
+
+async def fetch(api: kopfcompat.Api, ref: Ref) -> dict[str, Any] | None:
+    """The launched object, or None when it does not exist.
+
+    Raises:
+        ApiError: any other API error.
+    """
+    try:
+        return await api.get(ref.url)
+    except kopfcompat.NotFound:
+        return None
+
+
+async def delete(api: kopfcompat.Api, ref: Ref) -> None:
+    """Delete the launched object (stops a hung application; gone already is fine)."""
+    await api.delete(ref.url)
+
+
+_SPARK_FAILED = {"FAILED": Reason.SPARK_JOB_FAILED, "SUBMISSION_FAILED": Reason.SPARK_SUBMISSION_FAILED}
+
+
+def observe(kind: str, body: Mapping[str, Any]) -> Observation:
+    """Map the launched object's status (see the module docstring)."""
+    status = body.get("status") or {}
+    if kind == "SparkApplication":
+        app = status.get("applicationState") or {}
+        state = str(app.get("state") or "")
+        if state == "COMPLETED":
+            return Observation(state, terminal=True, succeeded=True)
+        if state in _SPARK_FAILED:
+            detail = str(app.get("errorMessage") or "no errorMessage")
+            return Observation(state, terminal=True, reason=_SPARK_FAILED[state],
+                               message=f"SparkApplication {state}: {detail}")
+        return Observation(state or "NEW")
+    for cond in status.get("conditions") or ():
+        if cond.get("status") != "True":
+            continue
+        if cond.get("type") == "Complete":
+            return Observation("Complete", terminal=True, succeeded=True)
+        if cond.get("type") == "Failed":
+            job_reason = str(cond.get("reason") or "")
+            reason = Reason.DEADLINE_EXCEEDED if job_reason == "DeadlineExceeded" else Reason.SPARK_JOB_FAILED
+            return Observation("Failed", terminal=True, reason=reason,
+                               message=f"Job failed ({job_reason or 'no reason'}): {cond.get('message') or ''}".rstrip(": "))
+    return Observation("Active" if status.get("active") else "Pending")
+
+
+def read_artifact(uri: str, options: Mapping[str, str], expected_name: str) -> launch.RunResult:
+    """Read and check the artifact of launch ``expected_name``. Blocking.
+
+    Raises:
+        FileNotFoundError: no artifact (the job did not get far enough to write one).
+        FormatError: not an artifact, or one written by another launch.
+        StorageError, OSError: the storage could not be read.
+    """
+    artifact = launch.read_result(uri, options)
+    if artifact.run_name != expected_name:
+        raise core_errors.FormatError(f"result artifact at {uri} was written by {artifact.run_name!r}, "
+                                      f"not {expected_name!r}", fix="check TABLEKEEPER_SPARK_RESULTS")
+    return artifact
+
+
+def result_of(artifact: launch.RunResult, run_type: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """``status.result`` of a run from its artifact (the in-process keys plus per-kind counts),
+    and the deleted files per kind (for the metrics)."""
+    planned = sum(artifact.planned_files.values())
+    result: dict[str, Any] = {
+        "dryRun": artifact.dry_run,
+        "plannedFiles": planned,
+        "plannedBytes": sum(artifact.planned_bytes.values()),
+        "deletedFiles": artifact.total_deleted,
+        "reclaimedBytes": sum(artifact.deleted_bytes.values()),
+        "missingFiles": sum(artifact.missing.values()),
+        "failures": artifact.failed_count,
+        "planned": {"files": dict(artifact.planned_files), "bytes": dict(artifact.planned_bytes)},
+        "executed": {"deleted": dict(artifact.deleted), "deletedBytes": dict(artifact.deleted_bytes),
+                     "missing": dict(artifact.missing)},
+        "sample": list(artifact.sample[:engines.SAMPLE_MAX]),
+    }
+    if run_type == "ExpireSnapshots":
+        result["expiredSnapshots"] = int(artifact.planned_files.get("snapshot", 0))
+    elif run_type == "RemoveOrphanFiles":
+        result["orphanFiles"] = planned
+    if artifact.failure_sample:
+        result["failureSample"] = [dict(x) for x in artifact.failure_sample[:engines.SAMPLE_MAX]]
+    return result, dict(artifact.deleted)
