@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 from rich.table import Table as RichTable
 
+from tablekeeper.cli import gitops
 from tablekeeper.core import branches, execution, forks, plans
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
@@ -33,15 +34,6 @@ def rows(items: Sequence[Mapping[str, Any]], empty: str) -> None:
     _console.print(table)
 
 
-def _human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
-
-
 def plan(p: plans.Plan, *, dry_run: bool, result: execution.ExecutionResult | None = None) -> None:
     head = "would delete" if dry_run else "deleted"
     click.echo(f"{p.operation} on {p.table}{' (dry run)' if dry_run else ''}")
@@ -51,7 +43,7 @@ def plan(p: plans.Plan, *, dry_run: bool, result: execution.ExecutionResult | No
         if isinstance(step, plans.DeleteStep):
             size = sum(f.size or 0 for f in step.files)
             click.echo(f"  {head} {len(step.files)} {step.kind.value} file(s)"
-                       + (f", {_human_bytes(size)}" if size else ""))
+                       + (f", {gitops.human_bytes(size)}" if size else ""))
             if dry_run:
                 for f in step.files[:20]:
                     click.echo(f"    - {f.path}")

@@ -10,7 +10,7 @@ anything is applied.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,8 +61,19 @@ class CatalogTarget:
         return self.spec.normalized_warehouse
 
 
+class _OwnedRef:
+    """What tag and branch targets share: the ``deletionPolicy`` of the object they own."""
+
+    spec: PaimonTagSpec | PaimonBranchSpec
+
+    @property
+    def deletion_policy(self) -> str:
+        """``spec.deletionPolicy``; ``Delete`` when unset."""
+        return self.spec.deletion_policy or "Delete"
+
+
 @dataclass(frozen=True)
-class TagTarget:
+class TagTarget(_OwnedRef):
     """A ``PaimonTag``: the tag ``tag`` on ``branch`` of its table."""
 
     resource: Resource
@@ -70,22 +81,14 @@ class TagTarget:
     tag: str
     branch: str
 
-    @property
-    def deletion_policy(self) -> str:
-        return self.spec.deletion_policy or "Delete"
-
 
 @dataclass(frozen=True)
-class BranchTarget:
+class BranchTarget(_OwnedRef):
     """A ``PaimonBranch``: branch ``name`` of its table."""
 
     resource: Resource
     spec: PaimonBranchSpec
     name: str
-
-    @property
-    def deletion_policy(self) -> str:
-        return self.spec.deletion_policy or "Delete"
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,26 @@ class DesiredState:
 
 def _by_kind(resources: Sequence[Resource], kind: str) -> list[Resource]:
     return [r for r in resources if r.kind == kind]
+
+
+def _locate(r: Resource, table_name: str, resolve_name: Callable[[str], str], name_fix: str,
+            tables: Collection[tuple[str | None, str]], skip: Collection[tuple[str, str | None, str]],
+            problems: list[Problem]) -> tuple[tuple[str | None, str], str] | None:
+    """(key of the table, Paimon name) of a ``PaimonTag`` or ``PaimonBranch``. None, after adding
+    a problem, when the PaimonTable it names is not declared (no problem when that table failed
+    validation: it is in ``skip``) or when its name is invalid."""
+    key = (r.namespace, table_name)
+    if key not in tables:
+        if ("PaimonTable", r.namespace, table_name) not in skip:
+            problems.append(Problem(r.where, "spec.tableRef.name",
+                                    f"PaimonTable {table_name!r} is not declared in namespace "
+                                    f"{r.namespace!r}", "declare the PaimonTable or fix tableRef.name"))
+        return None
+    try:
+        return key, resolve_name(r.name)
+    except errors.InvalidNameError as e:
+        problems.append(Problem(r.where, "metadata.name", e.message, name_fix))
+        return None
 
 
 def build_desired_state(resources: Sequence[Resource], *, problems: Sequence[Problem] = (),
@@ -216,18 +239,11 @@ def build_desired_state(resources: Sequence[Resource], *, problems: Sequence[Pro
     seen_tags: dict[tuple[tuple[str | None, str], str, str], Resource] = {}
     for r in _by_kind(resources, "PaimonTag"):
         assert isinstance(r.spec, PaimonTagSpec)
-        key = (r.namespace, r.spec.table_ref.name)
-        if key not in tables:
-            if ("PaimonTable", r.namespace, r.spec.table_ref.name) not in skip:
-                problems.append(Problem(r.where, "spec.tableRef.name",
-                                        f"PaimonTable {r.spec.table_ref.name!r} is not declared in namespace "
-                                        f"{r.namespace!r}", "declare the PaimonTable or fix tableRef.name"))
+        located = _locate(r, r.spec.table_ref.name, r.spec.resolved_tag_name, "set spec.tagName",
+                          tables, skip, problems)
+        if located is None:
             continue
-        try:
-            name = r.spec.resolved_tag_name(r.name)
-        except errors.InvalidNameError as e:
-            problems.append(Problem(r.where, "metadata.name", e.message, "set spec.tagName"))
-            continue
+        key, name = located
         ident = (key, r.spec.branch, name)
         if ident in seen_tags:
             other = seen_tags[ident]
@@ -243,18 +259,11 @@ def build_desired_state(resources: Sequence[Resource], *, problems: Sequence[Pro
     seen_branches: dict[tuple[tuple[str | None, str], str], Resource] = {}
     for r in _by_kind(resources, "PaimonBranch"):
         assert isinstance(r.spec, PaimonBranchSpec)
-        key = (r.namespace, r.spec.table_ref.name)
-        if key not in tables:
-            if ("PaimonTable", r.namespace, r.spec.table_ref.name) not in skip:
-                problems.append(Problem(r.where, "spec.tableRef.name",
-                                        f"PaimonTable {r.spec.table_ref.name!r} is not declared in namespace "
-                                        f"{r.namespace!r}", "declare the PaimonTable or fix tableRef.name"))
+        located = _locate(r, r.spec.table_ref.name, r.spec.resolved_branch_name, "set spec.branchName",
+                          tables, skip, problems)
+        if located is None:
             continue
-        try:
-            name = r.spec.resolved_branch_name(r.name)
-        except errors.InvalidNameError as e:
-            problems.append(Problem(r.where, "metadata.name", e.message, "set spec.branchName"))
-            continue
+        key, name = located
         if (key, name) in seen_branches:
             other = seen_branches[(key, name)]
             problems.append(Problem(r.where, "spec.branchName" if r.spec.branch_name else "metadata.name",

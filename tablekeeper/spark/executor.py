@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -45,6 +45,7 @@ __all__ = [
 ]
 
 Fields = tuple[tuple[str, str], ...]
+_Item = TypeVar("_Item")
 
 WALK_FIELDS: Fields = (("dir", "string"), ("depth", "int"))
 DIR_FIELDS: Fields = (("dir", "string"),)
@@ -293,73 +294,65 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
     return _map(batches, ("root_path", "root_kind"), ROOT_REF_FIELDS, one)
 
 
-def read_lists(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """(list_name) -> one row per manifest of a manifest list (name, size, extra files)."""
+def _map_manifest_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch], out_fields: Fields,
+                        read: Callable[[FileIO, str], Iterable[_Item]],
+                        emit: Callable[[str, _Item, _Rows], None]) -> Iterator[pa.RecordBatch]:
+    """(name of a file in ``spec["manifest_dir"]``) -> the rows ``emit`` writes for each item
+    ``read`` returns. A missing or unreadable file becomes one error row: the name, ``None`` in
+    every other column, then ``error_kind`` and ``error`` (the last two columns)."""
     from tablekeeper.core import errors
-    from tablekeeper.core.paimon import manifests
 
     io = file_io(spec["storage"])
     manifest_dir = spec["manifest_dir"]
+    blanks = (None,) * (len(out_fields) - 3)
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
         name = row[0]
         try:
-            metas = manifests.read_manifest_list(io, _join(manifest_dir, name))
+            items = read(io, _join(manifest_dir, name))
         except (FileNotFoundError, errors.FormatError) as e:
-            out.add(name, None, None, None, *_classify(e))
+            out.add(name, *blanks, *_classify(e))
             return
-        for meta in metas:
-            out.add(name, meta.file_name, meta.file_size, list(meta.extra_files), None, None)
+        for item in items:
+            emit(name, item, out)
 
-    return _map(batches, ("name",), LIST_FIELDS, one)
+    return _map(batches, ("name",), out_fields, one)
+
+
+def read_lists(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(list_name) -> one row per manifest of a manifest list (name, size, extra files)."""
+    from tablekeeper.core.paimon import manifests
+
+    def emit(name: str, meta: manifests.ManifestFileMeta, out: _Rows) -> None:
+        out.add(name, meta.file_name, meta.file_size, list(meta.extra_files), None, None)
+
+    return _map_manifest_files(spec, batches, LIST_FIELDS, manifests.read_manifest_list, emit)
 
 
 def used_names(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(name of a manifest) -> every file name its entries use (ADD and DELETE): data file,
     external file, extra files (orphan cleanup's used set). ``source`` is only set on error
     rows (fewer bytes through Arrow and the shuffle)."""
-    from tablekeeper.core import errors
     from tablekeeper.core.paimon import manifests
 
-    io = file_io(spec["storage"])
-    manifest_dir = spec["manifest_dir"]
+    def emit(name: str, ref: manifests.FileRef, out: _Rows) -> None:
+        out.add(None, ref.file_name, None, None)
+        if ref.external_path:
+            out.add(None, ref.external_path.rsplit("/", 1)[-1], None, None)
+        for extra in ref.extra_files:
+            out.add(None, extra, None, None)
 
-    def one(row: tuple[Any, ...], out: _Rows) -> None:
-        name = row[0]
-        try:
-            refs = manifests.read_manifest_refs(io, _join(manifest_dir, name))
-        except (FileNotFoundError, errors.FormatError) as e:
-            out.add(name, None, *_classify(e))
-            return
-        for ref in refs:
-            out.add(None, ref.file_name, None, None)
-            if ref.external_path:
-                out.add(None, ref.external_path.rsplit("/", 1)[-1], None, None)
-            for extra in ref.extra_files:
-                out.add(None, extra, None, None)
-
-    return _map(batches, ("name",), USED_FIELDS, one)
+    return _map_manifest_files(spec, batches, USED_FIELDS, manifests.read_manifest_refs, emit)
 
 
 def index_names(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(name of an index manifest) -> the index file names it lists."""
-    from tablekeeper.core import errors
     from tablekeeper.core.paimon import manifests
 
-    io = file_io(spec["storage"])
-    manifest_dir = spec["manifest_dir"]
+    def emit(name: str, entry: manifests.IndexManifestEntry, out: _Rows) -> None:
+        out.add(None, entry.file_name, None, None)
 
-    def one(row: tuple[Any, ...], out: _Rows) -> None:
-        name = row[0]
-        try:
-            entries = manifests.read_index_manifest(io, _join(manifest_dir, name))
-        except (FileNotFoundError, errors.FormatError) as e:
-            out.add(name, None, *_classify(e))
-            return
-        for entry in entries:
-            out.add(None, entry.file_name, None, None)
-
-    return _map(batches, ("name",), USED_FIELDS, one)
+    return _map_manifest_files(spec, batches, USED_FIELDS, manifests.read_index_manifest, emit)
 
 
 def _ident_x(extra: Sequence[str], external: str | None, embedded: bytes | None) -> str:
@@ -371,47 +364,25 @@ def _ident_x(extra: Sequence[str], external: str | None, embedded: bytes | None)
 def read_entries(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(name of a manifest) -> its entries in the planning projection (kind, partition bytes,
     bucket, level, file name, identifier extras, extra files, external path)."""
-    from tablekeeper.core import errors
     from tablekeeper.core.paimon import manifests
 
-    io = file_io(spec["storage"])
-    manifest_dir = spec["manifest_dir"]
+    def emit(name: str, r: manifests.FileRef, out: _Rows) -> None:
+        out.add(name, int(r.kind), bytes(r.partition), int(r.bucket), int(r.level), r.file_name,
+                _ident_x(r.extra_files, r.external_path, r.embedded_index), list(r.extra_files),
+                r.external_path, int(r.file_size or 0), None, None)
 
-    def one(row: tuple[Any, ...], out: _Rows) -> None:
-        name = row[0]
-        try:
-            refs = manifests.read_manifest_refs(io, _join(manifest_dir, name))
-        except (FileNotFoundError, errors.FormatError) as e:
-            out.add(name, None, None, None, None, None, None, None, None, None, *_classify(e))
-            return
-        for r in refs:
-            out.add(name, int(r.kind), bytes(r.partition), int(r.bucket), int(r.level), r.file_name,
-                    _ident_x(r.extra_files, r.external_path, r.embedded_index), list(r.extra_files),
-                    r.external_path, int(r.file_size or 0), None, None)
-
-    return _map(batches, ("name",), ENTRY_FIELDS, one)
+    return _map_manifest_files(spec, batches, ENTRY_FIELDS, manifests.read_manifest_refs, emit)
 
 
 def read_index_entries(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(name of an index manifest) -> its entries."""
-    from tablekeeper.core import errors
     from tablekeeper.core.paimon import manifests
 
-    io = file_io(spec["storage"])
-    manifest_dir = spec["manifest_dir"]
+    def emit(name: str, entry: manifests.IndexManifestEntry, out: _Rows) -> None:
+        out.add(name, int(entry.kind), bytes(entry.partition), int(entry.bucket), entry.index_type,
+                entry.file_name, int(entry.file_size), entry.external_path, None, None)
 
-    def one(row: tuple[Any, ...], out: _Rows) -> None:
-        name = row[0]
-        try:
-            entries = manifests.read_index_manifest(io, _join(manifest_dir, name))
-        except (FileNotFoundError, errors.FormatError) as e:
-            out.add(name, None, None, None, None, None, None, None, *_classify(e))
-            return
-        for entry in entries:
-            out.add(name, int(entry.kind), bytes(entry.partition), int(entry.bucket), entry.index_type,
-                    entry.file_name, int(entry.file_size), entry.external_path, None, None)
-
-    return _map(batches, ("name",), INDEX_ENTRY_FIELDS, one)
+    return _map_manifest_files(spec, batches, INDEX_ENTRY_FIELDS, manifests.read_index_manifest, emit)
 
 
 _LIST_CACHE: dict[str, tuple[int, dict[str, Any]]] = {}

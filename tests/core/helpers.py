@@ -12,9 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
-from tests.support.paimon import ORDERS_SCHEMA, catalog, create_table, dir_listing, write
+from tests.support.paimon import append_table, catalog, dir_listing, overwrite, rows, write
 
 IDENT = "db.orders"
 
@@ -22,29 +20,6 @@ IDENT = "db.orders"
 def table_root(warehouse: str | os.PathLike[str], identifier: str = IDENT) -> Path:
     db, name = identifier.split(".")
     return Path(warehouse) / f"{db}.db" / name
-
-
-def overwrite(table: Any, rows: list[dict[str, Any]], partition: dict[str, str],
-              schema: pa.Schema = ORDERS_SCHEMA) -> None:
-    """One OVERWRITE commit of ``partition``: DELETE entries for the old files, ADD for new."""
-    wb = table.new_batch_write_builder().overwrite(partition)
-    w, c = wb.new_write(), wb.new_commit()
-    try:
-        w.write_arrow(pa.Table.from_pylist(rows, schema=schema))
-        c.commit(w.prepare_commit())
-    finally:
-        w.close()
-        c.close()
-
-
-def rows(dt: str, start: int, n: int = 2) -> list[dict[str, Any]]:
-    return [{"dt": dt, "id": i, "amount": float(i)} for i in range(start, start + n)]
-
-
-def append_table(warehouse: str | os.PathLike[str], identifier: str = IDENT) -> Any:
-    """A partitioned append table (no bucket key), so overwrites produce DELETE entries."""
-    cat = catalog(str(warehouse))
-    return create_table(cat, identifier, ORDERS_SCHEMA, partition_keys=["dt"])
 
 
 def expire_snapshots(root: str | os.PathLike[str], upto: int, branch: str | None = None) -> None:

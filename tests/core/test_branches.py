@@ -30,11 +30,6 @@ from tests.support.paimon import (
 
 
 @pytest.fixture
-def wh(tmp_path: Path) -> str:
-    return str(tmp_path / "wh")
-
-
-@pytest.fixture
 def pk(wh: str) -> Table:
     """Primary-key table with 5 snapshots and tags t1@1, t2@2, t4@4, t5@5."""
     build_history(wh, IDENT, commits=5)

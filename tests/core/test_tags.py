@@ -47,11 +47,6 @@ from tests.support.paimon import (
 
 
 @pytest.fixture
-def wh(tmp_path: Path) -> str:
-    return str(tmp_path / "wh")
-
-
-@pytest.fixture
 def pk(wh: str) -> Table:
     """A primary-key table with 5 snapshots."""
     build_history(wh, IDENT, commits=5)

@@ -15,17 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 from tablekeeper.core import execution, plans
 from tablekeeper.core.paimon.table import Table, open_table
 from tablekeeper.core.storage import FileIO
 from tests.support.paimon import (
     ORDERS_SCHEMA,
+    append_table,
     catalog,
     create_table,
     dir_listing,
+    overwrite,
     read_rows,
+    rows,
     snapshot_views,
     table_at,
     write,
@@ -45,38 +46,12 @@ def table_root(warehouse: str | os.PathLike[str], identifier: str = IDENT) -> st
     return f"{str(warehouse).rstrip('/')}/{db}.db/{name}"
 
 
-def rows(dt: str, start: int, n: int = 2) -> list[dict[str, Any]]:
-    return [{"dt": dt, "id": i, "amount": float(i)} for i in range(start, start + n)]
-
-
-def commit_overwrite(table: Any, data: list[dict[str, Any]], partition: Mapping[str, Any] | None,
-                     schema: pa.Schema = ORDERS_SCHEMA) -> None:
-    """One OVERWRITE commit (of ``partition``, or of the whole table when None): the delta
-    holds DELETE entries for the replaced files."""
-    wb = table.new_batch_write_builder()
-    wb = wb.overwrite(dict(partition)) if partition is not None else wb.overwrite()
-    w, c = wb.new_write(), wb.new_commit()
-    try:
-        w.write_arrow(pa.Table.from_pylist(data, schema=schema))
-        c.commit(w.prepare_commit())
-    finally:
-        w.close()
-        c.close()
-
-
 def truncate(table: Any, partitions: list[dict[str, Any]]) -> None:
     c = table.new_batch_write_builder().new_commit()
     try:
         c.truncate_partitions(partitions)
     finally:
         c.close()
-
-
-def append_table(warehouse: str, identifier: str = IDENT, *, options: Mapping[str, str] | None = None,
-                 catalog_options: Mapping[str, str] | None = None, partitioned: bool = True) -> Any:
-    cat = catalog(warehouse, catalog_options)
-    return create_table(cat, identifier, ORDERS_SCHEMA, partition_keys=["dt"] if partitioned else None,
-                        options=dict(options or {}))
 
 
 def pk_table(warehouse: str, identifier: str = IDENT, *, options: Mapping[str, str] | None = None,
@@ -358,20 +333,20 @@ def assert_roots_intact(warehouse: str, identifier: str = IDENT, options: Mappin
 def referenced_paths(warehouse: str, identifier: str = IDENT,
                      options: Mapping[str, str] | None = None) -> set[str]:
     """Every file any retained root of any branch references (ADD and DELETE entries)."""
-    tables = py_tables(warehouse, identifier, options)
-    main = tables["main"]
-    out: set[str] = set()
-    for root in py_roots(warehouse, identifier, options):
-        out |= root_requirements(main, root)[1]
-    return out
+    return _over_roots(warehouse, identifier, options, referenced=True)
 
 
 def needed_paths(warehouse: str, identifier: str = IDENT, options: Mapping[str, str] | None = None) -> set[str]:
-    tables = py_tables(warehouse, identifier, options)
-    main = tables["main"]
+    """Every file any retained root of any branch needs to be read."""
+    return _over_roots(warehouse, identifier, options, referenced=False)
+
+
+def _over_roots(warehouse: str, identifier: str, options: Mapping[str, str] | None, *, referenced: bool) -> set[str]:
+    main = py_tables(warehouse, identifier, options)["main"]
     out: set[str] = set()
     for root in py_roots(warehouse, identifier, options):
-        out |= root_requirements(main, root)[0]
+        needed, refs = root_requirements(main, root)
+        out |= refs if referenced else needed
     return out
 
 
@@ -475,18 +450,18 @@ def build_mixed(warehouse: str, options: Mapping[str, str] | None = None) -> Non
     t = append_table(warehouse, catalog_options=options)
     write(t, rows("a", 0))
     write(t, rows("b", 10))
-    commit_overwrite(t, rows("a", 20), {"dt": "a"})
+    overwrite(t, rows("a", 20), {"dt": "a"})
     t.create_tag("t3")
-    commit_overwrite(t, rows("a", 30), {"dt": "a"})
+    overwrite(t, rows("a", 30), {"dt": "a"})
     t.branch_manager().create_branch("b1", tag_name="t3")
     b = reload(warehouse, branch="b1", catalog_options=options)
     write(b, rows("c", 40))
-    commit_overwrite(b, rows("b", 50), {"dt": "b"})
+    overwrite(b, rows("b", 50), {"dt": "b"})
     b.create_tag("bt")
-    commit_overwrite(b, rows("c", 90), {"dt": "c"})
-    commit_overwrite(t, rows("b", 60), {"dt": "b"})
+    overwrite(b, rows("c", 90), {"dt": "c"})
+    overwrite(t, rows("b", 60), {"dt": "b"})
     write(t, rows("a", 70))
-    commit_overwrite(t, rows("a", 80), {"dt": "a"})
+    overwrite(t, rows("a", 80), {"dt": "a"})
 
 
 def copy_tree(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> str:

@@ -16,12 +16,10 @@ from tests.maintenance.helpers import (
     IDENT,
     append_table,
     backdate_tree,
-    build_mixed,
     check_retained,
-    commit_overwrite,
-    copy_tree,
     dir_listing,
     handle,
+    overwrite,
     plant,
     read_view,
     rows,
@@ -42,18 +40,6 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
     except json.JSONDecodeError:
         payload = out
     return code, payload, err
-
-
-@pytest.fixture(scope="module")
-def mixed_template(tmp_path_factory: pytest.TempPathFactory) -> str:
-    wh = str(tmp_path_factory.mktemp("cli") / "wh")
-    build_mixed(wh)
-    return wh
-
-
-@pytest.fixture
-def mixed(mixed_template: str, tmp_path: Path) -> str:
-    return copy_tree(mixed_template, tmp_path / "wh")
 
 
 def sizes_on_disk(paths: list[str]) -> int:
@@ -336,8 +322,8 @@ def test_expire_after_an_overwrite_through_the_cli_keeps_old_tags(tmp_path: Path
     t = append_table(wh)
     write(t, rows("a", 0))
     t.create_tag("keep")
-    commit_overwrite(t, rows("a", 10), {"dt": "a"})
-    commit_overwrite(t, rows("a", 20), {"dt": "a"})
+    overwrite(t, rows("a", 10), {"dt": "a"})
+    overwrite(t, rows("a", 20), {"dt": "a"})
     vs = views(wh)
     assert cli_main(["expire", "-w", wh, IDENT, "--retain-min", "1", "--time-retained", "0 ms"]) == 0
     check_retained(wh, vs, gone={"main@snapshot-1", "main@snapshot-2"})

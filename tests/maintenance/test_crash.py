@@ -22,13 +22,13 @@ from tests.maintenance.helpers import (
     Crash,
     backdate_tree,
     build_mixed,
-    commit_overwrite,
     copy_tree,
     fault_after,
     file_set,
     handle,
     missing_required,
     now_ms,
+    overwrite,
     pk_table,
     plant,
     read_views,
@@ -64,7 +64,7 @@ def _build_dynamic_bucket(wh: str) -> None:
     for i in range(3):
         write(t, rows("a", i))
     t.create_tag("t2", snapshot_id=2)
-    commit_overwrite(t, rows("a", 10), {"dt": "a"})
+    overwrite(t, rows("a", 10), {"dt": "a"})
     write(t, rows("b", 20))
 
 
@@ -78,7 +78,7 @@ def _build_decoupled(wh: str) -> None:
     t = pk_table(wh, options=DECOUPLED_INPUT)
     for i in range(4):
         write(t, rows("a", i))
-    commit_overwrite(t, rows("a", 10), {"dt": "a"})
+    overwrite(t, rows("a", 10), {"dt": "a"})
     write(t, rows("b", 20))
 
 

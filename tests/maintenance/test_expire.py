@@ -23,9 +23,7 @@ from tests.maintenance.helpers import (
     IDENT,
     append_table,
     assert_roots_intact,
-    build_mixed,
     check_retained,
-    commit_overwrite,
     copy_tree,
     data_files_by_ids,
     dir_listing,
@@ -34,6 +32,7 @@ from tests.maintenance.helpers import (
     ids,
     missing_required,
     now_ms,
+    overwrite,
     pk_table,
     read_changelog_rows,
     read_view,
@@ -69,18 +68,6 @@ def expire_run(wh: str, config: expire.ExpireConfig, branch: str = "main",
     t = handle(wh, branch=branch)
     plan = expire.plan_expire(t, config, later() if now is None else now)
     return plan, run(plan, t)
-
-
-@pytest.fixture(scope="module")
-def mixed_template(tmp_path_factory: pytest.TempPathFactory) -> str:
-    wh = str(tmp_path_factory.mktemp("mixed") / "wh")
-    build_mixed(wh)
-    return wh
-
-
-@pytest.fixture
-def mixed(mixed_template: str, tmp_path: Path) -> str:
-    return copy_tree(mixed_template, tmp_path / "wh")
 
 
 @pytest.fixture
@@ -352,7 +339,7 @@ def test_pitfall_01_tag_survives_expiry(mixed: str) -> None:
     # a tag far behind a long history
     t = reload(mixed)
     for i in range(5):
-        commit_overwrite(t, rows("a", 100 + 10 * i), {"dt": "a"})
+        overwrite(t, rows("a", 100 + 10 * i), {"dt": "a"})
     before = views(mixed)
     expire_run(mixed, cfg())
     check_retained(mixed, before, gone=gone_snapshots("main", 7, 11))
@@ -444,8 +431,8 @@ def test_pitfall_16_decoupled_producer_none_changelogs_stay_readable(tmp_path: P
     wh = str(tmp_path / "wh")
     t = append_table(wh, options=DECOUPLED)
     write(t, rows("a", 0))
-    commit_overwrite(t, rows("a", 10), {"dt": "a"})
-    commit_overwrite(t, rows("a", 20), {"dt": "a"})
+    overwrite(t, rows("a", 10), {"dt": "a"})
+    overwrite(t, rows("a", 20), {"dt": "a"})
     write(t, rows("b", 30))
     write(t, rows("b", 40))
     h = handle(wh)
@@ -711,7 +698,7 @@ def test_p8_missing_index_manifest_of_a_protecting_root_aborts(tmp_path: Path, v
     for i in range(3):
         write(t, rows("a", i))
     t.create_tag("t2", snapshot_id=2)
-    commit_overwrite(t, rows("a", 10), {"dt": "a"})
+    overwrite(t, rows("a", 10), {"dt": "a"})
     write(t, rows("a", 20))
     expire_run(wh, cfg(retain_min=3))  # snapshot 2 is gone: only tag t2 names its metadata
     tag = handle(wh).tag("t2").snapshot
@@ -823,21 +810,21 @@ def test_pitfall_21_executor_operation_order(tmp_path: Path, kind: str, expected
     if kind == "append-overwrites":
         t = append_table(wh)
         write(t, rows("a", 0))
-        commit_overwrite(t, rows("a", 10), {"dt": "a"})
-        commit_overwrite(t, rows("a", 20), {"dt": "a"})
+        overwrite(t, rows("a", 10), {"dt": "a"})
+        overwrite(t, rows("a", 20), {"dt": "a"})
         config = cfg()
     elif kind == "pk-changelog-input":
         t = pk_table(wh, options={"changelog-producer": "input"})
         write(t, rows("a", 0))
         write(t, rows("a", 1))
-        commit_overwrite(t, rows("a", 10), {"dt": "a"})
+        overwrite(t, rows("a", 10), {"dt": "a"})
         write(t, rows("a", 20))
         config = cfg()
     elif kind == "dynamic-bucket-index":
         t = pk_table(wh, options={"bucket": "-1"})
         for i in range(3):
             write(t, rows("a", i))
-        commit_overwrite(t, rows("a", 10), {"dt": "a"})
+        overwrite(t, rows("a", 10), {"dt": "a"})
         config = cfg()
     else:
         t = pk_table(wh, options={"changelog-producer": "input", **DECOUPLED})

@@ -28,7 +28,6 @@ from tests.maintenance.helpers import (
     backdate_tree,
     build_mixed,
     check_retained,
-    commit_overwrite,
     copy_tree,
     data_files_by_ids,
     dir_listing,
@@ -36,6 +35,7 @@ from tests.maintenance.helpers import (
     handle,
     ids,
     now_ms,
+    overwrite,
     pk_table,
     plant,
     reload,
@@ -75,7 +75,7 @@ def _scene_dynamic_bucket(wh: str) -> None:
     t = pk_table(wh, options={"bucket": "-1"})
     for i in range(3):
         write(t, rows("a", i))
-    commit_overwrite(t, rows("a", 10), {"dt": "a"})
+    overwrite(t, rows("a", 10), {"dt": "a"})
     t.create_tag("t2", snapshot_id=2)
 
 
@@ -252,7 +252,7 @@ def test_pitfall_06_commit_between_listing_and_used_set_survives(mixed: str) -> 
     def writer_commits() -> None:
         before = file_set(mixed)
         t = reload(mixed)
-        commit_overwrite(t, rows("a", 500), {"dt": "a"})
+        overwrite(t, rows("a", 500), {"dt": "a"})
         write(t, rows("q", 600))
         committed.append(file_set(mixed) - before)
 
@@ -307,7 +307,7 @@ def test_pitfall_08_data_file_path_directory(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     t = append_table(wh, options={"data-file.path-directory": "data"})
     write(t, rows("a", 0))
-    commit_overwrite(t, rows("a", 10), {"dt": "a"})
+    overwrite(t, rows("a", 10), {"dt": "a"})
     write(t, rows("b", 20))
     root = table_root(wh)
     assert os.path.isdir(f"{root}/data/dt=a/bucket-0") and not os.path.exists(f"{root}/dt=a")
@@ -601,7 +601,7 @@ def test_s3_pitfall_06_and_09_commit_between_listing_and_used_set_and_no_directo
 
     def writer_commits() -> None:
         old = _s3_keys(s3, prefix)
-        commit_overwrite(reload(wh, catalog_options=s3_options), rows("a", 500), {"dt": "a"})
+        overwrite(reload(wh, catalog_options=s3_options), rows("a", 500), {"dt": "a"})
         new.append(_s3_keys(s3, prefix) - old)
 
     plan = orphans.plan_orphan_clean(handle(wh, options=s3_options), future_config(), after_listing=writer_commits)

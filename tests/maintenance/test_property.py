@@ -46,7 +46,6 @@ from tablekeeper.core.storage import FileIO
 from tests.maintenance.helpers import (
     IDENT,
     catalog,
-    commit_overwrite,
     handle,
     py_roots,
     py_tables,
@@ -57,6 +56,7 @@ from tests.maintenance.helpers import (
 )
 from tests.support import s3 as s3support
 from tests.support.paimon import ORDERS_SCHEMA, create_table
+from tests.support.paimon import overwrite as commit_overwrite  # ``overwrite`` is a rule argument below
 
 PARTITIONS = ("2026-01-01", "2026-01-02", "2099-01-01")
 NOW = datetime(2026, 6, 1)  # the 2026 partitions are expired under a 7-day rule, 2099 never

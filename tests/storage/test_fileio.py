@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from tablekeeper.core import safety
-from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileStatus, basename
+from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, FileStatus, basename
 from tests.storage.conftest import Backend
 
 
@@ -143,11 +144,13 @@ def test_write_new_refuses_an_existing_file_and_keeps_its_content(backend: Backe
     assert _names(backend.io.list_dir(backend.path("t"))) == {"snapshot-1": False}
 
 
-def test_write_new_refuses_a_file_written_by_someone_else(backend: Backend) -> None:
-    backend.put("t/LATEST", b"7")
+@pytest.mark.parametrize(("existing", "target"), [("t/LATEST", "t/LATEST"), ("t/snapshot-1/inside", "t/snapshot-1")],
+                         ids=["a-file-written-by-someone-else", "a-directory-of-that-name"])
+def test_write_new_refuses_what_is_already_there(backend: Backend, existing: str, target: str) -> None:
+    backend.put(existing, b"old")
     with pytest.raises(FileExistsError):
-        backend.io.write_new(backend.path("t/LATEST"), b"8")
-    assert backend.read("t/LATEST") == b"7"
+        backend.io.write_new(backend.path(target), b"new")
+    assert backend.read(existing) == b"old"
 
 
 def test_overwrite_replaces_and_creates(backend: Backend) -> None:
@@ -167,18 +170,27 @@ def test_copy_new_copies_bytes_verbatim(backend: Backend) -> None:
     assert backend.read("a/tag-x") == raw
 
 
-def test_copy_new_refuses_an_existing_target(backend: Backend) -> None:
-    backend.put("a/x", b"new")
-    backend.put("b/x", b"old")
+#: FileIO operations that move or copy a file to a path that must not exist yet.
+COPY_AND_RENAME = pytest.mark.parametrize("operation", [FileIO.copy_new, FileIO.rename], ids=["copy_new", "rename"])
+
+
+@COPY_AND_RENAME
+def test_copy_new_and_rename_refuse_an_existing_target(backend: Backend,
+                                                       operation: Callable[[FileIO, str, str], None]) -> None:
+    backend.put("t/src", b"src")
+    backend.put("t/dst", b"dst")
     with pytest.raises(FileExistsError):
-        backend.io.copy_new(backend.path("a/x"), backend.path("b/x"))
-    assert backend.read("b/x") == b"old"
+        operation(backend.io, backend.path("t/src"), backend.path("t/dst"))
+    assert backend.read("t/src") == b"src"
+    assert backend.read("t/dst") == b"dst"
 
 
-def test_copy_new_of_a_missing_source(backend: Backend) -> None:
+@COPY_AND_RENAME
+def test_copy_new_and_rename_of_a_missing_source(backend: Backend,
+                                                 operation: Callable[[FileIO, str, str], None]) -> None:
     with pytest.raises(FileNotFoundError):
-        backend.io.copy_new(backend.path("a/missing"), backend.path("b/x"))
-    assert not backend.exists("b/x")
+        operation(backend.io, backend.path("t/missing"), backend.path("t/dst"))
+    assert not backend.exists("t/dst")
 
 
 def test_rename_moves_a_file(backend: Backend) -> None:
@@ -186,21 +198,6 @@ def test_rename_moves_a_file(backend: Backend) -> None:
     backend.io.rename(backend.path("t/.snapshot-3.tmp"), backend.path("t/snapshot-3"))
     assert backend.read("t/snapshot-3") == b"content"
     assert not backend.exists("t/.snapshot-3.tmp")
-
-
-def test_rename_refuses_an_existing_target(backend: Backend) -> None:
-    backend.put("t/src", b"src")
-    backend.put("t/dst", b"dst")
-    with pytest.raises(FileExistsError):
-        backend.io.rename(backend.path("t/src"), backend.path("t/dst"))
-    assert backend.read("t/src") == b"src"
-    assert backend.read("t/dst") == b"dst"
-
-
-def test_rename_of_a_missing_source(backend: Backend) -> None:
-    with pytest.raises(FileNotFoundError):
-        backend.io.rename(backend.path("t/missing"), backend.path("t/dst"))
-    assert not backend.exists("t/dst")
 
 
 def test_rename_moves_a_directory(backend: Backend) -> None:
@@ -344,13 +341,6 @@ def test_local_paths_accept_file_uris(tmp_path: Path) -> None:
 def test_batch_constant_is_the_s3_limit() -> None:
     assert safety.DELETE_BATCH_MAX == 1000
     assert basename("s3://b/k/x/") == "x"
-
-
-def test_write_new_refuses_a_directory_of_that_name(backend: Backend) -> None:
-    backend.put("t/snapshot-1/inside", b"i")
-    with pytest.raises(FileExistsError):
-        backend.io.write_new(backend.path("t/snapshot-1"), b"x")
-    assert backend.read("t/snapshot-1/inside") == b"i"
 
 
 def test_delete_files_refuses_paths_that_name_a_directory(backend: Backend) -> None:

@@ -38,11 +38,21 @@ def create_table(cat: Any, identifier: str, schema: pa.Schema, *, primary_keys: 
 
 def write(table: Any, rows: list[dict[str, Any]], schema: pa.Schema | None = None) -> None:
     """One batch commit = one snapshot."""
-    arrow_schema = schema or table_arrow_schema(table)
+    _commit(table.new_batch_write_builder(), rows, schema or table_arrow_schema(table))
+
+
+def overwrite(table: Any, rows: list[dict[str, Any]], partition: Mapping[str, Any] | None,
+              schema: pa.Schema = ORDERS_SCHEMA) -> None:
+    """One OVERWRITE commit (of ``partition``, or of the whole table when None): the delta
+    holds DELETE entries for the replaced files."""
     wb = table.new_batch_write_builder()
-    w, c = wb.new_write(), wb.new_commit()
+    _commit(wb.overwrite(dict(partition)) if partition is not None else wb.overwrite(), rows, schema)
+
+
+def _commit(write_builder: Any, rows: list[dict[str, Any]], schema: pa.Schema) -> None:
+    w, c = write_builder.new_write(), write_builder.new_commit()
     try:
-        w.write_arrow(pa.Table.from_pylist(rows, schema=arrow_schema))
+        w.write_arrow(pa.Table.from_pylist(rows, schema=schema))
         c.commit(w.prepare_commit())
     finally:
         w.close()
@@ -119,6 +129,21 @@ def extract_java_fixture(dest: str | os.PathLike[str]) -> Path:
 
 def orders_rows(dt: str, start: int, n: int) -> list[dict[str, Any]]:
     return [{"dt": dt, "id": i, "amount": float(i) * 1.5} for i in range(start, start + n)]
+
+
+def rows(dt: str, start: int, n: int = 2) -> list[dict[str, Any]]:
+    """``n`` orders rows of partition ``dt`` with ids from ``start`` and ``amount == id``."""
+    return [{"dt": dt, "id": i, "amount": float(i)} for i in range(start, start + n)]
+
+
+def append_table(warehouse: str | os.PathLike[str], identifier: str = "db.orders", *,
+                 options: Mapping[str, str] | None = None, catalog_options: Mapping[str, str] | None = None,
+                 partitioned: bool = True) -> Any:
+    """An orders append table (no bucket key), partitioned by ``dt`` unless told otherwise, so
+    overwrites produce DELETE entries."""
+    cat = catalog(str(warehouse), catalog_options)
+    return create_table(cat, identifier, ORDERS_SCHEMA, partition_keys=["dt"] if partitioned else None,
+                        options=dict(options or {}))
 
 
 def build_history(warehouse: str, identifier: str = "db.orders", *, commits: int = 6,

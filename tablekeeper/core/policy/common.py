@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import re
 import zoneinfo
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
 from tablekeeper.core.policy.validation import InvalidSpecError
 
 __all__ = [
     "SpecModel",
+    "PatternString",
     "ObjectName",
     "NamespaceName",
     "TimeZoneName",
@@ -52,6 +55,34 @@ class SpecModel(BaseModel):
         ``Model.model_validate(m.to_dict()) == m`` holds for every spec model.
         """
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class PatternString(str):
+    """Base of the string field types kept exactly as written (``Duration``, ``Schedule``).
+
+    The subclass constructor validates; pydantic calls it on every input string and serialises
+    the value back as the plain string. The JSON schema (and so the CRD) is
+    ``{"type": "string", "pattern": json_pattern}``.
+    """
+
+    __slots__ = ()
+
+    #: The shape emitted as the JSON-schema ``pattern`` (CRD validation).
+    json_pattern: ClassVar[str]
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_after_validator_function(
+            cls,
+            core_schema.str_schema(),
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                str, return_schema=core_schema.str_schema()
+            ),
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        return {"type": "string", "pattern": cls.json_pattern}
 
 
 #: DNS-1123 subdomain, the rule for most Kubernetes object names.

@@ -14,13 +14,9 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Any
-
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, core_schema
 
 from tablekeeper.core import durations, errors
+from tablekeeper.core.policy.common import PatternString
 
 __all__ = ["Duration", "DURATION_PATTERN", "to_timedelta"]
 
@@ -30,10 +26,11 @@ _DURATION_RE = re.compile(DURATION_PATTERN)
 _FIX = "write a whole number and one unit of ms, s, min, h or d, e.g. '30 min', '1 h' or '7 d'"
 
 
-class Duration(str):
+class Duration(PatternString):
     """A validated Paimon duration string; serialises back as the same plain string."""
 
     __slots__ = ()
+    json_pattern = DURATION_PATTERN
 
     def __new__(cls, value: str) -> Duration:
         if isinstance(value, Duration):
@@ -64,20 +61,6 @@ class Duration(str):
         raise TypeError("Durations are not ordered as strings; compare .to_timedelta() values")
 
     __lt__ = __le__ = __gt__ = __ge__ = _no_order
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        return core_schema.no_info_after_validator_function(
-            cls,
-            core_schema.str_schema(),
-            serialization=core_schema.plain_serializer_function_ser_schema(
-                str, return_schema=core_schema.str_schema()
-            ),
-        )
-
-    @classmethod
-    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        return {"type": "string", "pattern": DURATION_PATTERN}
 
 
 def to_timedelta(value: str) -> timedelta:

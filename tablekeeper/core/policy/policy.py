@@ -13,9 +13,10 @@ and reports a violation. ``enforcement`` sets the action for all bounds; a bound
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -46,6 +47,7 @@ __all__ = [
 ConstraintAction = Literal["Clamp", "Reject", "Warn"]
 
 _PRIORITY_BOUND = 1_000_000
+_T = TypeVar("_T")
 
 
 class PolicySelector(SpecModel):
@@ -116,6 +118,19 @@ class PaimonRetentionPolicySpec(SpecModel):
     )
 
 
+def _check_bound(low: _T | None, high: _T | None, *, exceeds: Callable[[_T, _T], bool], comparative: str) -> None:
+    """The rule of every bound: it sets min and/or max, and min does not exceed max."""
+    if low is None and high is None:
+        raise InvalidSpecError("bound sets neither min nor max", fix="set min and/or max, or remove the bound")
+    if low is not None and high is not None and exceeds(low, high):
+        raise InvalidSpecError(f"bound min ({low}) is {comparative} than max ({high})",
+                               fix="swap them or correct one", fields=("min",))
+
+
+def _longer(a: Duration, b: Duration) -> bool:
+    return a.to_timedelta() > b.to_timedelta()
+
+
 class IntBound(SpecModel):
     """Lower and/or upper bound of an integer field."""
 
@@ -127,11 +142,7 @@ class IntBound(SpecModel):
 
     @model_validator(mode="after")
     def _check(self) -> IntBound:
-        if self.min is None and self.max is None:
-            raise InvalidSpecError("bound sets neither min nor max", fix="set min and/or max, or remove the bound")
-        if self.min is not None and self.max is not None and self.min > self.max:
-            raise InvalidSpecError(f"bound min ({self.min}) is larger than max ({self.max})",
-                                   fix="swap them or correct one", fields=("min",))
+        _check_bound(self.min, self.max, exceeds=operator.gt, comparative="larger")
         return self
 
 
@@ -148,11 +159,7 @@ class DurationBound(SpecModel):
 
     @model_validator(mode="after")
     def _check(self) -> DurationBound:
-        if self.min is None and self.max is None:
-            raise InvalidSpecError("bound sets neither min nor max", fix="set min and/or max, or remove the bound")
-        if self.min is not None and self.max is not None and self.min.to_timedelta() > self.max.to_timedelta():
-            raise InvalidSpecError(f"bound min ({self.min}) is longer than max ({self.max})",
-                                   fix="swap them or correct one", fields=("min",))
+        _check_bound(self.min, self.max, exceeds=_longer, comparative="longer")
         return self
 
 

@@ -16,7 +16,7 @@ resolver checks them again on the merged result.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, ClassVar, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -127,9 +127,37 @@ def period_length(period: str | None, period_duration: Duration | None) -> timed
     return PERIODS[period or "daily"]
 
 
-class SnapshotRetention(SpecModel):
+class _RetainedCounts(SpecModel):
+    """The safety rails of a section with ``minRetained``/``maxRetained`` counts (snapshots,
+    changelog): each at least ``safety.MIN_RETAIN_MIN``, ``maxRetained >= minRetained``.
+    Subclasses declare both fields and name their section in ``_section``."""
+
+    _section: ClassVar[str]
+    if TYPE_CHECKING:  # declared by each subclass, with its own description (field order = CRD order)
+        min_retained: int | None
+        max_retained: int | None
+
+    @field_validator("min_retained", check_fields=False)
+    @classmethod
+    def _min_retained(cls, value: int | None) -> int | None:
+        return _unsafe_min_retained(value, "minRetained")
+
+    @field_validator("max_retained", check_fields=False)
+    @classmethod
+    def _max_retained(cls, value: int | None) -> int | None:
+        return _unsafe_min_retained(value, "maxRetained")
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        _check_min_max(self.min_retained, self.max_retained, self._section)
+        return self
+
+
+class SnapshotRetention(_RetainedCounts):
     """Snapshot expiration: a snapshot expires when it is older than ``maxAge`` and more than
     ``minRetained`` snapshots remain, or when more than ``maxRetained`` snapshots exist."""
+
+    _section: ClassVar[str] = "snapshots"
 
     state: SectionState | None = Field(default=None, description=_STATE_DESCRIPTION)
     min_retained: int | None = Field(
@@ -158,25 +186,12 @@ class SnapshotRetention(SpecModel):
         "(snapshot.clean-empty-directories). Default false.",
     )
 
-    @field_validator("min_retained")
-    @classmethod
-    def _min_retained(cls, value: int | None) -> int | None:
-        return _unsafe_min_retained(value, "minRetained")
 
-    @field_validator("max_retained")
-    @classmethod
-    def _max_retained(cls, value: int | None) -> int | None:
-        return _unsafe_min_retained(value, "maxRetained")
-
-    @model_validator(mode="after")
-    def _check(self) -> SnapshotRetention:
-        _check_min_max(self.min_retained, self.max_retained, "snapshots")
-        return self
-
-
-class ChangelogRetention(SpecModel):
+class ChangelogRetention(_RetainedCounts):
     """Decoupled changelog retention (changelog.*). Unset fields follow the snapshot values, as in
     Paimon; setting them larger than the snapshot values keeps changelogs longer than snapshots."""
+
+    _section: ClassVar[str] = "changelog"
 
     state: SectionState | None = Field(default=None, description=_STATE_DESCRIPTION)
     min_retained: int | None = Field(
@@ -195,21 +210,6 @@ class ChangelogRetention(SpecModel):
         default=None,
         description="Changelogs older than this may expire (changelog.time-retained). Default: snapshots.maxAge.",
     )
-
-    @field_validator("min_retained")
-    @classmethod
-    def _min_retained(cls, value: int | None) -> int | None:
-        return _unsafe_min_retained(value, "minRetained")
-
-    @field_validator("max_retained")
-    @classmethod
-    def _max_retained(cls, value: int | None) -> int | None:
-        return _unsafe_min_retained(value, "maxRetained")
-
-    @model_validator(mode="after")
-    def _check(self) -> ChangelogRetention:
-        _check_min_max(self.min_retained, self.max_retained, "changelog")
-        return self
 
 
 class PartitionRetention(SpecModel):

@@ -17,12 +17,8 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Any
 
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, core_schema
-
+from tablekeeper.core.policy.common import PatternString
 from tablekeeper.core.policy.durations import Duration
 from tablekeeper.core.policy.validation import InvalidSpecError
 
@@ -91,10 +87,11 @@ def _check_cron(expression: str) -> None:
                 raise InvalidSpecError(f"cron {field} range {span!r} runs backwards", fix=_FIX)
 
 
-class Schedule(str):
+class Schedule(PatternString):
     """A validated schedule string: ``@every <duration>``, a cron macro or five cron fields."""
 
     __slots__ = ()
+    json_pattern = SCHEDULE_PATTERN
 
     def __new__(cls, value: str) -> Schedule:
         if isinstance(value, Schedule):
@@ -132,17 +129,3 @@ class Schedule(str):
         if self.startswith("@every "):
             return None
         return MACROS.get(str(self), str(self))
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        return core_schema.no_info_after_validator_function(
-            cls,
-            core_schema.str_schema(),
-            serialization=core_schema.plain_serializer_function_ser_schema(
-                str, return_schema=core_schema.str_schema()
-            ),
-        )
-
-    @classmethod
-    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        return {"type": "string", "pattern": SCHEDULE_PATTERN}

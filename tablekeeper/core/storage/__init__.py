@@ -174,6 +174,17 @@ def _is_precondition_failure(error: BaseException) -> bool:
     return "PreconditionFailed" in text or "(412)" in text or "At least one of the pre" in text
 
 
+def _write_temp_beside(raw: str, payload: bytes) -> str:
+    """Write ``payload`` to a new hidden temp file in the directory of local path ``raw``
+    (created if needed) and return the temp file's path, for an atomic link or replace."""
+    directory, name = os.path.split(raw)
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{name}.{uuid.uuid4()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(payload)
+    return tmp
+
+
 class FileIO:
     """Filesystem operations tablekeeper needs, over one fsspec filesystem.
 
@@ -355,11 +366,7 @@ class FileIO:
         payload = data.encode("utf-8") if isinstance(data, str) else data
         if self.is_local:
             raw = self._raw(path)
-            directory, name = os.path.split(raw)
-            os.makedirs(directory, exist_ok=True)
-            tmp = os.path.join(directory, f".{name}.{uuid.uuid4()}.tmp")
-            with open(tmp, "wb") as f:
-                f.write(payload)
+            tmp = _write_temp_beside(raw, payload)
             try:
                 os.link(tmp, raw)
             finally:
@@ -384,12 +391,7 @@ class FileIO:
         payload = data.encode("utf-8") if isinstance(data, str) else data
         if self.is_local:
             raw = self._raw(path)
-            directory, name = os.path.split(raw)
-            os.makedirs(directory, exist_ok=True)
-            tmp = os.path.join(directory, f".{name}.{uuid.uuid4()}.tmp")
-            with open(tmp, "wb") as f:
-                f.write(payload)
-            os.replace(tmp, raw)
+            os.replace(_write_temp_beside(raw, payload), raw)
             return
         self.fs.pipe_file(self._raw(path), payload)
         self._invalidate(self._raw(path))
