@@ -4,7 +4,6 @@ tests are not marked ``spark``), plus the executor module's import hygiene (styl
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 
 from tablekeeper.core import errors, safety
 from tablekeeper.spark import engine, launch
-from tests.maintenance.helpers import IDENT, build_mixed, now_ms
+from tests.maintenance.helpers import IDENT, build_mixed, check_retained, now_ms, views
 
 OWNER = launch.OwnerReference(name="orders-expire-1", uid="0b6e3c7a-1111-2222-3333-444455556666")
 
@@ -91,11 +90,16 @@ def test_request_round_trips_through_the_command_line() -> None:
     assert settings == {"master": "local[2]", "conf": {"a.b": "c"}}
     e = req(branch="b1", retain_min=2, retain_max=9, time_retained="1 h", expire_limit=5)
     assert launch.parse_args(e.to_args())[0] == e
+    c = req(operation="expire", with_changelog=True, changelog_retain_min=3, changelog_retain_max=40,
+            changelog_time_retained="2 d")
+    assert "--with-changelog" in c.to_args() and launch.parse_args(c.to_args())[0] == c
 
 
 @pytest.mark.parametrize("bad", [{"operation": "compact"}, {"batch_size": 0},
                                  {"batch_size": safety.DELETE_BATCH_MAX + 1}, {"parallelism": 0},
-                                 {"operation": "clean-orphans", "branch": "b1"}])
+                                 {"operation": "clean-orphans", "branch": "b1"},
+                                 {"operation": "expire-changelog", "with_changelog": True},
+                                 {"operation": "clean-orphans", "changelog_retain_min": 2}])
 def test_bad_requests_are_rejected(bad: dict[str, Any]) -> None:
     with pytest.raises(errors.InvalidInputError):
         req(**bad)
@@ -251,11 +255,11 @@ def test_orphan_threshold_parses_ages_and_times(value: str, expected_delta: int)
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("TABLEKEEPER_SPARK_SUBMIT_TEST"),
-                    reason="starts a second JVM (~30-50 s on 2 cores); set TABLEKEEPER_SPARK_SUBMIT_TEST=1")
 def test_a_real_spark_submit_process_runs_the_job(tmp_path: Path) -> None:
+    """The production entry: spark-submit in its own JVM (about 40 s on 2 cores)."""
     wh = str(tmp_path / "wh")
     build_mixed(wh)
+    before = views(wh)
     result = tmp_path / "out" / "result.json"
     r = launch.JobRequest("expire", wh, IDENT, retain_min=1, time_retained="0 ms", now_ms=now_ms() + 1000,
                           parallelism=2, result=str(result), run_name=launch.run_name(IDENT, "expire"))
@@ -268,3 +272,5 @@ def test_a_real_spark_submit_process_runs_the_job(tmp_path: Path) -> None:
     artifact = launch.read_result(str(result))
     assert artifact.status == "Succeeded" and artifact.engine == "spark"
     assert artifact.planned_files["snapshot"] == 6 and artifact.deleted["data"] > 0
+    gone = [k for k in before if k.startswith("main@snapshot-")][:6]
+    check_retained(wh, before, gone=gone)  # what is left reads as before and has all its files
