@@ -36,9 +36,8 @@ import kmock  # noqa: E402
 import yaml  # noqa: E402
 
 from tablekeeper.core.paimon.table import open_table  # noqa: E402
-from tests.operator.emulator import OperatorEmulator  # noqa: E402
 from tests.support import paimon as P  # noqa: E402
-from tests.support.k8s import load_crds, register_crds, url_of  # noqa: E402
+from tests.support.k8s import OperatorEmulator, load_crds, register_crds, url_of  # noqa: E402
 
 NS = "bench"
 

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from tablekeeper import reconcile
+from tablekeeper.core.expire import INT_MAX
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
 from tablekeeper.operator import scopes
@@ -147,6 +148,10 @@ class InProcessEngine:
                                        reconcile.ReconcileConfig(ignore_schedules=True, estimate=False))
         failed = applied.failed
         totals = applied.totals()
+        for key, kind in (("expiredSnapshots", "ExpireSnapshots"), ("expiredChangelogs", "ExpireChangelog")):
+            executed = [r.expired for r in applied.results if r.action.kind == kind and r.expired is not None]
+            if executed:  # what was done, not the plan's estimate made before the run changed the table
+                result[key] = sum(executed)
         result.update(deletedFiles=totals["deletedFiles"], reclaimedBytes=totals["deletedBytes"],
                       failures=len(failed), sample=[r.message for r in applied.results][:SAMPLE_MAX])
         by_kind: dict[str, int] = {}
@@ -187,7 +192,12 @@ def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: s
     """The Spark job request of a run, or None for types the Spark job does not do. Options
     carrying credentials are left out (they come from a Secret in the pod). ``policy``: the
     table's effective policy values (``snapshots.minRetained``...), passed on as the job's
-    thresholds; ``result``: where the job writes its artifact."""
+    thresholds; ``result``: where the job writes its artifact.
+
+    ``ExpireSnapshots`` does what the in-process run does (:data:`RUN_KINDS`): snapshot
+    expiration, then (unless ``changelog.state`` is ``Disabled``) expiration of the decoupled
+    changelog, in one job (``with_changelog``) with the policy's changelog retention (which also
+    decides, as the planner does, whether the changelog is decoupled)."""
     operation = _OPERATIONS.get(spec.type)
     if operation is None:
         return None
@@ -197,8 +207,11 @@ def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: s
     if operation == "expire" and v:
         extra.update(retain_min=int(v["snapshots.minRetained"]), time_retained=str(v["snapshots.maxAge"]),
                      expire_limit=int(v["snapshots.expireLimit"]))
-        if v.get("snapshots.maxRetained") is not None:
-            extra["retain_max"] = int(v["snapshots.maxRetained"])
+        extra["retain_max"] = int(v.get("snapshots.maxRetained") or INT_MAX)  # unset: unlimited, as in process
+        if v.get("changelog.state") != "Disabled" and v.get("changelog.minRetained") is not None:
+            extra.update(with_changelog=True, changelog_retain_min=int(v["changelog.minRetained"]),
+                         changelog_retain_max=int(v.get("changelog.maxRetained") or INT_MAX),
+                         changelog_time_retained=str(v["changelog.maxAge"]))
     elif operation == "clean-orphans" and v.get("orphanFiles.olderThan") is not None:
         extra["older_than"] = str(v["orphanFiles.olderThan"])
     return launch.JobRequest(operation=operation, warehouse=warehouse, table=identifier, branch=spec.branch,

@@ -21,6 +21,11 @@ detects drift: a managed tag deleted out of band is recreated at its snapshot
 whose TTL passed is ``Lost`` (``TagExpired``); a branch deleted out of band is ``Lost``; a
 branch past its ``ttl`` is dropped and its CR deleted.
 
+While a Spark run of the table (``ExpireSnapshots`` or ``RemoveOrphanFiles`` launched as a
+SparkApplication or Job, or about to be) is in flight, every storage change of a tag or branch
+waits, as it waits for the table's lock during an in-process run (:func:`spark_run_in_flight`):
+``Synced=False`` with reason ``TableLocked`` naming the run, retried until the run is over.
+
 Deletion (finalizer present only while ``owned`` with ``deletionPolicy: Delete``) goes through
 the same planner: the CR leaves the desired state while its record stays, which plans the
 deletion (tags: delete with cleanup; branches: drop). Protected objects (fork-point tags,
@@ -55,11 +60,19 @@ from tablekeeper.reconcile.observe import TableState
 from tablekeeper.reconcile.records import TableRecords
 
 __all__ = ["Phase", "reconcile_tag", "reconcile_branch", "delete_tag", "delete_branch", "paused_outcome",
-           "unmanaged_outcome", "needs_finalizer", "child_scope", "in_flight"]
+           "unmanaged_outcome", "needs_finalizer", "child_scope", "in_flight", "spark_run_in_flight",
+           "SPARK_LOCKING_RUN_TYPES"]
 
 Phase = Literal["resolve", "apply", "check"]
 _PLURAL = {"PaimonTag": "paimontags", "PaimonBranch": "paimonbranches"}
 _STATE_LABEL = {"PaimonTag": markers.TAG_STATE_LABEL, "PaimonBranch": markers.BRANCH_STATE_LABEL}
+#: Run types whose Spark job decides from the tags and branches it read what to delete: while one
+#: is in flight, tag and branch changes of its table wait (in process, the table's lock does it).
+SPARK_LOCKING_RUN_TYPES = frozenset({"ExpireSnapshots", "RemoveOrphanFiles"})
+#: ``status.engine`` of a Running run that launches (or may launch) Spark: the start step records
+#: the requested engine; an in-process run records ``Python``.
+_SPARK_ENGINES = frozenset({"Auto", "SparkOperator", "SparkJob"})
+_OVER = frozenset({"Succeeded", "Failed"})
 
 
 def needs_finalizer(obj_meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
@@ -205,6 +218,41 @@ def in_flight(obj: Obj) -> bool:
     short = "tag" if obj.kind == "PaimonTag" else "branch"
     keys = {f"{markers.API_GROUP}/{short}-resolve", f"{markers.API_GROUP}/{short}-apply"}
     return any(key in obj.annotations for key in keys)
+
+
+def spark_run_in_flight(rt: Runtime, view: cluster.View, namespace: str | None, table: str) -> Obj | None:
+    """The run of PaimonTable ``namespace/table`` whose Spark job may be changing the table now:
+    an ``ExpireSnapshots`` / ``RemoveOrphanFiles`` run that is ``Running`` with a launched
+    SparkApplication or Job, or with a Spark engine not yet resolved (``Auto`` may still launch),
+    or that holds the table's run claim while Spark runs are on (started, status not seen yet)."""
+    holder = rt.run_claims.get((namespace, table))
+    for run in view.children("PaimonMaintenanceRun", namespace, table):
+        status = run.status
+        if run.spec.get("type") not in SPARK_LOCKING_RUN_TYPES or status.get("phase") in _OVER:
+            continue
+        if status.get("phase") == "Running" and (status.get("sparkApplicationRef") or status.get("jobRef")
+                                                 or status.get("engine") in _SPARK_ENGINES):
+            return run
+        if run.uid == holder and rt.config.spark.enabled and run.spec.get("engine") != "Python":
+            return run
+    return None
+
+
+def _wait_for_run(rt: Runtime, obj: Obj, run: Obj, now: datetime, *, generation: bool = True) -> Outcome:
+    """A storage change of ``obj`` waits for the Spark run ``run`` of its table: ``Synced=False``
+    reason ``TableLocked`` (``Ready`` as it was), retried soon (the periodic check also retries)."""
+    what = "tag" if obj.kind == "PaimonTag" else "branch"
+    message = (f"waiting for maintenance run {run.name} ({run.spec.get('type')}, engine "
+               f"{run.status.get('engine') or run.spec.get('engine') or 'Auto'}) of this table to finish before "
+               f"changing the {what} in storage")
+    outcome = Outcome(generation=obj.generation if generation else None, keep=(conditions.READY,))
+    outcome.conditions = [conditions.condition(conditions.SYNCED, False, Reason.TABLE_LOCKED, message,
+                                               generation=obj.generation, now=now)]
+    if rt.first_time(obj.uid, Reason.TABLE_LOCKED, run.uid):
+        outcome.event("Normal", Reason.TABLE_LOCKED, message)
+    outcome.failure = Failure(Reason.TABLE_LOCKED, message, True)
+    outcome.delay = rt.config.retry_delay(1)
+    return outcome
 
 
 def _gate(rt: Runtime, obj: Obj, phase: Phase) -> Outcome | None:
@@ -361,6 +409,9 @@ async def _reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimon
                               table=_table_fields(scope.table))
             _come_back(rt, out, phase)
             return out
+        busy = spark_run_in_flight(rt, view, obj.namespace, spec.table_ref.name)
+        if busy is not None:
+            return _wait_for_run(rt, obj, busy, now)
         await rt.step("tag/apply", obj.ref)
         store = scopes.StatusRecordStore(plan.records, _persist(rt, obj, _tag_record_fields(member)))
         opener = rt.opener(scope.location.warehouse, scope.options)
@@ -471,6 +522,9 @@ async def _reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, spec: Pai
         drops = [a for a in acts if isinstance(a, A.DropBranch) and a.ttl_expired and a.name == name]
         skipped = [a for a in acts if isinstance(a, A.Skipped)]
         if drops and phase == "check":
+            busy = spark_run_in_flight(rt, view, obj.namespace, spec.table_ref.name)
+            if busy is not None:
+                return _wait_for_run(rt, obj, busy, now)
             return await _expire_branch(rt, obj, plan, scope, drops[0], member, now)
         if conflicts:
             c = conflicts[0]
@@ -519,6 +573,9 @@ async def _reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, spec: Pai
                               origin=Reason.ADOPTED if isinstance(change, A.AdoptBranch) else Reason.CREATED)
             _come_back(rt, out, phase)
             return out
+        busy = spark_run_in_flight(rt, view, obj.namespace, spec.table_ref.name)
+        if busy is not None:
+            return _wait_for_run(rt, obj, busy, now)
         await rt.step("branch/apply", obj.ref)
         store = scopes.StatusRecordStore(plan.records, _persist(rt, obj, _branch_record_fields(member)))
         opener = rt.opener(scope.location.warehouse, scope.options)
@@ -589,6 +646,9 @@ async def _delete(rt: Runtime, view: cluster.View, obj: Obj, table_name: str, re
             changes = [a for a in acts if isinstance(a, (A.DeleteTag, A.DropBranch))]
             if not changes:
                 return outcome
+            busy = spark_run_in_flight(rt, view, obj.namespace, table_name)
+            if busy is not None:
+                return _wait_for_run(rt, obj, busy, now, generation=False)
             await rt.step(f"{what}/delete", obj.ref)
             opener = rt.opener(scope.location.warehouse, scope.options)
             store = scopes.StatusRecordStore(plan.records)

@@ -18,7 +18,9 @@ Deliberately absent:
 - ``apiextensions.k8s.io/customresourcedefinitions`` and ``namespaces`` list/watch: Kopf's
   resource scanning is disabled (``tablekeeper.operator.main.build_settings``); the operator only
   *gets* single Namespaces, for their labels, when a ``ClusterPaimonCatalog.allowedNamespaces``
-  or a ``ClusterPaimonRetentionPolicy`` namespace selector needs them;
+  or a ``ClusterPaimonRetentionPolicy`` namespace selector needs them, and *gets* the one CRD
+  ``sparkapplications.sparkoperator.k8s.io`` (``resourceNames``) to tell whether engine ``Auto``
+  can launch SparkApplications;
 - ``pods`` and logs: run results come from a JSON artifact, never from logs (spark-jobs.md §8.3);
 - ``list``/``watch`` on Jobs and SparkApplications: the operator observes the one object a run
   recorded, by name, from the run's periodic check;
@@ -41,6 +43,8 @@ __all__ = [
     "TABLEKEEPER_PLURALS",
     "permissions",
     "required_grants",
+    "covers",
+    "SPARK_APPLICATION_CRD",
 ]
 
 Scope = Literal["cluster", "watched", "operator", "jobs"]
@@ -70,17 +74,21 @@ _LAUNCH_VERBS = ("create", "get", "delete")
 #: Kinds that own other objects with ``blockOwnerDeletion`` (the OwnerReferencesPermissionEnforcement
 #: admission plugin then requires ``update`` on the owner's ``finalizers`` subresource).
 _OWNERS = ("PaimonTable", "PaimonMaintenanceRun")
+#: The Spark Operator's CRD (``tablekeeper.operator.sparkruns.SPARK_APPLICATION_CRD``).
+SPARK_APPLICATION_CRD = "sparkapplications.sparkoperator.k8s.io"
 
 
 @dataclass(frozen=True)
 class Permission:
-    """Verbs on one resource (``plural`` or ``plural/subresource``) of one API group."""
+    """Verbs on one resource (``plural`` or ``plural/subresource``) of one API group; with
+    ``names``, only on the objects of those names (RBAC ``resourceNames``)."""
 
     group: str
     resource: str
     verbs: tuple[str, ...]
     scope: Scope
     why: str
+    names: tuple[str, ...] = ()
 
 
 def _tablekeeper_permissions() -> Iterable[Permission]:
@@ -104,6 +112,9 @@ PERMISSIONS: tuple[Permission, ...] = (
                "labels of a CR's namespace for allowedNamespaces.selector / namespaceSelector (design §8)"),
     Permission("", "secrets", ("get",), "watched", "PaimonCatalog credentialsSecretRef"),
     Permission("", "secrets", ("get",), "operator", "ClusterPaimonCatalog credentialsSecretRef without namespace"),
+    Permission("apiextensions.k8s.io", "customresourcedefinitions", ("get",), "cluster",
+               "engine Auto: is the Spark Operator installed (its SparkApplication CRD)? (design §7.7)",
+               names=(SPARK_APPLICATION_CRD,)),
     Permission("batch", "jobs", _LAUNCH_VERBS, "jobs",
                "SparkJob maintenance runs: create or adopt, observe by name, delete past the deadline or with "
                "their run (design §7.7)"),
@@ -112,8 +123,8 @@ PERMISSIONS: tuple[Permission, ...] = (
                "with their run (design §7.7)"),
 )
 
-#: (namespace or None for cluster-wide, group, resource, verb).
-Grant = tuple[str | None, str, str, str]
+#: (namespace or None for cluster-wide, group, resource, verb, resource name or "" for any).
+Grant = tuple[str | None, str, str, str, str]
 
 
 def permissions(scope: Scope) -> tuple[Permission, ...]:
@@ -123,7 +134,7 @@ def permissions(scope: Scope) -> tuple[Permission, ...]:
 
 def required_grants(*, operator_namespace: str, watch_namespaces: Sequence[str] = (),
                     job_namespaces: Sequence[str] = ()) -> set[Grant]:
-    """Every (namespace, group, resource, verb) the operator needs, without redundancy.
+    """Every (namespace, group, resource, verb, name) the operator needs, without redundancy.
 
     Args:
         operator_namespace: where the operator runs.
@@ -134,7 +145,8 @@ def required_grants(*, operator_namespace: str, watch_namespaces: Sequence[str] 
 
     def add(where: str | None, scope: Scope) -> None:
         for permission in permissions(scope):
-            grants.update((where, permission.group, permission.resource, verb) for verb in permission.verbs)
+            grants.update((where, permission.group, permission.resource, verb, name)
+                          for verb in permission.verbs for name in permission.names or ("",))
 
     add(None, "cluster")
     if watch_namespaces:
@@ -149,3 +161,10 @@ def required_grants(*, operator_namespace: str, watch_namespaces: Sequence[str] 
     # A cluster-wide grant makes the same grant in a namespace redundant.
     cluster_wide = {grant[1:] for grant in grants if grant[0] is None}
     return {grant for grant in grants if grant[0] is None or grant[1:] not in cluster_wide}
+
+
+def covers(grants: set[Grant], namespace: str | None, group: str, resource: str, verb: str, name: str = "") -> bool:
+    """Whether ``grants`` allow one request (``name``: the object's name; "" for collections)."""
+    names = ("", name) if name else ("",)
+    wheres = (None, namespace) if namespace is not None else (None,)
+    return any((where, group, resource, verb, n) in grants for where in wheres for n in names)

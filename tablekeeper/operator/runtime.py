@@ -51,6 +51,8 @@ class Runtime:
         self.stopping = False
         #: PaimonTable uid -> resourceVersion of the body whose run-now annotation was consumed.
         self.run_now_consumed: dict[str, str] = {}
+        #: (monotonic expiry, installed) of the SparkApplication CRD detection (sparkruns.auto_engine).
+        self.spark_operator_installed: tuple[float, bool] | None = None
 
     # -- API ----------------------------------------------------------------------------------------
     def attach(self, api: kopfcompat.Api) -> None:

@@ -26,7 +26,11 @@ variable                               meaning                                  
 ``TABLEKEEPER_SPARK_VERSION``          Spark version of that image                 4.0.1
 ``TABLEKEEPER_SPARK_NAMESPACE``        where Spark objects go; empty = the run's   (empty)
 ``TABLEKEEPER_SPARK_SERVICE_ACCOUNT``  service account of the Spark driver         tablekeeper-spark
-``TABLEKEEPER_SPARK_ENGINE``           what ``Auto`` picks above the threshold     SparkJob
+``TABLEKEEPER_SPARK_ENGINE``           what ``Auto`` picks above the threshold:    Detect
+                                       ``Detect`` (SparkOperator when the
+                                       SparkApplication CRD is installed, else
+                                       SparkJob), ``SparkOperator``, ``SparkJob``
+``TABLEKEEPER_SPARK_DETECT_TTL``       seconds the CRD detection is cached         300
 ``TABLEKEEPER_SPARK_THRESHOLD``        live files above which ``Auto`` uses Spark  500000
 ``TABLEKEEPER_SPARK_RESULTS``          prefix of result artifacts; empty =         (empty)
                                        ``<warehouse>/.tablekeeper/results``
@@ -45,10 +49,13 @@ from typing import Literal
 
 from tablekeeper.core import errors
 
-__all__ = ["OperatorConfig", "SparkConfig", "SparkEngine", "StepHook", "utcnow"]
+__all__ = ["OperatorConfig", "SparkConfig", "SparkEngine", "AutoEngine", "StepHook", "utcnow"]
 
 #: The engines that launch Spark (``PaimonMaintenanceRun.spec.engine``).
 SparkEngine = Literal["SparkOperator", "SparkJob"]
+#: What ``Auto`` launches above the threshold: ``Detect`` asks the API server whether the Spark
+#: Operator's SparkApplication CRD is installed (:func:`tablekeeper.operator.sparkruns.auto_engine`).
+AutoEngine = Literal["Detect", "SparkOperator", "SparkJob"]
 
 #: ``await hook(step, ref)`` before each storage-changing handler step (fault injection in tests).
 StepHook = Callable[[str, str], Awaitable[None]]
@@ -104,7 +111,9 @@ class SparkConfig:
     #: garbage-collects the dependent), so the operator deletes it itself.
     namespace: str = ""
     service_account: str = "tablekeeper-spark"
-    auto_engine: SparkEngine = "SparkJob"
+    auto_engine: AutoEngine = "Detect"
+    #: Seconds the answer of the CRD detection (``auto_engine="Detect"``) is cached.
+    detect_ttl: float = 300.0
     threshold: int = 500_000
     results: str = ""
     ttl_seconds: int = 86400
@@ -117,16 +126,20 @@ class SparkConfig:
     def from_env(cls, env: Mapping[str, str]) -> SparkConfig:
         """Raises:
             InvalidInputError: a variable has an unusable value."""
-        engine = env.get("TABLEKEEPER_SPARK_ENGINE") or "SparkJob"
-        if engine not in ("SparkOperator", "SparkJob"):
-            raise errors.InvalidInputError(f"TABLEKEEPER_SPARK_ENGINE={engine!r} is not SparkOperator or SparkJob",
-                                           fix="use SparkOperator (Kubeflow Spark Operator installed) or SparkJob")
+        engine = env.get("TABLEKEEPER_SPARK_ENGINE") or "Detect"
+        if engine not in ("Detect", "SparkOperator", "SparkJob"):
+            raise errors.InvalidInputError(
+                f"TABLEKEEPER_SPARK_ENGINE={engine!r} is not Detect, SparkOperator or SparkJob",
+                fix="use Detect (SparkOperator when its CRD is installed), SparkOperator or SparkJob")
+        auto: AutoEngine = "SparkOperator" if engine == "SparkOperator" else \
+            "SparkJob" if engine == "SparkJob" else "Detect"
         return cls(
             image=env.get("TABLEKEEPER_SPARK_IMAGE") or "",
             spark_version=env.get("TABLEKEEPER_SPARK_VERSION") or "4.0.1",
             namespace=env.get("TABLEKEEPER_SPARK_NAMESPACE") or "",
             service_account=env.get("TABLEKEEPER_SPARK_SERVICE_ACCOUNT") or "tablekeeper-spark",
-            auto_engine="SparkOperator" if engine == "SparkOperator" else "SparkJob",
+            auto_engine=auto,
+            detect_ttl=_float(env, "TABLEKEEPER_SPARK_DETECT_TTL", 300.0),
             threshold=_int(env, "TABLEKEEPER_SPARK_THRESHOLD", 500_000),
             results=(env.get("TABLEKEEPER_SPARK_RESULTS") or "").rstrip("/"),
             ttl_seconds=_int(env, "TABLEKEEPER_SPARK_TTL", 86400),

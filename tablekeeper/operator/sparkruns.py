@@ -5,7 +5,9 @@ The run controller (:mod:`tablekeeper.operator.runs`) drives three steps:
 
 1. **launch** (the run's ``execute`` step, :func:`launch_run`): for engine ``SparkOperator`` or
    ``SparkJob`` (or ``Auto`` when the plan-size estimate from the manifest lists is above
-   ``TABLEKEEPER_SPARK_THRESHOLD``: then ``TABLEKEEPER_SPARK_ENGINE``), build the job request from
+   ``TABLEKEEPER_SPARK_THRESHOLD``: then ``TABLEKEEPER_SPARK_ENGINE``; its default ``Detect``
+   picks ``SparkOperator`` when the Spark Operator's ``SparkApplication`` CRD is installed, else
+   ``SparkJob``, see :func:`auto_engine`), build the job request from
    the table's effective policy (:func:`tablekeeper.operator.engines.launch_request`) and create
    the object (:func:`tablekeeper.operator.engines.launch_manifest`). Its name is derived from the
    run's uid and attempt (``tk-<table-hash8>-<op3>-<hash4>``), so an operator restarted between the
@@ -41,6 +43,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -60,9 +64,9 @@ from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.settings import SparkConfig
 from tablekeeper.spark import launch
 
-__all__ = ["KINDS", "RUN_UID_ANNOTATION", "RUN_ANNOTATION", "RESULTS_DIR", "Ref", "Launched", "Observation",
-           "wants_spark", "launch_name", "result_uri", "launch_run", "fetch", "observe", "delete", "read_artifact",
-           "result_of"]
+__all__ = ["KINDS", "RUN_UID_ANNOTATION", "RUN_ANNOTATION", "RESULTS_DIR", "SPARK_APPLICATION_CRD", "Ref",
+           "Launched", "Observation", "wants_spark", "auto_engine", "launch_name", "result_uri", "launch_run",
+           "fetch", "observe", "delete", "read_artifact", "result_of"]
 
 #: engine -> (kind, API prefix, plural) of the launched object.
 KINDS: Mapping[str, tuple[str, str, str]] = {
@@ -75,7 +79,11 @@ _REF_FIELDS = {"SparkApplication": "sparkApplicationRef", "Job": "jobRef"}
 RUN_UID_ANNOTATION = "tablekeeper.io/run-uid"
 RUN_ANNOTATION = "tablekeeper.io/run"
 RESULTS_DIR = ".tablekeeper/results"
+#: The Spark Operator's CRD; its presence makes ``Auto`` (``Detect``) launch SparkApplications.
+SPARK_APPLICATION_CRD = "sparkapplications.sparkoperator.k8s.io"
+_CRD_URL = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{SPARK_APPLICATION_CRD}"
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -145,6 +153,31 @@ def wants_spark(config: SparkConfig, requested: str | None, spec: PaimonMaintena
     does the run's type (on ``main``; the job's orphan cleanup covers the whole table)."""
     return (config.enabled and requested not in (None, "Python") and spec.type in engines.SPARK_RUN_TYPES
             and spec.branch == layout.MAIN)
+
+
+async def auto_engine(rt: Runtime) -> str:
+    """What ``Auto`` launches above the threshold: ``TABLEKEEPER_SPARK_ENGINE`` when it names an
+    engine; for ``Detect``, ``SparkOperator`` when the API server has the
+    ``sparkapplications.sparkoperator.k8s.io`` CRD (one GET by name; the answer is cached for
+    ``TABLEKEEPER_SPARK_DETECT_TTL`` seconds), else ``SparkJob``. An API error other than 404
+    (no permission, server trouble) is not cached and picks ``SparkJob``."""
+    config = rt.config.spark
+    if config.auto_engine != "Detect":
+        return config.auto_engine
+    now = time.monotonic()
+    cached = rt.spark_operator_installed
+    if cached is not None and cached[0] > now:
+        return "SparkOperator" if cached[1] else "SparkJob"
+    try:
+        await rt.api.get(_CRD_URL)
+        installed = True
+    except kopfcompat.NotFound:
+        installed = False
+    except kopfcompat.ApiError as e:
+        log.warning("cannot tell whether the Spark Operator is installed (%s); Auto uses SparkJob", e)
+        return "SparkJob"
+    rt.spark_operator_installed = (now + config.detect_ttl, installed)
+    return "SparkOperator" if installed else "SparkJob"
 
 
 def launch_name(table_identity: str, operation: str, run_uid: str, attempt: int) -> str:
@@ -222,7 +255,7 @@ async def launch_run(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMain
     if requested == "Auto":
         if size is None or size <= config.threshold:
             return None
-        engine = config.auto_engine
+        engine = await auto_engine(rt)
     namespace = config.namespace or obj.namespace or rt.config.operator_namespace
     operation = "expire" if spec.type == "ExpireSnapshots" else "clean-orphans"
     identity = "/".join(scope.identity)
@@ -249,7 +282,10 @@ async def launch_run(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMain
     if namespace != obj.namespace:
         meta.pop("ownerReferences", None)  # cross-namespace owners are ignored and the dependent deleted
     ref = Ref(KINDS[engine][0], name, namespace)
-    adopted = await _create_or_adopt(rt.api, ref, manifest, obj.uid)
+    # Under the table's lock: a tag or branch change in flight finishes before the launch; from
+    # here on they wait for the run (objects.spark_run_in_flight).
+    async with rt.table_lock(scope.identity):
+        adopted = await _create_or_adopt(rt.api, ref, manifest, obj.uid)
     await rt.step("run/launched", obj.ref)  # test seam: a restart before the run records the object
     return Launched(engine, ref, artifact, adopted, dry_run)
 
@@ -354,6 +390,8 @@ def result_of(artifact: launch.RunResult, run_type: str) -> tuple[dict[str, Any]
     }
     if run_type == "ExpireSnapshots":
         result["expiredSnapshots"] = int(artifact.planned_files.get("snapshot", 0))
+        if "changelog" in artifact.details:  # the job's second step (with_changelog) ran
+            result["expiredChangelogs"] = int(artifact.planned_files.get("changelog-meta", 0))
     elif run_type == "RemoveOrphanFiles":
         result["orphanFiles"] = planned
     if artifact.failure_sample:

@@ -36,7 +36,7 @@ from tablekeeper.core import table_options
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.core.policy.table import PaimonTableSpec
-from tablekeeper.operator import cluster, conditions, maintenance, markers, metrics, scopes
+from tablekeeper.operator import cluster, conditions, maintenance, markers, metrics, objects, scopes
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.errors import Failure, OperatorError, classify, failure_of
@@ -230,6 +230,12 @@ async def _reconcile(rt: Runtime, view: cluster.View, obj: Obj, now: datetime) -
         plan = await asyncio.to_thread(scopes.plan_scope, scope, opener, now)
         applied_options, option_conflicts = await _enforce_table_options(rt, obj, plan, opener, out)
         auto = [a for a in plan.actions if isinstance(a, A.CreateTag) and a.auto]
+        busy = objects.spark_run_in_flight(rt, view, obj.namespace, obj.name) if auto else None
+        if busy is not None:  # as tag CRs do: policy tags wait for the Spark run (a later pass creates them)
+            if rt.first_time(obj.uid, Reason.TABLE_LOCKED, busy.uid):
+                out.event("Normal", Reason.TABLE_LOCKED, f"{len(auto)} policy tag(s) wait for maintenance run "
+                                                         f"{busy.name} ({busy.spec.get('type')}) to finish")
+            auto = []
         if auto:
             await rt.step("table/auto-tags", obj.ref)
             store = scopes.StatusRecordStore(plan.records)

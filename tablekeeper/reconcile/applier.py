@@ -60,6 +60,9 @@ class ActionResult:
     deleted_files: int = 0
     deleted_bytes: int = 0
     engine: str | None = None
+    #: For maintenance: how many snapshots, changelogs or partitions it actually expired (the
+    #: action's own numbers are the plan's, made before earlier actions of the run changed the table).
+    expired: int | None = None
     #: The exception of a failed action (its type, message and ``fix`` are what front ends
     #: report: the operator turns it into a condition reason and an Event).
     error: BaseException | None = field(default=None, compare=False)
@@ -143,6 +146,8 @@ class _Run:
     deleted_files: int = 0
     deleted_bytes: int = 0
     notes: list[str] = field(default_factory=list)
+    #: set by a maintenance handler: what the current action expired (ActionResult.expired)
+    expired: int | None = None
 
     @property
     def zone(self) -> ZoneInfo | None:
@@ -350,6 +355,7 @@ def _expire_snapshots(run: _Run, a: A.ExpireSnapshots) -> tuple[Status, str]:
         expired += count
         if count == 0:
             break
+    run.expired = expired
     if not batches:
         return "unchanged", "nothing expires any more"
     return "applied", f"expired {expired} snapshot(s) in {batches} batch(es)"
@@ -370,6 +376,7 @@ def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
             break
         run.execute(cplan, t)
         expired += int(dict(cplan.details).get("expired_changelogs") or 0)
+    run.expired = expired
     if not expired:
         return "unchanged", "nothing expires any more"
     return "applied", f"expired {expired} changelog(s)"
@@ -426,6 +433,7 @@ def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = N
             start_files, start_bytes = run.deleted_files, run.deleted_bytes
             engine = getattr(action, "engine", None)
             error: BaseException | None = None
+            run.expired = None
             try:
                 status, message = _HANDLERS[action.kind](run, action)
                 if action.kind in A.MAINTENANCE_KINDS:
@@ -438,7 +446,7 @@ def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = N
                 message = e.message + (f" ({e.fix})" if e.fix else "") if isinstance(e, errors.TablekeeperError) \
                     else f"{type(e).__name__}: {e}"
             result = ActionResult(action, status, message, run.deleted_files - start_files,
-                                  run.deleted_bytes - start_bytes, engine, error)
+                                  run.deleted_bytes - start_bytes, engine, run.expired, error)
             results.append(result)
             if on_result is not None:
                 on_result(result)

@@ -12,6 +12,7 @@ set with ``TABLEKEEPER_SPARK_THRESHOLD``. This module imports pyspark only when 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import os
 import time
@@ -27,7 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 __all__ = ["DEFAULT_SPARK_THRESHOLD", "EngineChoice", "spark_threshold", "estimate_plan_size", "choose_engine",
-           "run", "run_local", "plan_local", "orphan_threshold", "expire_config", "now_ms", "versions"]
+           "run", "run_local", "plan_local", "orphan_threshold", "expire_config", "changelog_config",
+           "changelog_range", "changelog_due", "merge_step", "now_ms", "versions"]
 
 #: Estimated live data files above which ``auto`` picks Spark. On one machine the in-process
 #: engine is faster at every size bench/spark.py measured (1M files on disk, ~200k live: 60 s vs
@@ -82,12 +84,98 @@ def orphan_threshold(request: launch.JobRequest, now: int) -> int:
     return orphans.resolve_older_than(now, older_than_ms=at, older_than_age=age, force=request.force)
 
 
+def _has_changelog_overrides(request: launch.JobRequest) -> bool:
+    return any(v is not None for v in (request.changelog_retain_min, request.changelog_retain_max,
+                                       request.changelog_time_retained))
+
+
 def expire_config(request: launch.JobRequest, table: Table) -> expire.ExpireConfig:
+    """Snapshot expiration: the table's options with the request's overrides. With changelog
+    retention in the request, the changelog is decoupled when it retains more than the snapshots
+    (longer, or more at minimum or maximum), as the operator's planner decides."""
     time_retained = (durations.parse_duration(request.time_retained, field="--time-retained")
                      if request.time_retained is not None else None)
-    return expire.config_from_options(table.options(), retain_min=request.retain_min,
-                                      retain_max=request.retain_max, time_retained=time_retained,
-                                      expire_limit=request.expire_limit)
+    config = expire.config_from_options(table.options(), retain_min=request.retain_min,
+                                        retain_max=request.retain_max, time_retained=time_retained,
+                                        expire_limit=request.expire_limit)
+    if not _has_changelog_overrides(request):
+        return config
+    log = changelog_config(request, table)
+    decoupled = (log.retain_max > config.retain_max or log.retain_min > config.retain_min
+                 or log.time_retained > config.time_retained)
+    return dataclasses.replace(config, changelog_decoupled=decoupled)
+
+
+def changelog_config(request: launch.JobRequest, table: Table) -> expire.ChangelogConfig:
+    """Changelog expiration: the table's ``changelog.*`` options (falling back to ``snapshot.*``)
+    with the request's ``changelog_*`` overrides.
+
+    Raises:
+        UnsafePolicyError: minimum below 1 or above the maximum.
+    """
+    config = expire.changelog_config_from_options(table.options())
+    time_retained = (durations.parse_duration(request.changelog_time_retained, field="--changelog-time-retained")
+                     if request.changelog_time_retained is not None else config.time_retained)
+    config = dataclasses.replace(
+        config, retain_min=config.retain_min if request.changelog_retain_min is None else request.changelog_retain_min,
+        retain_max=config.retain_max if request.changelog_retain_max is None else request.changelog_retain_max,
+        time_retained=time_retained)
+    if config.retain_min < safety.MIN_RETAIN_MIN or config.retain_max < config.retain_min:
+        raise errors.UnsafePolicyError("changelog retention: minimum must be >= 1 and <= the maximum",
+                                       fix="fix --changelog-retain-min / --changelog-retain-max")
+    return config
+
+
+def changelog_range(table: Table, config: expire.ChangelogConfig, now: int) -> tuple[list[int], int]:
+    """(ids of the long-lived changelogs that expire, the first one kept), computed exactly as
+    ``expire.plan_expire_changelog`` does (metadata only: changelog and consumer files)."""
+    ids = table.changelog_ids()
+    latest = table.latest_snapshot_id()
+    if not ids or latest is None:
+        return [], 0
+    earliest_log, latest_log = ids[0], ids[-1]
+    low = max(latest - config.retain_max + 1, earliest_log)
+    end = min(latest - config.retain_min + 1, earliest_log + config.expire_limit, latest_log)
+    consumers = table.consumers()
+    if consumers:
+        end = min(end, min(c.next_snapshot for c in consumers))
+    older_than = now - int(config.time_retained.total_seconds() * 1000)
+    for cid in [i for i in ids if i < end]:
+        if cid >= low and table.changelog(cid).time_millis >= older_than:
+            end = cid
+            break
+    return [i for i in ids if i < end], end
+
+
+def changelog_due(table: Table, config: expire.ChangelogConfig, now: int) -> bool:
+    """Whether changelog expiration has anything to do now (the operator's planner proposes
+    ``ExpireChangelog`` only then): changelogs past retention, or a missing hint to write."""
+    if not table.changelog_ids():
+        return False
+    expiring, _ = changelog_range(table, config, now)
+    return bool(expiring) or not expire.plan_expire_changelog(table, config, now).is_empty
+
+
+def merge_step(result: launch.RunResult, step: launch.RunResult, name: str) -> None:
+    """Add the counts of a second step of the same job (``with_changelog``) to ``result``; the
+    step's details go under ``details[name]``, its notes are prefixed with ``name``."""
+    for mine, theirs in ((result.planned_files, step.planned_files), (result.planned_bytes, step.planned_bytes),
+                         (result.deleted, step.deleted), (result.deleted_bytes, step.deleted_bytes),
+                         (result.missing, step.missing)):
+        for kind, n in theirs.items():
+            mine[kind] = mine.get(kind, 0) + n
+    result.failed_count += step.failed_count
+    room = safety.STATUS_SAMPLE_MAX - len(result.failure_sample)
+    result.failure_sample.extend(step.failure_sample[:max(0, room)])
+    result.written.extend(step.written)
+    result.removed_dirs += step.removed_dirs
+    room = safety.STATUS_SAMPLE_MAX - len(result.sample)
+    result.sample.extend(step.sample[:max(0, room)])
+    result.details[name] = dict(step.details)
+    result.notes.extend(f"{name}: {note}" for note in step.notes)
+    for key, seconds in step.timings.items():
+        if key in ("planSeconds", "deleteSeconds"):
+            result.timings[key] = round(result.timings.get(key, 0.0) + seconds, 3)
 
 
 def open_request_table(request: launch.JobRequest) -> Table:
@@ -101,7 +189,7 @@ def plan_local(request: launch.JobRequest, table: Table, now: int) -> plans.Plan
                                          orphans.OrphanConfig(orphan_threshold(request, now)))
     if request.operation == "expire":
         return expire.plan_expire(table, expire_config(request, table), now)
-    return expire.plan_expire_changelog(table, expire.changelog_config_from_options(table.options()), now)
+    return expire.plan_expire_changelog(table, changelog_config(request, table), now)
 
 
 # -- engine choice -------------------------------------------------------------------------------
@@ -134,17 +222,35 @@ def _new_result(request: launch.JobRequest, engine_name: str) -> launch.RunResul
 
 
 def run_local(request: launch.JobRequest) -> launch.RunResult:
-    """Plan with the core planner and execute in process (thread pool), as the CLI does.
+    """Plan with the core planner and execute in process (thread pool), as the CLI does. With
+    ``with_changelog``, changelog expiration follows when it was due before the snapshot
+    expiration (see :func:`changelog_due`), re-planned on the table as the first step left it.
 
     Raises:
         TablekeeperError: planning failed (nothing was deleted).
     """
     started = now_ms()
-    result = _new_result(request, "local")
+    now = request.now_ms if request.now_ms is not None else started
+    due = False
+    if request.with_changelog:
+        table = open_request_table(request)
+        due = changelog_due(table, changelog_config(request, table), now)
+    result = _run_local_step(request, request.operation, now)
+    if due:
+        step = _run_local_step(request, "expire-changelog", now)
+        merge_step(result, step, "changelog")
+        result.timings["totalSeconds"] = round(result.timings["totalSeconds"] + step.timings["totalSeconds"], 3)
     result.started_at = _iso(started)
+    result.finished_at = _iso(now_ms())
+    return result
+
+
+def _run_local_step(request: launch.JobRequest, operation: launch.Operation, now: int) -> launch.RunResult:
+    step = dataclasses.replace(request, operation=operation, with_changelog=False)
+    result = _new_result(request, "local")
     t0 = time.perf_counter()
-    table = open_request_table(request)
-    plan = plan_local(request, table, request.now_ms if request.now_ms is not None else started)
+    table = open_request_table(step)
+    plan = plan_local(step, table, now)
     summary = plan.summary()
     result.planned_files = dict(summary["files"])
     result.planned_bytes = dict(summary["bytes"])
@@ -159,7 +265,6 @@ def run_local(request: launch.JobRequest) -> launch.RunResult:
         merge_execution(result, executed)
         result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
     result.timings["totalSeconds"] = round(time.perf_counter() - t0, 3)
-    result.finished_at = _iso(now_ms())
     return result
 
 

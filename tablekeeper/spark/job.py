@@ -741,27 +741,14 @@ def _expire_changelog(ctx: _Ctx) -> None:
     """``expire.plan_expire_changelog``, distributed (same range, roots and rules)."""
     request, result = ctx.request, ctx.result
     table = engine.open_request_table(request)
-    config = expire.changelog_config_from_options(table.options())
+    config = engine.changelog_config(request, table)
     now = request.now_ms if request.now_ms is not None else engine.now_ms()
     t0 = time.perf_counter()
     # the range, exactly as expire.plan_expire_changelog computes it (the parity tests pin it)
     ids = table.changelog_ids()
     latest = table.latest_snapshot_id()
-    expiring: list[Snapshot] = []
-    end = 0
-    if ids and latest is not None:
-        earliest_log, latest_log = ids[0], ids[-1]
-        low = max(latest - config.retain_max + 1, earliest_log)
-        end = min(latest - config.retain_min + 1, earliest_log + config.expire_limit, latest_log)
-        consumers = table.consumers()
-        if consumers:
-            end = min(end, min(c.next_snapshot for c in consumers))
-        older_than = now - int(config.time_retained.total_seconds() * 1000)
-        for cid in [i for i in ids if i < end]:
-            if cid >= low and table.changelog(cid).time_millis >= older_than:
-                end = cid
-                break
-        expiring = [table.changelog(i) for i in ids if i < end]
+    expiring_ids, end = engine.changelog_range(table, config, now)
+    expiring: list[Snapshot] = [table.changelog(i) for i in expiring_ids]
     if not expiring:  # nothing to read: core's planner is exact and cheap here
         _run_tail(ctx, table, expire.plan_expire_changelog(table, config, now), t0)
         return
@@ -869,13 +856,31 @@ def run(spark: SparkSession, request: launch.JobRequest, *, fault: Mapping[str, 
     result.details["parallelism"] = ctx.n
     _PHASES.clear()
     try:
+        due = request.with_changelog and _changelog_due(request)
         _OPERATIONS[request.operation](ctx)
+        if due:  # second step: the decoupled changelog, on the table as the first step left it
+            ctx.release()
+            step = launch.RunResult(operation="expire-changelog", table=request.table, branch=request.branch,
+                                    dry_run=request.dry_run, engine="spark", run_name=request.run_name,
+                                    warehouse=request.warehouse)
+            try:
+                _expire_changelog(_Ctx(spark, request, step, fault))
+            finally:
+                engine.merge_step(result, step, "changelog")
     finally:
         ctx.release()
         result.timings.update({f"phase {k}": round(v, 3) for k, v in _PHASES.items()})
         result.timings["totalSeconds"] = round(time.perf_counter() - t0, 3)
         result.finished_at = engine._iso(engine.now_ms())
     return result
+
+
+def _changelog_due(request: launch.JobRequest) -> bool:
+    """``with_changelog``: whether changelog expiration is due before the snapshot expiration (the
+    operator's in-process run plans both first, then applies them in order)."""
+    table = engine.open_request_table(request)
+    now = request.now_ms if request.now_ms is not None else engine.now_ms()
+    return engine.changelog_due(table, engine.changelog_config(request, table), now)
 
 
 def run_to_result(spark: SparkSession, request: launch.JobRequest) -> launch.RunResult:

@@ -130,6 +130,15 @@ class JobRequest:
     batch_size: int = safety.DELETE_BATCH_DEFAULT
     run_name: str | None = None
     result: str | None = None
+    #: ``expire`` only: afterwards also expire the decoupled (long-lived) changelog in the same
+    #: job, as the operator's ``ExpireSnapshots`` runs do in process (ExpireSnapshots +
+    #: ExpireChangelog); the artifact sums both steps (``details["changelog"]`` has the second's).
+    with_changelog: bool = False
+    #: Changelog retention (``changelog.num-retained.*``, ``changelog.time-retained``); None = the
+    #: table's options. Given, they also decide whether the changelog is decoupled for ``expire``.
+    changelog_retain_min: int | None = None
+    changelog_retain_max: int | None = None
+    changelog_time_retained: str | None = None
 
     def __post_init__(self) -> None:
         if self.operation not in OPERATIONS:
@@ -143,6 +152,13 @@ class JobRequest:
         if self.operation == "clean-orphans" and self.branch != layout.MAIN:
             raise errors.InvalidInputError("orphan cleanup always covers the whole table (every branch)",
                                            fix="drop --branch")
+        if self.with_changelog and self.operation != "expire":
+            raise errors.InvalidInputError("--with-changelog goes with --operation expire",
+                                           fix="use --operation expire-changelog for the changelog alone")
+        changelog = (self.changelog_retain_min, self.changelog_retain_max, self.changelog_time_retained)
+        if self.operation == "clean-orphans" and any(v is not None for v in changelog):
+            raise errors.InvalidInputError("changelog retention is for expire and expire-changelog",
+                                           fix="drop the --changelog-* options")
 
     def to_args(self) -> list[str]:
         """The command line of ``python -m tablekeeper.spark`` for this request."""
@@ -157,10 +173,15 @@ class JobRequest:
             args += ["--older-than", self.older_than]
         if self.force:
             args.append("--force")
+        if self.with_changelog:
+            args.append("--with-changelog")
         valued: tuple[tuple[str, object], ...] = (
             ("--now", self.now_ms), ("--retain-min", self.retain_min), ("--retain-max", self.retain_max),
             ("--time-retained", self.time_retained), ("--max-deletes", self.expire_limit),
-            ("--parallelism", self.parallelism), ("--run-name", self.run_name), ("--result", self.result))
+            ("--parallelism", self.parallelism), ("--run-name", self.run_name), ("--result", self.result),
+            ("--changelog-retain-min", self.changelog_retain_min),
+            ("--changelog-retain-max", self.changelog_retain_max),
+            ("--changelog-time-retained", self.changelog_time_retained))
         for flag, val in valued:
             if val is not None:
                 args += [flag, str(val)]
@@ -200,6 +221,11 @@ def argument_parser() -> argparse.ArgumentParser:
     p.add_argument("--retain-max", type=int)
     p.add_argument("--time-retained")
     p.add_argument("--max-deletes", type=int, dest="expire_limit")
+    p.add_argument("--with-changelog", action="store_true",
+                   help="expire: then expire the decoupled changelog too (one artifact for both).")
+    p.add_argument("--changelog-retain-min", type=int)
+    p.add_argument("--changelog-retain-max", type=int)
+    p.add_argument("--changelog-time-retained")
     p.add_argument("--parallelism", type=int, help="Partitions of every I/O stage (default: Spark's parallelism).")
     p.add_argument("--batch-size", type=int, default=safety.DELETE_BATCH_DEFAULT,
                    help=f"Keys per bulk delete (<= {safety.DELETE_BATCH_MAX}).")
@@ -228,7 +254,9 @@ def parse_args(argv: Sequence[str]) -> tuple[JobRequest, dict[str, Any]]:
         options=_pairs(ns.option, "--option"), dry_run=ns.dry_run, older_than=ns.older_than, force=ns.force,
         now_ms=ns.now, retain_min=ns.retain_min, retain_max=ns.retain_max, time_retained=ns.time_retained,
         expire_limit=ns.expire_limit, parallelism=ns.parallelism, batch_size=ns.batch_size,
-        run_name=ns.run_name, result=ns.result)
+        run_name=ns.run_name, result=ns.result, with_changelog=ns.with_changelog,
+        changelog_retain_min=ns.changelog_retain_min, changelog_retain_max=ns.changelog_retain_max,
+        changelog_time_retained=ns.changelog_time_retained)
     return request, {"master": ns.master, "conf": _pairs(ns.conf, "--conf")}
 
 

@@ -36,8 +36,13 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "spark": {"jobNamespaces": ["spark-jobs", "batch-jobs"],
               "spark": {"image": "registry.example.com/tablekeeper-spark:0.1.0", "sparkVersion": "3.5.3",
                         "namespace": "batch-jobs", "serviceAccount": "spark-driver", "engine": "SparkOperator",
-                        "threshold": 2_000_000, "resultsPrefix": "s3://lake/tk-results",
-                        "ttlSecondsAfterFinished": 3600}},
+                        "detectTtlSeconds": 60, "threshold": 2_000_000, "resultsPrefix": "s3://lake/tk-results",
+                        "ttlSecondsAfterFinished": 3600,
+                        "rbac": {"create": True, "serviceAccountAnnotations": {"eks.amazonaws.com/role-arn": "arn"}}}},
+    "spark-default-namespace": {"spark": {"image": "registry.example.com/tablekeeper-spark:0.1.0"},
+                                "watchNamespaces": ["sales"]},
+    "operator-switches": {"operator": {"materializePolicyTags": True,
+                                       "protectedTableOptions": ["bucket", "snapshot.time-retained"]}},
     "no-metrics-custom-image": {"prometheus": {"metrics": {"enable": False, "port": 9090, "portName": "metrics"}},
                                 "image": {"registry": "registry.example.com", "repository": "data/tablekeeper",
                                           "tag": "0.1.0-rc1", "pullPolicy": "Always",
@@ -67,6 +72,17 @@ def one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     return found
 
 
+def spark_driver(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Spark driver's ServiceAccount, Role and RoleBinding (templates/spark-rbac.yaml)."""
+    return [obj for obj in objects if obj["metadata"]["labels"]["app.kubernetes.io/component"] == "spark-driver"]
+
+
+def operator_objects(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Everything but the Spark driver's objects."""
+    driver = spark_driver(objects)
+    return [obj for obj in objects if obj not in driver]
+
+
 def test_helm_is_the_bundled_library_not_a_binary() -> None:
     assert helm.helm_sdk_version().startswith("v4.")
     assert Path(helm.library_path).is_relative_to(Path(helm.__file__).parent)
@@ -89,7 +105,10 @@ def test_values_schema(chart: helm.Chart) -> None:
     for values in SCENARIOS.values():
         chart.validate_schema(values)
     for bad in ({"replicas": 2}, {"watchNamespaces": ["Sales"]}, {"image": {"pullPolicy": "Sometimes"}},
-                {"prometheus": {"metrics": {"enable": True, "port": 0, "portName": "metrics"}}}):
+                {"prometheus": {"metrics": {"enable": True, "port": 0, "portName": "metrics"}}},
+                {"operator": {"materializePolicyTags": "yes"}}, {"operator": {"protectedTableOptions": "bucket"}},
+                {"operator": {"protectedTableOptions": ["bucket,path"]}}, {"operator": {"unknown": 1}},
+                {"spark": {"rbac": {"create": "true"}}}, {"spark": {"serviceAccount": "Spark_Driver"}}):
         with pytest.raises(helm.HelmValuesError):
             chart.validate_schema(bad)
         with pytest.raises(helm.HelmError):
@@ -127,7 +146,7 @@ def _operator_options() -> set[str]:
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_deployment(chart: helm.Chart, scenario: str) -> None:
     values = SCENARIOS[scenario]
-    objects = render(chart, values)
+    objects = operator_objects(render(chart, values))
     deployment = one(objects, "Deployment")
     spec = deployment["spec"]
     assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
@@ -177,12 +196,13 @@ def _effective_grants(objects: list[dict[str, Any]], service_account: tuple[str,
         assert key in roles, f"{binding['metadata']['name']} refers to a missing {key}"
         used.add(key)
         for rule in roles[key]["rules"]:
-            assert set(rule) == {"apiGroups", "resources", "verbs"}, rule  # no resourceNames, nonResourceURLs
+            assert set(rule) <= {"apiGroups", "resources", "verbs", "resourceNames"}, rule  # no nonResourceURLs
             for group in rule["apiGroups"]:
                 for resource in rule["resources"]:
                     for verb in rule["verbs"]:
-                        assert "*" not in (group, resource, verb), rule
-                        grants.add((where, group, resource, verb))
+                        for name in rule.get("resourceNames") or [""]:
+                            assert "*" not in (group, resource, verb, name), rule
+                            grants.add((where, group, resource, verb, name))
     assert used == set(roles), f"unbound roles: {set(roles) - used}"
     return grants
 
@@ -190,7 +210,7 @@ def _effective_grants(objects: list[dict[str, Any]], service_account: tuple[str,
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_rbac_grants_exactly_what_the_operator_needs(chart: helm.Chart, scenario: str) -> None:
     values = SCENARIOS[scenario]
-    objects = render(chart, values)
+    objects = operator_objects(render(chart, values))
     service_account = one(objects, "ServiceAccount")["metadata"]["name"]
     granted = _effective_grants(objects, (NAMESPACE, service_account))
     needed = rbac.required_grants(operator_namespace=NAMESPACE, watch_namespaces=values.get("watchNamespaces", ()),
@@ -225,12 +245,12 @@ def test_spark_values_reach_the_operator_settings(chart: helm.Chart) -> None:
     env = _operator_env(render(chart, SCENARIOS["spark"]))
     assert OperatorConfig.from_env(env).spark == SparkConfig(
         image="registry.example.com/tablekeeper-spark:0.1.0", spark_version="3.5.3", namespace="batch-jobs",
-        service_account="spark-driver", auto_engine="SparkOperator", threshold=2_000_000,
+        service_account="spark-driver", auto_engine="SparkOperator", detect_ttl=60, threshold=2_000_000,
         results="s3://lake/tk-results", ttl_seconds=3600)
     # defaults: Spark runs off; launches would go to the first job namespace (where RBAC allows them)
     defaults = OperatorConfig.from_env(_operator_env(render(chart))).spark
-    assert not defaults.enabled and defaults.namespace == NAMESPACE and defaults.auto_engine == "SparkJob"
-    assert defaults.threshold == 500_000
+    assert not defaults.enabled and defaults.namespace == NAMESPACE and defaults.auto_engine == "Detect"
+    assert defaults.threshold == 500_000 and defaults.detect_ttl == 300
     jobs = OperatorConfig.from_env(_operator_env(render(chart, SCENARIOS["job-namespaces"]))).spark
     assert jobs.namespace == "spark-jobs"
 
@@ -241,3 +261,72 @@ def test_spark_namespace_must_be_a_job_namespace(chart: helm.Chart) -> None:
     for bad in ({"spark": {"engine": "Spark"}}, {"spark": {"threshold": -1}}, {"spark": {"namespace": "Bad_ns"}}):
         with pytest.raises(helm.HelmValuesError):
             chart.validate_schema(bad)
+
+
+def test_operator_values_reach_the_operator_settings(chart: helm.Chart) -> None:
+    config = OperatorConfig.from_env(_operator_env(render(chart, SCENARIOS["operator-switches"])))
+    assert config.materialize_policy_tags is True
+    assert config.protected_table_options == frozenset({"bucket", "snapshot.time-retained"})
+    defaults = OperatorConfig.from_env(_operator_env(render(chart)))
+    assert defaults.materialize_policy_tags is False and defaults.protected_table_options == frozenset()
+    env = _operator_env(render(chart))
+    assert (env["TABLEKEEPER_MATERIALIZE_POLICY_TAGS"], env["TABLEKEEPER_PROTECTED_TABLE_OPTIONS"]) == ("false", "")
+    one_option = _operator_env(render(chart, {"operator": {"protectedTableOptions": ["bucket"]}}))
+    assert OperatorConfig.from_env(one_option).protected_table_options == frozenset({"bucket"})
+
+
+#: What a Spark driver on Kubernetes does in its namespace, and nothing else.
+SPARK_DRIVER_GRANTS = {
+    *(("", "pods", verb) for verb in ("create", "get", "list", "watch", "delete", "deletecollection")),
+    *(("", resource, verb) for resource in ("configmaps", "services")
+      for verb in ("create", "get", "delete", "deletecollection")),
+}
+
+
+@pytest.mark.parametrize(("scenario", "namespace", "account"),
+                         [("spark", "batch-jobs", "spark-driver"),
+                          ("spark-default-namespace", NAMESPACE, "tablekeeper-spark")])
+def test_spark_driver_service_account_and_role(chart: helm.Chart, scenario: str, namespace: str,
+                                               account: str) -> None:
+    objects = render(chart, SCENARIOS[scenario])
+    driver = spark_driver(objects)
+    assert sorted(obj["kind"] for obj in driver) == ["Role", "RoleBinding", "ServiceAccount"]
+    assert {obj["metadata"]["namespace"] for obj in driver} == {namespace}
+    service_account = one(driver, "ServiceAccount")
+    assert service_account["metadata"]["name"] == account
+    if scenario == "spark":
+        assert service_account["metadata"]["annotations"] == {"eks.amazonaws.com/role-arn": "arn"}
+    # the driver runs as that account: the operator launches with TABLEKEEPER_SPARK_SERVICE_ACCOUNT
+    spark = OperatorConfig.from_env(_operator_env(objects)).spark
+    assert (spark.namespace, spark.service_account) == (namespace, account)
+    role, binding = one(driver, "Role"), one(driver, "RoleBinding")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                  "name": role["metadata"]["name"]}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]
+    granted = set()
+    for rule in role["rules"]:
+        assert set(rule) == {"apiGroups", "resources", "verbs"}, rule  # no resourceNames, no URLs
+        granted |= {(g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    assert granted == SPARK_DRIVER_GRANTS
+    assert not [g for g in granted if "*" in g or g[1] in ("secrets", "roles", "rolebindings", "serviceaccounts")]
+    # the operator's own grants stay exactly rbac.py's (checked per scenario above); the driver's
+    # account is bound to nothing else
+    bound = [obj for obj in objects if obj["kind"] in ("RoleBinding", "ClusterRoleBinding")
+             and any(s["name"] == account and s["namespace"] == namespace for s in obj["subjects"])]
+    assert bound == [binding]
+
+
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+def test_spark_rbac_lints_and_validates(kube_version: str, chart: helm.Chart) -> None:
+    values = SCENARIOS["spark"]
+    report = helm.lint(CHART, values, strict=True, kube_version=f"v{kube_version}")
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] > 1] == [], report["messages"]
+    for obj in spark_driver(render(chart, values)):
+        kubernetes_validate.validate(obj, kube_version, strict=True)
+
+
+def test_spark_driver_objects_only_when_spark_runs_are_on(chart: helm.Chart) -> None:
+    assert spark_driver(render(chart)) == []  # no spark.image: Spark runs are off
+    values = {"spark": {"image": "registry.example.com/tablekeeper-spark:0.1.0", "rbac": {"create": False}}}
+    assert spark_driver(render(chart, values)) == []

@@ -8,7 +8,7 @@ import kopf
 import pytest
 
 from tablekeeper.core.policy.kinds import API_GROUP
-from tablekeeper.operator import rbac
+from tablekeeper.operator import rbac, sparkruns
 from tests.operator.test_operator_smoke import paimontag, trivial_registry
 from tests.support.k8s import ApiServerEmulator, OperatorThread, eventually, url_of
 
@@ -16,9 +16,7 @@ pytestmark = pytest.mark.k8s
 
 
 def _covered(call: tuple[str | None, str, str, str], grants: set[rbac.Grant]) -> bool:
-    namespace, group, resource, verb = call
-    return (None, group, resource, verb) in grants or (
-        namespace is not None and (namespace, group, resource, verb) in grants)
+    return rbac.covers(grants, *call)
 
 
 async def _exercise(k8s: ApiServerEmulator, settings: kopf.OperatorSettings, namespaces: list[str] | None) -> None:
@@ -54,25 +52,35 @@ async def test_operator_calls_are_covered(k8s: ApiServerEmulator, operator_setti
 
 def test_permissions_are_specific() -> None:
     for permission in rbac.PERMISSIONS:
-        assert "*" not in (permission.group, permission.resource, *permission.verbs)
+        assert "*" not in (permission.group, permission.resource, *permission.verbs, *permission.names)
         assert permission.why
     tablekeeper = {p.resource for p in rbac.PERMISSIONS if p.group == API_GROUP}
     for plural in rbac.TABLEKEEPER_PLURALS.values():
         assert {plural, f"{plural}/status"} <= tablekeeper
+    # the only named permission: the one CRD engine Auto looks up, by name, never listed
+    [named] = [p for p in rbac.PERMISSIONS if p.names]
+    assert (named.group, named.resource, named.verbs, named.names) == \
+        ("apiextensions.k8s.io", "customresourcedefinitions", ("get",), (sparkruns.SPARK_APPLICATION_CRD,))
+    assert rbac.SPARK_APPLICATION_CRD == sparkruns.SPARK_APPLICATION_CRD
 
 
 def test_required_grants_places_permissions() -> None:
     cluster = rbac.required_grants(operator_namespace="tk")
-    assert (None, API_GROUP, "paimontags", "watch") in cluster
-    assert (None, API_GROUP, "clusterpaimoncatalogs", "patch") in cluster
-    assert ("tk", "batch", "jobs", "create") in cluster
-    assert (None, "batch", "jobs", "create") not in cluster
+    assert (None, API_GROUP, "paimontags", "watch", "") in cluster
+    assert (None, API_GROUP, "clusterpaimoncatalogs", "patch", "") in cluster
+    assert ("tk", "batch", "jobs", "create", "") in cluster
+    assert not rbac.covers(cluster, None, "batch", "jobs", "create")
     assert not [g for g in cluster if g[0] is not None and g[2] in ("events", "secrets")]  # covered cluster-wide
+    crd = ("apiextensions.k8s.io", "customresourcedefinitions", "get")
+    assert rbac.covers(cluster, None, *crd, name=sparkruns.SPARK_APPLICATION_CRD)
+    assert not rbac.covers(cluster, None, *crd, name="paimontables.tablekeeper.io")
+    assert not rbac.covers(cluster, None, *crd)  # no unnamed get (and no list/watch)
 
     namespaced = rbac.required_grants(operator_namespace="tk", watch_namespaces=["a", "b"], job_namespaces=["jobs"])
-    assert (None, API_GROUP, "paimontags", "watch") not in namespaced
-    assert {("a", API_GROUP, "paimontags", "watch"), ("b", API_GROUP, "paimontags", "watch")} <= namespaced
-    assert (None, API_GROUP, "clusterpaimonretentionpolicies", "list") in namespaced
-    assert {("tk", "", "events", "create"), ("tk", "", "secrets", "get")} <= namespaced
-    assert ("tk", API_GROUP, "paimontags", "watch") not in namespaced
+    assert (None, API_GROUP, "paimontags", "watch", "") not in namespaced
+    assert {("a", API_GROUP, "paimontags", "watch", ""), ("b", API_GROUP, "paimontags", "watch", "")} <= namespaced
+    assert (None, API_GROUP, "clusterpaimonretentionpolicies", "list", "") in namespaced
+    assert {("tk", "", "events", "create", ""), ("tk", "", "secrets", "get", "")} <= namespaced
+    assert not rbac.covers(namespaced, "tk", API_GROUP, "paimontags", "watch")
     assert {g[0] for g in namespaced if g[1] == "sparkoperator.k8s.io"} == {"jobs"}
+    assert (None, *crd, sparkruns.SPARK_APPLICATION_CRD) in namespaced

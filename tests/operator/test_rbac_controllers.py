@@ -17,9 +17,7 @@ pytestmark = pytest.mark.k8s
 
 
 def _covered(call: tuple[str | None, str, str, str], grants: set[rbac.Grant]) -> bool:
-    namespace, group, resource, verb = call
-    return (None, group, resource, verb) in grants or (
-        namespace is not None and (namespace, group, resource, verb) in grants)
+    return rbac.covers(grants, *call)
 
 
 @pytest.mark.parametrize("namespaces", [None, ["sales"]], ids=["cluster-wide", "namespaced"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -407,8 +408,8 @@ async def test_auto_engine_runs_small_tables_in_process_and_large_ones_on_spark(
     assert run_status(h, "auto-large")["engine"] == "SparkOperator"
     # every call the operator made about launched objects is granted by rbac.py (job namespace = sales)
     grants = rbac.required_grants(operator_namespace="tablekeeper-system", job_namespaces=["sales"])
-    calls = {c[1:] for c in h.emu.api_calls if c[3] in ("sparkapplications", "jobs")}
-    assert calls and all((ns, group, res, verb) in grants for ns, group, res, verb in calls)
+    calls = {c[1:] for c in h.emu.api_calls if c[0].startswith("kopf") and c[3] in ("sparkapplications", "jobs")}
+    assert calls and all(rbac.covers(grants, *call) for call in calls)
 
 
 async def test_spark_off_or_unsupported_type_runs_in_process(spark_harness: Harness, warehouse: Path) -> None:
@@ -464,3 +465,184 @@ def test_spark_settings_from_the_environment() -> None:
     for bad in ({"TABLEKEEPER_SPARK_ENGINE": "Flink"}, {"TABLEKEEPER_SPARK_THRESHOLD": "1.5"}):
         with pytest.raises(errors.InvalidInputError):
             OperatorConfig.from_env(bad)
+
+
+# -- ExpireSnapshots on Spark also expires the decoupled changelog ----------------------------------
+
+#: Snapshots keep 2, the changelog 4: decoupled (changelog-N outlive their snapshots).
+DECOUPLED_RETENTION = {"snapshots": {"minRetained": 1, "maxRetained": 2},
+                       "changelog": {"minRetained": 1, "maxRetained": 4}}
+
+
+def _table_files(root: Path) -> set[str]:
+    """Every file and directory of the warehouse except the result artifacts."""
+    return {name for name in P.dir_listing(root) if not name.startswith(".tablekeeper")}
+
+
+@pytest.mark.spark
+async def test_spark_expire_snapshots_run_expires_the_decoupled_changelog_like_the_in_process_run(
+        spark_harness: Harness, tmp_path: Path, spark: Any) -> None:
+    """Two copies of a table with ``changelog-producer: input``, one maintained by in-process runs,
+    one by SparkApplication runs whose launched arguments run on local[2]. Round 1: snapshots
+    expire into changelog-N files (nothing for changelog expiration yet); round 2, after two more
+    commits: snapshots expire again and the changelog past its own retention expires in the same
+    Spark job. Both copies end identical, with the same counts in the runs' status."""
+    from tablekeeper.spark import job as spark_job
+
+    h = spark_harness
+    template = tmp_path / "template"
+    P.build_history(str(template), "sales.orders", commits=6, options={"changelog-producer": "input"})
+    copies = {"local": tmp_path / "local", "spark": tmp_path / "spark"}
+    for root in copies.values():
+        shutil.copytree(template, root, copy_function=shutil.copy2)
+    await h.start(spark_config())
+    for which, root in copies.items():
+        await h.apply(obj("PaimonCatalog", f"lake-{which}", {"warehouse": str(root), "writerTimeZone": "UTC"}))
+        await h.apply(obj("PaimonTable", f"orders-{which}", {
+            "catalogRef": {"kind": "PaimonCatalog", "name": f"lake-{which}"}, "database": "sales",
+            "table": "orders", "retention": DECOUPLED_RETENTION,
+            "maintenance": {"engine": "Python" if which == "local" else "SparkOperator"}}))
+        await h.wait_condition("PaimonTable", f"orders-{which}", reason="Reconciled")
+
+    results: dict[str, list[dict[str, Any]]] = {"local": [], "spark": []}
+    for round_ in (1, 2):
+        if round_ == 2:  # two more commits, the same files in both copies (identical after round 1)
+            table = P.table_at(str(copies["local"]), "sales.orders")
+            for i in range(2):
+                P.write(table, P.orders_rows("2026-01-01", 100 + 10 * i, 2))
+            shutil.rmtree(copies["spark"] / "sales.db")
+            shutil.copytree(copies["local"] / "sales.db", copies["spark"] / "sales.db", copy_function=shutil.copy2)
+        await h.apply(obj("PaimonMaintenanceRun", f"local-{round_}", {
+            "tableRef": {"name": "orders-local"}, "type": "ExpireSnapshots"}))
+        await h.apply(obj("PaimonMaintenanceRun", f"spark-{round_}", {
+            "tableRef": {"name": "orders-spark"}, "type": "ExpireSnapshots"}))
+        ref = await eventually(lambda run=f"spark-{round_}": run_status(h, run).get("sparkApplicationRef"),
+                               timeout=30)
+        [body] = [a for a in launched(h, SPARK_APPS) if a["metadata"]["name"] == ref["name"]]
+        request, _ = launch.parse_args(body["spec"]["arguments"])
+        assert request.operation == "expire" and request.with_changelog
+        assert (request.changelog_retain_min, request.changelog_retain_max) == (1, 4)
+        result = await asyncio.to_thread(spark_job.run_to_result, spark, request)
+        assert result.status == "Succeeded", result.errors
+        assert request.result
+        launch.write_result(request.result, result, request.options)
+        await set_status(h, SPARK_APPS, body, {"applicationState": {"state": "COMPLETED"}})
+        for which in ("local", "spark"):
+            status = await wait_phase(h, f"{which}-{round_}", "Succeeded")
+            results[which].append(status["result"])
+        assert run_status(h, f"local-{round_}")["engine"] == "Python"
+        assert run_status(h, f"spark-{round_}")["engine"] == "SparkOperator"
+        assert _table_files(copies["spark"]) == _table_files(copies["local"]), f"round {round_}"
+
+    handles = {which: open_table(str(root), "sales.orders") for which, root in copies.items()}
+    assert handles["spark"].snapshot_ids() == handles["local"].snapshot_ids() == [7, 8]
+    assert handles["spark"].changelog_ids() == handles["local"].changelog_ids() == [5, 6]
+    first, second = results["spark"]
+    assert first["expiredSnapshots"] == results["local"][0]["expiredSnapshots"] == 4
+    assert first.get("expiredChangelogs", 0) == results["local"][0].get("expiredChangelogs", 0) == 0  # none yet
+    assert second["expiredSnapshots"] == results["local"][1]["expiredSnapshots"] == 2
+    # changelog-1..4 went (changelog-5 and -6, written by this round's snapshot expiration, stay);
+    # both engines report what was executed, not a count planned before the snapshot expiration
+    assert second["expiredChangelogs"] == results["local"][1]["expiredChangelogs"] == 4
+    assert second["deletedFiles"] == results["local"][1]["deletedFiles"] > 0
+    assert second["executed"]["deleted"]["changelog-meta"] == second["expiredChangelogs"]
+    # every view still readable through pypaimon reads the same in both copies
+    views = {which: P.snapshot_views(str(root), "sales.orders") for which, root in copies.items()}
+    assert views["spark"] == views["local"]
+
+
+# -- tags and branches wait for a Spark run of their table --------------------------------------------
+
+async def test_tag_creation_waits_for_the_spark_run_of_its_table(spark_harness: Harness, warehouse: Path) -> None:
+    """In process, a run holds the table's lock and a tag creation waits for it; a Spark run holds
+    no lock in this process, so tag changes of its table wait for the run instead: Synced=False
+    reason TableLocked naming the run, nothing written, then created once the run is over."""
+    h = spark_harness
+    await setup(h, warehouse, spark_config(), retention=RETAIN_TWO)
+    await manual_run(h, "expire", "ExpireSnapshots", "SparkOperator")
+    app = await the_launched(h, SPARK_APPS)
+    await eventually(lambda: run_status(h, "expire").get("sparkApplicationRef"))
+    await h.apply(obj("PaimonTag", "v6", {"tableRef": {"name": "orders"}, "snapshotId": 6}))
+
+    synced = await h.wait_condition("PaimonTag", "v6", status="False", reason="TableLocked", type_="Synced")
+    assert "expire" in synced["message"] and "ExpireSnapshots" in synced["message"]
+    event = await h.wait_event("v6", "TableLocked")
+    assert event["type"] == "Normal" and "expire" in event["message"]
+    assert h.status("PaimonTag", "v6").get("state") != "Ready"
+    table = open_table(str(warehouse), "sales.orders")
+    assert table.tag_names() == []  # nothing written while the run is in flight
+    # still waiting after more retries (the run is still RUNNING)
+    await set_status(h, SPARK_APPS, app, {"applicationState": {"state": "RUNNING"}})
+    await eventually(lambda: run_status(h, "expire")["sparkApplicationRef"]["state"] == "RUNNING")
+    assert table.tag_names() == [] and (h.condition("PaimonTag", "v6", "Synced") or {}).get("reason") == "TableLocked"
+
+    await run_locally(app["spec"]["arguments"])
+    await set_status(h, SPARK_APPS, app, {"applicationState": {"state": "COMPLETED"}})
+    await wait_phase(h, "expire", "Succeeded")
+    await h.wait_condition("PaimonTag", "v6", reason="Created")
+    assert (h.condition("PaimonTag", "v6", "Synced") or {}).get("status") == "True"
+    assert open_table(str(warehouse), "sales.orders").tag("v6").snapshot_id == 6
+    assert open_table(str(warehouse), "sales.orders").snapshot_ids() == [5, 6]
+
+
+# -- engine Auto: Spark Operator detection ----------------------------------------------------------
+
+def _crd_gets(h: Harness) -> int:
+    return sum(1 for c in h.emu.api_calls
+               if c[0].startswith("kopf") and c[3] == "customresourcedefinitions" and c[4] == "get")
+
+
+async def _auto_run(h: Harness, name: str) -> tuple[str, sparkruns.Ref]:
+    """An Auto run launched on Spark (threshold 0): (its engine, the launched object); then it is
+    failed through the object's status so the next run of the table may start."""
+    await h.apply(obj("PaimonMaintenanceRun", name, {"tableRef": {"name": "orders"}, "type": "ExpireSnapshots"}))
+    ref = await eventually(lambda: sparkruns.Ref.of(run_status(h, name)), timeout=30)
+    engine = run_status(h, name)["engine"]
+    resource = SPARK_APPS if ref.kind == "SparkApplication" else JOBS
+    [body] = [b for b in launched(h, resource) if b["metadata"]["name"] == ref.name]
+    await set_status(h, resource, body, {"applicationState": {"state": "FAILED", "errorMessage": "test"}}
+                     if ref.kind == "SparkApplication" else
+                     {"conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]})
+    await wait_phase(h, name, "Failed")
+    return str(engine), ref
+
+
+async def test_auto_detects_the_spark_operator_crd(harness: Harness, warehouse: Path) -> None:
+    """Engine Auto above the threshold (TABLEKEEPER_SPARK_ENGINE=Detect, the default) launches a
+    batch Job without the SparkApplication CRD and a SparkApplication with it; the answer is
+    cached for TABLEKEEPER_SPARK_DETECT_TTL; every lookup is the one named GET rbac.py grants."""
+    h = harness
+    h.emu.resources[JOBS] = kmock.ResourceInfo(kind="Job", singular="job", namespaced=True, verbs=VERBS)
+    crd = yaml.safe_load(SPARK_CRD.read_text(encoding="utf-8"))
+    assert crd["metadata"]["name"] == sparkruns.SPARK_APPLICATION_CRD
+    assert SparkConfig().auto_engine == "Detect"
+    await setup(h, warehouse, spark_config(spark={"threshold": 0, "detect_ttl": 0}), retention=RETAIN_TWO)
+
+    engine, ref = await _auto_run(h, "no-crd")  # the Spark Operator is not installed
+    assert (engine, ref.kind) == ("SparkJob", "Job") and not launched(h, SPARK_APPS)
+    assert _crd_gets(h) == 1
+    register_crds(h.emu, [crd])  # installed now; TTL 0: asked again
+    engine, ref = await _auto_run(h, "with-crd")
+    assert (engine, ref.kind) == ("SparkOperator", "SparkApplication")
+    assert _crd_gets(h) == 2
+
+    await h.stop()
+    await h.start(spark_config(spark={"threshold": 0}))  # the default TTL (300 s)
+    engine, _ = await _auto_run(h, "cached-1")
+    assert engine == "SparkOperator" and _crd_gets(h) == 3
+    resp = await h.emu.delete(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                              f"{sparkruns.SPARK_APPLICATION_CRD}")
+    assert resp.status in (200, 202)
+    engine, _ = await _auto_run(h, "cached-2")
+    assert engine == "SparkOperator" and _crd_gets(h) == 3  # the cached answer, no second lookup
+
+    # a pinned engine never asks
+    await h.stop()
+    await h.start(spark_config(spark={"threshold": 0, "auto_engine": "SparkJob"}))
+    engine, _ = await _auto_run(h, "pinned")
+    assert engine == "SparkJob" and _crd_gets(h) == 3
+    grants = rbac.required_grants(operator_namespace="tablekeeper-system", job_namespaces=["sales"])
+    assert rbac.covers(grants, None, "apiextensions.k8s.io", "customresourcedefinitions", "get",
+                       sparkruns.SPARK_APPLICATION_CRD)
+    calls = {c[1:] for c in h.emu.api_calls if c[0].startswith("kopf") and c[3] in ("sparkapplications", "jobs")}
+    assert calls and all(rbac.covers(grants, *call) for call in calls)

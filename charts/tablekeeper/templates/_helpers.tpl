@@ -76,3 +76,14 @@ job namespace.
 {{- first $jobs -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Labels of the Spark driver's ServiceAccount, Role and RoleBinding (spark-rbac.yaml). */}}
+{{- define "tablekeeper.sparkLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "tablekeeper.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: spark-driver
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: tablekeeper
+{{- end }}
