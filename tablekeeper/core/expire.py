@@ -21,7 +21,7 @@ from tablekeeper.core.reachability import DataKey, MetaUnion, Reachability, gc_p
 from tablekeeper.core.storage import join
 
 __all__ = ["ExpireConfig", "ExpireRange", "ChangelogConfig", "config_from_options", "changelog_config_from_options",
-           "compute_range", "plan_expire", "plan_expire_changelog"]
+           "compute_range", "changelog_range", "plan_expire", "plan_expire_changelog"]
 
 INT_MAX = 2**31 - 1
 
@@ -379,6 +379,28 @@ def changelog_config_from_options(options: Mapping[str, str]) -> ChangelogConfig
     return config
 
 
+def changelog_range(table: Table, config: ChangelogConfig, now_ms: int) -> tuple[list[int], int]:
+    """(ids of the long-lived changelogs that expire, the first one kept): the first
+    ``changelog-N`` kept by retain-max/min, the expire limit, consumers or the time retention
+    (metadata only: changelog and consumer files). Shared with the Spark job."""
+    ids = table.changelog_ids()
+    latest = table.latest_snapshot_id()
+    if not ids or latest is None:
+        return [], 0
+    earliest_log, latest_log = ids[0], ids[-1]
+    low = max(latest - config.retain_max + 1, earliest_log)
+    end = min(latest - config.retain_min + 1, earliest_log + config.expire_limit, latest_log)
+    consumers = table.consumers()
+    if consumers:
+        end = min(end, min(c.next_snapshot for c in consumers))
+    older_than = now_ms - int(config.time_retained.total_seconds() * 1000)
+    for cid in [i for i in ids if i < end]:
+        if cid >= low and table.changelog(cid).time_millis >= older_than:
+            end = cid
+            break
+    return [i for i in ids if i < end], end
+
+
 def plan_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) -> plans.Plan:
     """Expire long-lived ``changelog-N`` files (decoupled lifecycle, Java's ExpireChangelogImpl):
     changelog files they added, delta files they deleted (producer ``none``), manifests no
@@ -388,18 +410,7 @@ def plan_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) ->
     latest = table.latest_snapshot_id()
     if not ids or latest is None:
         return plans.Plan("expire-changelog", table.identifier, (), ("no long-lived changelogs",))
-    earliest_log, latest_log = ids[0], ids[-1]
-    low = max(latest - config.retain_max + 1, earliest_log)
-    end = min(latest - config.retain_min + 1, earliest_log + config.expire_limit, latest_log)
-    consumers = table.consumers()
-    if consumers:
-        end = min(end, min(c.next_snapshot for c in consumers))
-    older_than = now_ms - int(config.time_retained.total_seconds() * 1000)
-    present = [i for i in ids if i < end]
-    for cid in present:
-        if cid >= low and table.changelog(cid).time_millis >= older_than:
-            end = cid
-            break
+    _expiring_ids, end = changelog_range(table, config, now_ms)
     expiring = [table.changelog(i) for i in ids if i < end]
     if not expiring:
         return plans.Plan("expire-changelog", table.identifier, (), ("nothing expires",))

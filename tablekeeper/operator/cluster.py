@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy.branch import PaimonBranchSpec
@@ -367,31 +367,29 @@ def winners(objs: Iterable[Obj], identity: Callable[[Obj], Any]) -> dict[str, Ob
     return out
 
 
-def valid_policies(view: View, namespace: str | None) -> list[tuple[Obj, PaimonRetentionPolicySpec]]:
-    """The parseable PaimonRetentionPolicies of ``namespace`` (invalid ones report themselves)."""
+_PolicySpec = TypeVar("_PolicySpec", PaimonRetentionPolicySpec, ClusterPaimonRetentionPolicySpec)
+
+
+def _parseable(objs: Iterable[Obj], spec_type: type[_PolicySpec]) -> list[tuple[Obj, _PolicySpec]]:
+    """The objects that are not being deleted and parse (invalid ones report themselves)."""
     out = []
-    for obj in view.policies(namespace):
+    for obj in objs:
         if obj.deleting:
             continue
         try:
             spec = parse(obj)
         except core_errors.InvalidInputError:
             continue
-        assert isinstance(spec, PaimonRetentionPolicySpec)
+        assert isinstance(spec, spec_type)
         out.append((obj, spec))
     return out
+
+
+def valid_policies(view: View, namespace: str | None) -> list[tuple[Obj, PaimonRetentionPolicySpec]]:
+    """The parseable PaimonRetentionPolicies of ``namespace``."""
+    return _parseable(view.policies(namespace), PaimonRetentionPolicySpec)
 
 
 def valid_cluster_policies(view: View) -> list[tuple[Obj, ClusterPaimonRetentionPolicySpec]]:
     """The parseable ClusterPaimonRetentionPolicies."""
-    out = []
-    for obj in view.all("ClusterPaimonRetentionPolicy"):
-        if obj.deleting:
-            continue
-        try:
-            spec = parse(obj)
-        except core_errors.InvalidInputError:
-            continue
-        assert isinstance(spec, ClusterPaimonRetentionPolicySpec)
-        out.append((obj, spec))
-    return out
+    return _parseable(view.all("ClusterPaimonRetentionPolicy"), ClusterPaimonRetentionPolicySpec)

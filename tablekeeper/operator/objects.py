@@ -36,10 +36,10 @@ object already gone is success.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo
 
 from tablekeeper import reconcile
@@ -321,33 +321,47 @@ def _tag_previous_reason(obj: Obj) -> str:
     return origin if origin in (Reason.CREATED, Reason.ADOPTED) else Reason.CREATED
 
 
-async def reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, *, phase: Phase,
-                        retry: int | None = None) -> Outcome:
-    """One reconcile of a PaimonTag (see the module docstring)."""
+_Spec = TypeVar("_Spec", PaimonTagSpec, PaimonBranchSpec)
+
+
+async def _reconcile_child(rt: Runtime, view: cluster.View, obj: Obj, phase: Phase, retry: int | None,
+                           spec_type: type[_Spec],
+                           inner: Callable[[Runtime, cluster.View, Obj, _Spec, Phase, datetime, int | None],
+                                           Awaitable[Outcome]],
+                           backoff_limit: Callable[[_Spec], int]) -> Outcome:
+    """What a tag and a branch reconcile share: parsing, the skip rules, failure classification,
+    labels and metrics around ``inner``."""
     if phase == "check" and in_flight(obj):
         return Outcome()  # Kopf's create/update steps are running; they own this pass
     now = rt.config.now()
     started = asyncio.get_running_loop().time()
     try:
         spec = cluster.parse(obj)
-        assert isinstance(spec, PaimonTagSpec)
+        assert isinstance(spec, spec_type)
     except core_errors.InvalidInputError as e:
         return _failed(rt, obj, Failure(Reason.INVALID_SPEC, e.message, False), now, retry=retry, backoff_limit=None)
     if phase == "apply" and obj.status.get("state") == "Failed" and not obj.status.get("owned") \
             and obj.status.get("observedGeneration") == obj.generation and not obj.status.get("failures"):
         return Outcome()  # the resolve step has just reported why; the periodic check retries
     try:
-        outcome = await _reconcile_tag(rt, view, obj, spec, phase, now, retry)
+        outcome = await inner(rt, view, obj, spec, phase, now, retry)
         result = "error" if outcome.failure else "success"
     except (OperatorError, core_errors.TablekeeperError, OSError) as e:
         failure = classify(e)
         lost = failure.reason == Reason.TABLE_NOT_FOUND and obj.status.get("owned")  # table dropped out of band
-        outcome = _failed(rt, obj, failure, now, retry=retry, backoff_limit=spec.backoff_limit,
+        outcome = _failed(rt, obj, failure, now, retry=retry, backoff_limit=backoff_limit(spec),
                           keep_state="Lost" if lost else None)
         result = "error"
     outcome.labels.update(_labels(obj, spec.table_ref.name))
     metrics.observe_reconcile(obj.kind, result, asyncio.get_running_loop().time() - started)
     return outcome
+
+
+async def reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, *, phase: Phase,
+                        retry: int | None = None) -> Outcome:
+    """One reconcile of a PaimonTag (see the module docstring)."""
+    return await _reconcile_child(rt, view, obj, phase, retry, PaimonTagSpec, _reconcile_tag,
+                                  lambda spec: spec.backoff_limit)
 
 
 async def _reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonTagSpec, phase: Phase,
@@ -469,6 +483,8 @@ def _branch_ready(plan: scopes.ScopePlan, member: scopes.Member, records: TableR
     return outcome
 
 
+#: Retries of a failing branch reconcile (PaimonBranch has no backoffLimit field).
+_BRANCH_BACKOFF_LIMIT = 6
 _BRANCH_KEEP = {"Protected": Reason.BRANCH_PROTECTED, "BranchInUse": Reason.BRANCH_IN_USE,
                 "HasDependentBranches": Reason.HAS_DEPENDENT_BRANCHES, "TagsStillNeeded": Reason.TAGS_STILL_NEEDED}
 
@@ -476,29 +492,8 @@ _BRANCH_KEEP = {"Protected": Reason.BRANCH_PROTECTED, "BranchInUse": Reason.BRAN
 async def reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, *, phase: Phase,
                            retry: int | None = None) -> Outcome:
     """One reconcile of a PaimonBranch (see the module docstring)."""
-    if phase == "check" and in_flight(obj):
-        return Outcome()  # Kopf's create/update steps are running; they own this pass
-    now = rt.config.now()
-    started = asyncio.get_running_loop().time()
-    try:
-        spec = cluster.parse(obj)
-        assert isinstance(spec, PaimonBranchSpec)
-    except core_errors.InvalidInputError as e:
-        return _failed(rt, obj, Failure(Reason.INVALID_SPEC, e.message, False), now, retry=retry, backoff_limit=None)
-    if phase == "apply" and obj.status.get("state") == "Failed" and not obj.status.get("owned") \
-            and obj.status.get("observedGeneration") == obj.generation and not obj.status.get("failures"):
-        return Outcome()
-    try:
-        outcome = await _reconcile_branch(rt, view, obj, spec, phase, now, retry)
-        result = "error" if outcome.failure else "success"
-    except (OperatorError, core_errors.TablekeeperError, OSError) as e:
-        failure = classify(e)
-        lost = failure.reason == Reason.TABLE_NOT_FOUND and obj.status.get("owned")
-        outcome = _failed(rt, obj, failure, now, retry=retry, backoff_limit=6, keep_state="Lost" if lost else None)
-        result = "error"
-    outcome.labels.update(_labels(obj, spec.table_ref.name))
-    metrics.observe_reconcile(obj.kind, result, asyncio.get_running_loop().time() - started)
-    return outcome
+    return await _reconcile_child(rt, view, obj, phase, retry, PaimonBranchSpec, _reconcile_branch,
+                                  lambda _spec: _BRANCH_BACKOFF_LIMIT)
 
 
 async def _reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonBranchSpec, phase: Phase,

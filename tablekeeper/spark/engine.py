@@ -126,25 +126,8 @@ def changelog_config(request: launch.JobRequest, table: Table) -> expire.Changel
     return config
 
 
-def changelog_range(table: Table, config: expire.ChangelogConfig, now: int) -> tuple[list[int], int]:
-    """(ids of the long-lived changelogs that expire, the first one kept), computed exactly as
-    ``expire.plan_expire_changelog`` does (metadata only: changelog and consumer files)."""
-    ids = table.changelog_ids()
-    latest = table.latest_snapshot_id()
-    if not ids or latest is None:
-        return [], 0
-    earliest_log, latest_log = ids[0], ids[-1]
-    low = max(latest - config.retain_max + 1, earliest_log)
-    end = min(latest - config.retain_min + 1, earliest_log + config.expire_limit, latest_log)
-    consumers = table.consumers()
-    if consumers:
-        end = min(end, min(c.next_snapshot for c in consumers))
-    older_than = now - int(config.time_retained.total_seconds() * 1000)
-    for cid in [i for i in ids if i < end]:
-        if cid >= low and table.changelog(cid).time_millis >= older_than:
-            end = cid
-            break
-    return [i for i in ids if i < end], end
+#: The range rule of ``expire.plan_expire_changelog``, for the job's planning.
+changelog_range = expire.changelog_range
 
 
 def changelog_due(table: Table, config: expire.ChangelogConfig, now: int) -> bool:
