@@ -106,6 +106,9 @@ def action_line(a: A.Action) -> tuple[str, str]:
         verb = "report orphans" if a.dry_run else "clean orphans"
         return ("#" if a.dry_run else "~"), (f"{verb} older than {a.older_than}: {_est(a.estimate)}"
                                              + (" (dryRun: nothing deleted)" if a.dry_run else f" [{a.engine}]"))
+    if isinstance(a, A.SetTableOptions):
+        shown = ", ".join(f"{k}={v}" for k, v in a.changed.items())
+        return "~", f"set table options: {shown}"
     if isinstance(a, A.TagConflict):
         return "!", f"conflict on tag {a.tag!r}{on}: {a.conflict} -- {a.reason}"
     if isinstance(a, A.BranchConflict):

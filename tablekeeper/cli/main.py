@@ -489,7 +489,7 @@ def _reconcile_setup(paths: tuple[str, ...], relative_to: str, spark_threshold: 
     desired = gitops.load_desired(paths, relative_to)
     opener = reconcile.Opener()
     config = reconcile.ReconcileConfig(spark_threshold_files=spark_threshold, ignore_schedules=ignore_schedules,
-                                       estimate=not no_estimate)
+                                       estimate=not no_estimate, table_options=True)
     return desired, opener, gitops.record_store(opener), config
 
 

@@ -75,12 +75,15 @@ class ReconcileConfig:
         estimate: size maintenance steps and tag deletions (reads manifests); off = faster plans.
         max_batches: most expiration batches (``expireLimit`` snapshots / ``maxPerRun``
             partitions each) one apply runs for one table.
+        table_options: plan ``SetTableOptions`` for ``enforcement: TableOptions|Both`` (the GitOps
+            CLI; the operator's table controller enforces options itself, with drift status).
     """
 
     spark_threshold_files: int = 100_000
     ignore_schedules: bool = False
     estimate: bool = True
     max_batches: int = 100
+    table_options: bool = False
 
 
 @dataclass(frozen=True)
@@ -901,8 +904,10 @@ def plan_table(target: TableTarget, table: Table, state: TableState, records: Ta
     config = config or ReconcileConfig()
     ctx = _Ctx(target, state, records, policy, now, writer_zone(target))
     acts: list[A.Action] = []
+    if config.table_options and kinds is None:
+        acts = plan_table_options(target, state, policy)  # first: writers see the options at once
     if kinds is None or not set(kinds) <= set(A.MAINTENANCE_KINDS):
-        acts = plan_objects(target, state, records, policy, now)
+        acts.extend(plan_objects(target, state, records, policy, now))
     acts.extend(_maintenance(ctx, table, config, kinds))
     if kinds is not None:
         acts = [a for a in acts if a.kind in kinds or (isinstance(a, A.Skipped) and a.what in kinds)]
