@@ -29,6 +29,7 @@ from typing import Any
 
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
+from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.operator import cluster, conditions, engines, kopfcompat, markers, metrics, objects, scopes, sparkruns
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.conditions import Reason
@@ -36,6 +37,7 @@ from tablekeeper.operator.errors import OperatorError, classify
 from tablekeeper.operator.maintenance import TERMINAL
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import Outcome, url_of
+from tablekeeper.reconcile import planner
 from tablekeeper.spark import launch
 
 __all__ = ["start_run", "execute_run", "check_run", "duration_text"]
@@ -190,6 +192,10 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
     if now - started > timedelta(seconds=_deadline(obj, spec, view)):
         _release(rt, obj, spec)
         return _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "activeDeadlineSeconds exceeded", started=started)
+    deferred = await _deferred_to_writers(rt, view, obj, spec, now)
+    if deferred is not None:
+        _release(rt, obj, spec)
+        return _finished(obj, now, True, Reason.SUCCEEDED, deferred, started=started)
     requested = _table_engine(view, obj, spec)
     table_label = f"{obj.namespace}/{spec.table_ref.name}"
     if sparkruns.wants_spark(rt.config.spark, requested, spec):
@@ -232,6 +238,33 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
     _record_metrics(spec, engine.name, table_label, result.succeeded, result.result, result.deleted_by_kind,
                     seconds, end)
     return out
+
+
+#: Run types the writers carry out themselves under ``enforcement: Both``.
+_WRITER_RUN_TYPES = frozenset({"ExpireSnapshots", "ExpirePartitions"})
+
+
+async def _deferred_to_writers(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMaintenanceRunSpec,
+                               now: datetime) -> str | None:
+    """A scheduled expiration run of an ``enforcement: Both`` table whose writers expire it (they
+    commit and are not write-only): why it does nothing, else None. Manual runs always run."""
+    if obj.labels.get(markers.TRIGGER_LABEL) != "Schedule" or spec.type not in _WRITER_RUN_TYPES:
+        return None
+    table = view.get("PaimonTable", obj.namespace, spec.table_ref.name)
+    if table is None:
+        return None
+    try:
+        table_spec = cluster.parse(table)
+    except core_errors.InvalidInputError:
+        return None  # the table reports that itself; the run goes on as before
+    assert isinstance(table_spec, PaimonTableSpec)
+    if table_spec.enforcement != "Both":
+        return None
+    scope = await objects.child_scope(rt, view, obj, spec.table_ref.name)
+    opener = rt.opener(scope.location.warehouse, scope.options)
+    plan = await asyncio.to_thread(scopes.plan_scope, scope, opener, now, objects=False)
+    why = planner.writers_enforce(plan.target, plan.state, plan.policy, now)
+    return None if why is None else f"enforcement Both: left to the writers ({why}); nothing run"
 
 
 def _retry(rt: Runtime, error: BaseException, retry: int) -> Outcome | None:

@@ -52,6 +52,7 @@ __all__ = [
     "plan_objects",
     "plan_table_options",
     "managed_table_options",
+    "writers_enforce",
     "validate_against_storage",
     "estimate_plan",
     "with_sizes",
@@ -666,6 +667,26 @@ def _plan_expiry(ctx: _Ctx, auto_expired: Sequence[tag_auto.ExpiredTag], planned
 # Maintenance (asks the core planners for sizes)
 
 
+def writers_enforce(target: TableTarget, state: TableState, policy: EffectivePolicy, now: datetime) -> str | None:
+    """With ``enforcement: Both``, why the writers enforce the written options themselves (they
+    expire on commit), or None where they cannot and tablekeeper runs expiration: the table is
+    ``write-only``, has no snapshot, or is idle — its latest commit is older than
+    ``snapshots.maxAge``, so no writer has had the chance to expire what became due
+    (operator-design.md §4.2). Orphan cleanup and tag expiry are never the writers' job."""
+    if target.spec.enforcement != "Both":
+        return None
+    if state.options.get("write-only", "false").lower() == "true":
+        return None
+    latest = state.latest()
+    if latest is None:
+        return None
+    max_age = policy.values["snapshots.maxAge"]
+    age_ms = _ms(now) - latest.time_millis
+    if age_ms > max_age.to_timedelta().total_seconds() * 1000:
+        return None
+    return f"the latest commit is {age_ms // 60_000} min old, within snapshots.maxAge {max_age}"
+
+
 def _managed(policy: EffectivePolicy, *sections: str) -> bool:
     """A retention section is managed when some level explicitly set one of its fields."""
     return any(path.split(".", 1)[0] in sections for path in policy.explicit_paths())
@@ -694,6 +715,20 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig,
         return [A.Skipped(**base, what="maintenance",
                           reason=f"enforcement TableOptions: {', '.join(managed)} left to the writers (the policy "
                                  "is written as table options)")]
+    deferred = None if config.ignore_schedules else writers_enforce(target, ctx.state, policy, ctx.now)
+    if deferred is not None:  # enforcement Both, on a table whose writers expire it
+        kinds = [k for k in (kinds or A.MAINTENANCE_KINDS) if k == "CleanOrphans"]
+        managed = [s for s in ("partitions", "snapshots", "changelog") if _managed(policy, s)]
+        if managed:
+            out_skip: list[A.Action] = [A.Skipped(**base, what="maintenance", reason=(
+                f"enforcement Both: {', '.join(managed)} left to the writers ({deferred}); "
+                "tablekeeper runs them when the table is write-only or idle"))]
+        else:
+            out_skip = []
+        if not kinds:
+            return out_skip
+    else:
+        out_skip = []
     schedule = target.spec.maintenance.schedule if target.spec.maintenance is not None else None
     window = target.spec.maintenance.window if target.spec.maintenance is not None else None
     now_ms = _ms(ctx.now)
@@ -801,7 +836,7 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig,
                                      "orphanFiles.schedule"),
                 reason=(f"{len(oplan.files)} file(s) older than {older} referenced by nothing"
                         + (" (dryRun: reported only; set orphanFiles.dryRun: false to delete)" if dry else ""))))
-    return out + skipped
+    return out_skip + out + skipped
 
 
 def _decoupled(v: Mapping[str, Any]) -> bool:

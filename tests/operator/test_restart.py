@@ -60,6 +60,7 @@ async def test_next_run_time_survives_a_restart(harness: Harness, warehouse: Pat
     await harness.start(config)
     catalog, table = basic_objects(warehouse)
     table["spec"]["maintenance"] = {"schedule": "@every 1 min"}
+    table["spec"]["enforcement"] = "Operator"  # with Both, recently committed tables are left to the writers
     table["spec"]["retention"] = {"snapshots": {"minRetained": 1, "maxRetained": 4}, "tags": {"state": "Disabled"}}
     await harness.apply(catalog)
     await harness.apply(table)
@@ -87,3 +88,32 @@ async def test_next_run_time_survives_a_restart(harness: Harness, warehouse: Pat
     await eventually(lambda: len(runs()) == 2)
     await eventually(lambda: harness.status("PaimonTable", "orders")["maintenance"]["snapshotExpiration"]
                      ["nextRunTime"] != first_next)
+
+
+async def test_enforcement_both_leaves_scheduled_expiry_to_active_writers(harness: Harness, warehouse: Path) -> None:
+    """operator-design.md §4.2: with ``Both`` (the default) the operator expires only where writers
+    cannot — here an idle table, once its latest commit is older than ``snapshots.maxAge``."""
+    clock = FakeClock()
+    await harness.start(fast_config(clock=clock))
+    catalog, table = basic_objects(warehouse)
+    table["spec"]["maintenance"] = {"schedule": "@every 1 min"}
+    table["spec"]["retention"] = {"snapshots": {"minRetained": 1, "maxRetained": 4, "maxAge": "30 min"},
+                                  "tags": {"state": "Disabled"}}
+    await harness.apply(catalog)
+    await harness.apply(table)
+    before = P.snapshot_views(str(warehouse), "sales.orders")
+
+    def finished() -> list[dict[str, object]]:
+        return [r for r in harness.all("PaimonMaintenanceRun")
+                if (r.get("status") or {}).get("phase") == "Succeeded"]
+
+    await eventually(finished)
+    first = finished()[0]["status"]
+    assert isinstance(first, dict) and "left to the writers" in str(first["message"])
+    assert len(open_table(str(warehouse), "sales.orders").snapshot_ids()) == 6  # nothing expired
+    assert P.snapshot_views(str(warehouse), "sales.orders") == before
+
+    clock.advance(hours=1)  # no commit since: the writers had no chance to expire anything
+    await eventually(lambda: len(open_table(str(warehouse), "sales.orders").snapshot_ids()) == 1, timeout=30)
+    after = P.snapshot_views(str(warehouse), "sales.orders")
+    assert after == {k: v for k, v in before.items() if k in after} and "main@snapshot-6" in after

@@ -1,14 +1,19 @@
-"""`enforcement: TableOptions` through the GitOps CLI: `apply -f` writes the managed Paimon options
+"""`enforcement: TableOptions|Both` through the reconciler and the GitOps CLI: `apply -f` writes the managed Paimon options
 as a new schema (as ALTER TABLE does), never a protected key; the table reads as before through
 pypaimon; a second plan has nothing to do."""
 
 from __future__ import annotations
 
 import json
+import os
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tablekeeper import reconcile
 from tablekeeper.cli.main import main
 from tablekeeper.core.paimon.table import open_table
 from tests.support import paimon as P
@@ -66,3 +71,54 @@ def test_operator_enforcement_writes_no_options(tmp_path: Path, capsys: pytest.C
     assert main(["apply", "-f", str(tmp_path / "m")]) == 0
     assert "set table options" not in capsys.readouterr().out
     assert open_table(str(wh), "db.orders").schema_ids() == schemas
+
+
+# -- enforcement: Both runs expiration only where writers cannot (operator-design.md §4.2) --------
+
+def both_manifests(wh: Path) -> str:
+    return "---\n".join([
+        HEAD + f"kind: PaimonCatalog\nmetadata: {{name: c, namespace: ns}}\nspec: {{warehouse: '{wh}'}}\n",
+        HEAD + "kind: PaimonTable\nmetadata: {name: t, namespace: ns}\n"
+               "spec:\n  catalogRef: {kind: PaimonCatalog, name: c}\n  database: db\n  table: orders\n"
+               "  enforcement: Both\n"
+               "  retention:\n    snapshots: {minRetained: 1, maxAge: 2 h}\n"
+               "    orphanFiles: {state: Enabled, olderThan: 2 d, dryRun: true}\n",
+    ])
+
+
+def plan_kinds(wh: Path, tmp_path: Path, now: datetime, **config: Any) -> list[tuple[str, str]]:
+    (tmp_path / "m").mkdir(exist_ok=True)
+    (tmp_path / "m" / "table.yaml").write_text(both_manifests(wh))
+    desired = reconcile.build_desired_state(reconcile.load_manifests([tmp_path / "m"], base_dir=tmp_path))
+    plan = reconcile.plan(desired, now=now, store=reconcile.MemoryRecordStore(),
+                          config=reconcile.ReconcileConfig(**config))
+    return [(a.kind, getattr(a, "what", "")) for a in plan.tables[0].actions]
+
+
+def test_both_leaves_expiration_to_active_writers_but_cleans_orphans(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    P.build_history(str(wh), commits=3)
+    bucket = next((wh / "db.db" / "orders").rglob("bucket-0"))
+    orphan = bucket / "data-0a0a0a0a-0a0a-0a0a-0a0a-0a0a0a0a0a0a-0.parquet"
+    orphan.write_bytes(b"orphan")
+    old = time.time() - 3 * 86_400
+    os.utime(orphan, (old, old))
+    acts = plan_kinds(wh, tmp_path, datetime.now(UTC))
+    assert ("Skipped", "maintenance") in acts and ("CleanOrphans", "") in acts
+    assert not [k for k, _ in acts if k in ("ExpireSnapshots", "ExpireChangelog", "ExpirePartitions")]
+    # a manual run (ignore schedules, as PaimonMaintenanceRun does) runs what it is asked for
+    assert ("ExpireSnapshots", "") in plan_kinds(wh, tmp_path, datetime.now(UTC), ignore_schedules=True)
+
+
+def test_both_expires_idle_tables(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    P.build_history(str(wh), commits=3)
+    acts = plan_kinds(wh, tmp_path, datetime.now(UTC) + timedelta(hours=3))  # past maxAge: nobody committed
+    assert ("ExpireSnapshots", "") in acts and ("Skipped", "maintenance") not in acts
+
+
+def test_both_expires_write_only_tables(tmp_path: Path) -> None:
+    wh = tmp_path / "wh"
+    P.build_history(str(wh), commits=3, options={"write-only": "true"})
+    acts = plan_kinds(wh, tmp_path, datetime.now(UTC))
+    assert ("ExpireSnapshots", "") in acts and ("Skipped", "maintenance") not in acts
