@@ -185,8 +185,9 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
     # manifests reference data and changelog files only: the bucket directories' names
     data_names = listing.data_names
     options = main.options()
+    # the defaults too: files written before a prefix option changed keep their names
     scanner = NameScanner(data_names, (options.get("data-file.prefix", "data-"),
-                                       options.get("changelog-file.prefix", "changelog-")))
+                                       options.get("changelog-file.prefix", "changelog-"), "data-", "changelog-"))
 
     def mark(name: str | None) -> None:
         if name and name in names:

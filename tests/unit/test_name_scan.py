@@ -124,3 +124,12 @@ def test_property_never_misses_an_occurring_name(names: list[str], data: st.Data
     # and anything reported occurs up to its key (over-approximation only on a shared key)
     for n in found:
         assert n.rsplit(".", 1)[0].encode() + b"." in blob
+
+
+def test_names_of_several_prefixes_in_one_scanner() -> None:
+    # a table whose data-file.prefix changed: old 'data-' files and new 'part-' files side by side
+    old, new, gone = paimon_name(), f"part-{uuid.uuid4()}-0.orc", f"part-{uuid.uuid4()}-1.orc"
+    scanner = NameScanner([old, new, gone], ("part-", "changelog-", "data-"))
+    assert scanner.usable
+    scanner.feed(avro_string(old) + avro_string(new))
+    assert scanner.missing() == {gone}
