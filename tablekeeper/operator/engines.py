@@ -197,13 +197,16 @@ def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: s
     ``ExpireSnapshots`` does what the in-process run does (:data:`RUN_KINDS`): snapshot
     expiration, then (unless ``changelog.state`` is ``Disabled``) expiration of the decoupled
     changelog, in one job (``with_changelog``) with the policy's changelog retention (which also
-    decides, as the planner does, whether the changelog is decoupled)."""
+    decides, as the planner does, whether the changelog is decoupled); snapshot expiration runs as
+    many ``expireLimit`` batches as an in-process run (``batches``)."""
     operation = _OPERATIONS.get(spec.type)
     if operation is None:
         return None
     safe = {k: v for k, v in options.items() if not launch.is_secret_option(k)}
     v = policy or {}
     extra: dict[str, Any] = {}
+    if operation == "expire":
+        extra["batches"] = reconcile.ReconcileConfig().max_batches  # as many batches as an in-process run
     if operation == "expire" and v:
         extra.update(retain_min=int(v["snapshots.minRetained"]), time_retained=str(v["snapshots.maxAge"]),
                      expire_limit=int(v["snapshots.expireLimit"]))

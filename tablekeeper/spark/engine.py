@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["DEFAULT_SPARK_THRESHOLD", "EngineChoice", "spark_threshold", "estimate_plan_size", "choose_engine",
            "run", "run_local", "plan_local", "orphan_threshold", "expire_config", "changelog_config",
-           "changelog_range", "changelog_due", "merge_step", "now_ms", "versions"]
+           "changelog_range", "changelog_due", "merge_step", "now_ms", "versions", "BATCH_UNIT"]
 
 #: Estimated live data files above which ``auto`` picks Spark. On one machine the in-process
 #: engine is faster at every size bench/spark.py measured (1M files on disk, ~200k live: 60 s vs
@@ -204,6 +204,11 @@ def _new_result(request: launch.JobRequest, engine_name: str) -> launch.RunResul
                             warehouse=request.warehouse, versions=versions())
 
 
+#: What one batch of an operation expires, by planned file kind (``JobRequest.batches``).
+BATCH_UNIT: dict[str, str] = {"expire": plans.FileKind.SNAPSHOT.value,
+                              "expire-changelog": plans.FileKind.CHANGELOG_META.value}
+
+
 def run_local(request: launch.JobRequest) -> launch.RunResult:
     """Plan with the core planner and execute in process (thread pool), as the CLI does. With
     ``with_changelog``, changelog expiration follows when it was due before the snapshot
@@ -219,6 +224,14 @@ def run_local(request: launch.JobRequest) -> launch.RunResult:
         table = open_request_table(request)
         due = changelog_due(table, changelog_config(request, table), now)
     result = _run_local_step(request, request.operation, now)
+    last = result
+    unit = BATCH_UNIT.get(request.operation)
+    for n in range(2, request.batches + 1):  # as job.run: while the previous batch expired something
+        if unit is None or request.dry_run or not last.planned_files.get(unit):
+            break
+        last = _run_local_step(request, request.operation, now)
+        merge_step(result, last, f"batch {n}")
+        result.details["batches"] = n
     if due:
         step = _run_local_step(request, "expire-changelog", now)
         merge_step(result, step, "changelog")

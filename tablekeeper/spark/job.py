@@ -858,6 +858,7 @@ def run(spark: SparkSession, request: launch.JobRequest, *, fault: Mapping[str, 
     try:
         due = request.with_changelog and _changelog_due(request)
         _OPERATIONS[request.operation](ctx)
+        _more_batches(spark, request, result, fault, first=result)
         if due:  # second step: the decoupled changelog, on the table as the first step left it
             ctx.release()
             step = launch.RunResult(operation="expire-changelog", table=request.table, branch=request.branch,
@@ -873,6 +874,29 @@ def run(spark: SparkSession, request: launch.JobRequest, *, fault: Mapping[str, 
         result.timings["totalSeconds"] = round(time.perf_counter() - t0, 3)
         result.finished_at = engine._iso(engine.now_ms())
     return result
+
+
+def _more_batches(spark: SparkSession, request: launch.JobRequest, result: launch.RunResult,
+                  fault: Mapping[str, Any] | None, *, first: launch.RunResult) -> None:
+    """Batches 2..``request.batches`` of ``expire``/``expire-changelog``, each on the table as the
+    previous one left it, while the previous one expired something (counts summed into
+    ``result``, details under ``details["batch N"]``). A dry run stops after the first."""
+    unit = engine.BATCH_UNIT.get(request.operation)
+    last = first
+    for n in range(2, request.batches + 1):
+        if unit is None or request.dry_run or not last.planned_files.get(unit):
+            return
+        step = launch.RunResult(operation=request.operation, table=request.table, branch=request.branch,
+                                dry_run=request.dry_run, engine="spark", run_name=request.run_name,
+                                warehouse=request.warehouse)
+        step_ctx = _Ctx(spark, request, step, fault)
+        try:
+            _OPERATIONS[request.operation](step_ctx)
+        finally:
+            step_ctx.release()
+            engine.merge_step(result, step, f"batch {n}")
+        result.details["batches"] = n
+        last = step
 
 
 def _changelog_due(request: launch.JobRequest) -> bool:

@@ -139,6 +139,10 @@ class JobRequest:
     changelog_retain_min: int | None = None
     changelog_retain_max: int | None = None
     changelog_time_retained: str | None = None
+    #: ``expire`` / ``expire-changelog``: run up to this many batches (``--max-deletes`` snapshots
+    #: or changelogs each) while the previous one expired something, as the operator's in-process
+    #: runs do; a dry run plans one.
+    batches: int = 1
 
     def __post_init__(self) -> None:
         if self.operation not in OPERATIONS:
@@ -149,6 +153,8 @@ class JobRequest:
                                            fix=f"e.g. {safety.DELETE_BATCH_DEFAULT}")
         if self.parallelism is not None and self.parallelism < 1:
             raise errors.InvalidInputError("parallelism must be >= 1", fix="omit it for Spark's default")
+        if self.batches < 1:
+            raise errors.InvalidInputError(f"batches must be >= 1, got {self.batches}", fix="omit it for one batch")
         if self.operation == "clean-orphans" and self.branch != layout.MAIN:
             raise errors.InvalidInputError("orphan cleanup always covers the whole table (every branch)",
                                            fix="drop --branch")
@@ -187,6 +193,8 @@ class JobRequest:
                 args += [flag, str(val)]
         if self.batch_size != safety.DELETE_BATCH_DEFAULT:
             args += ["--batch-size", str(self.batch_size)]
+        if self.batches != 1:
+            args += ["--batches", str(self.batches)]
         return args
 
     def redacted_options(self) -> dict[str, str]:
@@ -226,6 +234,8 @@ def argument_parser() -> argparse.ArgumentParser:
     p.add_argument("--changelog-retain-min", type=int)
     p.add_argument("--changelog-retain-max", type=int)
     p.add_argument("--changelog-time-retained")
+    p.add_argument("--batches", type=int, default=1,
+                   help="expire/expire-changelog: up to N batches while the previous one expired something.")
     p.add_argument("--parallelism", type=int, help="Partitions of every I/O stage (default: Spark's parallelism).")
     p.add_argument("--batch-size", type=int, default=safety.DELETE_BATCH_DEFAULT,
                    help=f"Keys per bulk delete (<= {safety.DELETE_BATCH_MAX}).")
@@ -256,7 +266,7 @@ def parse_args(argv: Sequence[str]) -> tuple[JobRequest, dict[str, Any]]:
         expire_limit=ns.expire_limit, parallelism=ns.parallelism, batch_size=ns.batch_size,
         run_name=ns.run_name, result=ns.result, with_changelog=ns.with_changelog,
         changelog_retain_min=ns.changelog_retain_min, changelog_retain_max=ns.changelog_retain_max,
-        changelog_time_retained=ns.changelog_time_retained)
+        changelog_time_retained=ns.changelog_time_retained, batches=ns.batches)
     return request, {"master": ns.master, "conf": _pairs(ns.conf, "--conf")}
 
 

@@ -134,6 +134,24 @@ def test_expire_main_then_branch_match_in_process(spark: Any, two_copies: tuple[
         assert names(spark_wh) == names(local_wh)
 
 
+@pytest.mark.parametrize("batches, expected, ran", [(1, 2, 1), (2, 4, 2), (10, 6, 4)])
+def test_expire_batches_match_in_process(spark: Any, two_copies: tuple[str, str], batches: int,
+                                         expected: int, ran: int) -> None:
+    """``batches``: up to N ``--max-deletes`` batches, each on the table the previous one left,
+    until one expires nothing (main has 7 snapshots; retain_min 1 leaves one: with 10 allowed,
+    three batches of 2 expire and the fourth finds nothing)."""
+    local_wh, spark_wh = two_copies
+    kw: dict[str, Any] = {"retain_min": 1, "time_retained": "0 ms", "now_ms": now_ms() + 1000, "expire_limit": 2,
+                          "batches": batches}
+    local = engine.run_local(request(local_wh, "expire", **kw))
+    remote = job.run(spark, request(spark_wh, "expire", **kw))
+    assert_same_outcome(local, remote)
+    assert remote.planned_files["snapshot"] == local.planned_files["snapshot"] == expected
+    assert remote.details.get("batches", 1) == local.details.get("batches", 1) == ran
+    assert handle(spark_wh).snapshot_ids() == handle(local_wh).snapshot_ids()
+    assert names(spark_wh) == names(local_wh)
+
+
 def test_decoupled_expire_and_changelog_expiry_match_in_process(spark: Any, tmp_path: Path) -> None:
     template = str(tmp_path / "template")
     t = append_table(template, options=DECOUPLED)

@@ -88,14 +88,14 @@ def test_request_round_trips_through_the_command_line() -> None:
     parsed, settings = launch.parse_args([*r.to_args(), "--master", "local[2]", "--conf", "a.b=c"])
     assert parsed == r
     assert settings == {"master": "local[2]", "conf": {"a.b": "c"}}
-    e = req(branch="b1", retain_min=2, retain_max=9, time_retained="1 h", expire_limit=5)
-    assert launch.parse_args(e.to_args())[0] == e
+    e = req(branch="b1", retain_min=2, retain_max=9, time_retained="1 h", expire_limit=5, batches=100)
+    assert "--batches" in e.to_args() and launch.parse_args(e.to_args())[0] == e
     c = req(operation="expire", with_changelog=True, changelog_retain_min=3, changelog_retain_max=40,
             changelog_time_retained="2 d")
     assert "--with-changelog" in c.to_args() and launch.parse_args(c.to_args())[0] == c
 
 
-@pytest.mark.parametrize("bad", [{"operation": "compact"}, {"batch_size": 0},
+@pytest.mark.parametrize("bad", [{"operation": "compact"}, {"batch_size": 0}, {"batches": 0},
                                  {"batch_size": safety.DELETE_BATCH_MAX + 1}, {"parallelism": 0},
                                  {"operation": "clean-orphans", "branch": "b1"},
                                  {"operation": "expire-changelog", "with_changelog": True},
