@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import yaml
 
 from tablekeeper import reconcile
 from tablekeeper.cli import gitops, render
@@ -150,6 +151,23 @@ def _verify(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]],
     return checked
 
 
+def write_local_manifests(examples_dir: Path, warehouse: str) -> str:
+    """Copies of the examples with every catalog's ``warehouse`` set to the demo's, in
+    ``<warehouse>-manifests/`` (recreated): what ``plan/apply -f`` runs against locally. The
+    examples themselves carry cluster paths (the CRDs accept no relative ones)."""
+    out = Path(f"{warehouse.rstrip('/')}-manifests")
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    for src in sorted(examples_dir.glob("*.yaml")):
+        docs = list(yaml.safe_load_all(src.read_text()))
+        for doc in docs:
+            if isinstance(doc, dict) and doc.get("kind") in ("PaimonCatalog", "ClusterPaimonCatalog"):
+                doc.setdefault("spec", {})["warehouse"] = warehouse
+        (out / src.name).write_text(f"# {src.name} from {examples_dir}, warehouse set to the demo's ({warehouse})\n"
+                                    + yaml.safe_dump_all(docs, sort_keys=False))
+    return str(out)
+
+
 def run(warehouse: str, *, echo: bool = True, examples: str | None = None) -> dict[str, Any]:
     """Build the demo warehouse under ``warehouse`` (recreated) and apply the examples."""
     say = click.echo if echo else (lambda *_a, **_k: None)
@@ -228,10 +246,11 @@ def run(warehouse: str, *, echo: bool = True, examples: str | None = None) -> di
         render.timeline(render.build_timeline(open_table(warehouse, ORDERS)))
     elapsed = time.monotonic() - started
     say(f"\nverified {verified} view reads across {len(steps)} steps in {elapsed:.0f} s: OK")
-    shown = os.path.relpath(examples_dir)
-    say(f"next: tablekeeper plan -f {examples_dir if shown.startswith('..') else shown}"
-        + ("" if os.path.dirname(warehouse) == os.getcwd() else f"   (from {os.path.dirname(warehouse)})"))
-    return {"warehouse": warehouse, "history": history, "steps": steps, "views_verified": verified,
+    manifests = write_local_manifests(examples_dir, warehouse)
+    shown = os.path.relpath(manifests)
+    say(f"\nthe examples, pointed at this warehouse: {manifests}")
+    say(f"next: tablekeeper plan -f {manifests if shown.startswith('..') else shown}")
+    return {"warehouse": warehouse, "manifests": manifests, "history": history, "steps": steps, "views_verified": verified,
             "before": before_stats, "after": after_stats,
             "reclaimed": {"files": reclaimed_files, "bytes": reclaimed_bytes}, "seconds": round(elapsed, 1)}
 

@@ -33,11 +33,7 @@ MODEL = "test.tablekeeper.io/model"
 
 #: Examples known not to be valid Kubernetes objects, by test id, with the reason. The xfail is
 #: strict: once the example is fixed the test reports XPASS and the entry must be removed.
-KNOWN_EXAMPLE_GAPS = {
-    "examples/01-catalog-and-table.yaml:PaimonCatalog/demo":
-        "relative warehouse path: `tablekeeper plan/apply -f` resolves it (tablekeeper.reconcile.manifests), "
-        "but the CRD and the models require a URI or an absolute path, so `kubectl apply` rejects it",
-}
+KNOWN_EXAMPLE_GAPS: dict[str, str] = {}
 
 
 def _documents(paths: list[Path]) -> list[Any]:

@@ -33,6 +33,17 @@ def demo_wh(demo_template: tuple[Path, datetime], tmp_path: Path) -> Path:
     return dst
 
 
-@pytest.fixture
-def examples() -> Path:
-    return EXAMPLES
+#: The examples' cluster warehouse, and what the reconcile tests point it at instead: the demo
+#: warehouse, as a path relative to the directory it is in (``tmp_path``), which plan/apply resolve.
+CLUSTER_WAREHOUSE = "warehouse: /data/warehouse"
+LOCAL_WAREHOUSE = "warehouse: .tablekeeper-demo"
+
+
+@pytest.fixture(scope="session")
+def examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/ with the catalog pointed at ``.tablekeeper-demo`` (relative)."""
+    out = tmp_path_factory.mktemp("examples")
+    for src in EXAMPLES.glob("*.yaml"):
+        (out / src.name).write_text(src.read_text().replace(CLUSTER_WAREHOUSE, LOCAL_WAREHOUSE))
+    assert CLUSTER_WAREHOUSE in (EXAMPLES / "01-catalog-and-table.yaml").read_text()
+    return out

@@ -121,24 +121,25 @@ def test_removed_tag_that_is_a_fork_point_is_kept(demo_wh: Path, examples: Path,
     assert not [a for a in plan.changes if isinstance(a, A.DeleteTag)]
 
 
-def test_cli_plan_apply_plan(demo_wh: Path, examples: Path, monkeypatch: pytest.MonkeyPatch,
-                             capsys: pytest.CaptureFixture[str]) -> None:
-    """From the directory holding .tablekeeper-demo, as the README tells."""
-    monkeypatch.chdir(demo_wh.parent)
+def test_cli_plan_apply_plan(demo_wh: Path, examples: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's flow: the demo writes the examples pointed at its warehouse, then plan/apply -f."""
+    local = Path(demo.write_local_manifests(examples, str(demo_wh)))
+    assert local == demo_wh.parent / ".tablekeeper-demo-manifests"
+    assert sorted(p.name for p in local.glob("*.yaml")) == sorted(p.name for p in examples.glob("*.yaml"))
     listing = P.dir_listing(demo_wh)
-    assert main(["plan", "-f", str(examples)]) == 2
+    assert main(["plan", "-f", str(local)]) == 2
     out = capsys.readouterr().out
     assert "+ tag 'baseline' at snapshot 12, TTL 30 d" in out and "+ branch 'backfill' from tag 'baseline'" in out
     assert "expire snapshots" in out and "file(s)" in out and "Plan:" in out
     assert P.dir_listing(demo_wh) == listing  # plan changes nothing
-    assert main(["apply", "-f", str(examples), "-o", "json"]) == 0
+    assert main(["apply", "-f", str(local), "-o", "json"]) == 0
     applied = json.loads(capsys.readouterr().out)
     assert applied["converged"] and applied["passes"][0]["totals"]["failed"] == 0
     assert applied["passes"][0]["totals"]["deletedFiles"] > 0
     assert (demo_wh / ".tablekeeper" / "state" / "sales.orders.json").is_file()
-    assert main(["plan", "-f", str(examples)]) == 0
+    assert main(["plan", "-f", str(local)]) == 0
     assert "No changes" in capsys.readouterr().out
-    code = main(["plan", "-f", str(examples), "-o", "json"])
+    code = main(["plan", "-f", str(local), "-o", "json"])
     assert code == 0 and json.loads(capsys.readouterr().out)["empty"] is True
 
 
