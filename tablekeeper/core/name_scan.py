@@ -48,22 +48,29 @@ class NameScanner:
         literal = [n for n in listed if "\n" in n]  # one regex pass over all names, one per line
         if literal:
             listed = [n for n in listed if "\n" not in n]
-        shapes: list[tuple[bytes, bytes]] = []
+        keys: list[bytes] = []
         if usable and listed:
             alternatives = b"|".join(re.escape(p) for p in usable)
-            lines = re.compile(rb"^(?:(" + alternatives + rb")(" + _KEY_TAIL + rb")[^\n]*|[^\n]*)$", re.MULTILINE)
-            shapes = lines.findall("\n".join(listed).encode("utf-8"))
-        if len(shapes) != len(listed):  # no usable prefix (or a surprise): search every name literally
-            literal, listed, shapes = literal + listed, [], []
-        keyed = [(p + tail, name) for name, (p, tail) in zip(listed, shapes, strict=True) if tail]
-        literal += [name for name, (_p, tail) in zip(listed, shapes, strict=True) if not tail]
-        by_key: dict[bytes, str | list[str]] = dict(keyed)
-        if len(by_key) != len(keyed):  # names that differ after the key ('.parquet' / '.orc'): keep all
-            shared: dict[bytes, list[str]] = {}
-            for key, name in keyed:
-                shared.setdefault(key, []).append(name)
-            by_key = {key: names[0] if len(names) == 1 else names for key, names in shared.items()}
+            joined = "\n".join(listed).encode("utf-8")
+            # usually every name has the shape: one match per line, in line order
+            keys = re.compile(rb"^((?:" + alternatives + rb")" + _KEY_TAIL + rb")", re.MULTILINE).findall(joined)
+            if len(keys) != len(listed):  # some do not: b"" for those lines
+                keys = re.compile(rb"^(?:((?:" + alternatives + rb")" + _KEY_TAIL + rb")[^\n]*|[^\n]*)$",
+                                  re.MULTILINE).findall(joined)
+        if len(keys) != len(listed):  # no usable prefix (or a surprise): search every name literally
+            literal, listed, keys = literal + listed, [], []
+        if b"" in keys:
+            literal += [n for n, k in zip(listed, keys, strict=True) if not k]
+            pairs = [(k, n) for k, n in zip(keys, listed, strict=True) if k]
+            keys, listed = [k for k, _n in pairs], [n for _k, n in pairs]
+        by_key = dict(zip(keys, listed, strict=True))  # the last name of each key...
+        shared: dict[bytes, list[str]] = {}  # ...and the others ('x.parquet' and 'x.parquet.index')
+        if len(by_key) != len(keys):
+            for k, n in zip(keys, listed, strict=True):
+                if by_key[k] != n:
+                    shared.setdefault(k, []).append(n)
         self._by_key = by_key
+        self._shared = shared
         self._prefixes = {p: re.compile(re.escape(p) + _KEY_TAIL) for p in usable}
         self._literal = [(n, n.encode("utf-8")) for n in literal]
         self._seen_keys: set[bytes] = set()
@@ -98,11 +105,8 @@ class NameScanner:
     def missing(self) -> set[str]:
         """Names that occurred in no block fed so far: the only ones that may be unreferenced."""
         out = {name for name, _raw in self._literal if name not in self._seen_literal}
-        by_key = self._by_key
+        by_key, shared = self._by_key, self._shared
         for key in by_key.keys() - self._seen_keys:
-            names = by_key[key]
-            if isinstance(names, str):
-                out.add(names)
-            else:
-                out.update(names)
+            out.add(by_key[key])
+            out.update(shared.get(key, ()))
         return out

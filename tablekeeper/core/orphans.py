@@ -16,9 +16,10 @@ snapshots of any table share most of their manifests."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from itertools import chain
 
 from tablekeeper.core import errors, plans, safety
 from tablekeeper.core.name_scan import NameScanner
@@ -96,18 +97,31 @@ def _old_enough(entry: ListedEntry, older_than_ms: int) -> bool:
 class CandidateListing:
     """What orphan cleanup may delete, listed before any root is read."""
 
+    #: candidates with their listing entry (metadata directories; data files on object stores)
     files: list[ListedEntry]
+    #: local bucket directories and the names in them (sub-directories too: a directory is
+    #: never deleted, the planner stats every name that turns out unreferenced)
+    local_data: list[tuple[str, list[str]]]
     #: names of the files in data (bucket) directories: only manifests reference these
     data_names: frozenset[str]
     bucket_dirs: list[str]
+
+    def unreferenced(self, used: set[str]) -> Iterator[ListedEntry]:
+        """The candidates whose name is not in ``used``."""
+        yield from (e for e in self.files if e.name not in used)
+        for directory, names in self.local_data:
+            for name in names:
+                if name not in used:
+                    yield ListedEntry(join(directory, name), name, False)
 
 
 def list_candidates(table: Table, older_than_ms: int) -> CandidateListing:
     """Candidate files and the bucket directories seen.
 
     Where the listing carries mtimes (object stores) files younger than the threshold are
-    dropped here; local entries carry none, and the planner stats only the few that turn out
-    unreferenced — a stat per listed file cost as much as the rest of planning."""
+    dropped here; local directories are listed by name only, and the planner stats only the few
+    files that turn out unreferenced — a stat per listed file cost as much as the rest of
+    planning."""
     io = table.file_io
     main = table.on_branch(layout.MAIN)
     files: list[ListedEntry] = []
@@ -115,11 +129,14 @@ def list_candidates(table: Table, older_than_ms: int) -> CandidateListing:
         files.extend(e for e in io.scan_dir(main.shared_dir(kind)) if not e.is_dir)
     depth = len(main.schema().partition_keys)
     buckets: list[str] = []
-    data: list[ListedEntry] = []
+    local_data: list[tuple[str, list[str]]] = []
     for root in _data_roots(main):
         for bucket in _bucket_dirs(main, root, depth):
             buckets.append(bucket)
-            data.extend(e for e in io.scan_dir(bucket) if not e.is_dir and _old_enough(e, older_than_ms))
+            if io.is_local:
+                local_data.append((bucket, io.list_names(bucket)))
+            else:
+                files.extend(e for e in io.scan_dir(bucket) if not e.is_dir)
     for branch in main.all_branches():
         for kind, prefix in ((layout.SNAPSHOT_DIR, layout.SNAPSHOT_PREFIX),
                              (layout.CHANGELOG_DIR, layout.CHANGELOG_PREFIX)):
@@ -127,9 +144,10 @@ def list_candidates(table: Table, older_than_ms: int) -> CandidateListing:
                 if not e.is_dir and not e.name.startswith(prefix) and e.name not in _KEPT_NAMES:
                     files.append(e)  # leftover temp files of crashed commits
     files = [e for e in files if _old_enough(e, older_than_ms)]
-    data_names = frozenset(e.name for e in data)
-    files.extend(data)
-    return CandidateListing(files, data_names, buckets)
+    bucket_set = set(buckets)
+    data_names = frozenset(chain((e.name for e in files if e.path.rsplit("/", 1)[0] in bucket_set),
+                                 chain.from_iterable(names for _d, names in local_data)))
+    return CandidateListing(files, local_data, data_names, buckets)
 
 
 def _roots(table: Table) -> list[tuple[Table, str, Snapshot, bool]]:
@@ -176,10 +194,9 @@ def plan_orphan_clean(table: Table, config: OrphanConfig, *,
 def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callable[[], None] | None) -> plans.Plan:
     main = table.on_branch(layout.MAIN)
     listing = list_candidates(main, config.older_than_ms)
-    candidates, buckets = listing.files, listing.bucket_dirs
     if after_listing is not None:
         after_listing()
-    names = {c.name for c in candidates}
+    names = set(listing.data_names).union(e.name for e in listing.files)
     used: set[str] = set()
     reach = Reachability(main)
     # manifests reference data and changelog files only: the bucket directories' names
@@ -250,7 +267,7 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
                main.shared_dir(layout.STATISTICS_DIR): plans.FileKind.STATISTICS}
     files = []
     unreferenced = 0
-    for listed in (c for c in candidates if c.name not in used):
+    for listed in listing.unreferenced(used):
         unreferenced += 1
         s = main.file_io.status_of(listed)  # a stat only now, for the few unreferenced local files
         if s is None or s.is_dir or s.mtime_ms >= config.older_than_ms:
@@ -259,17 +276,18 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
         kind = kind_of.get(parent_dir, plans.FileKind.OTHER if "/snapshot/" in s.path or "/changelog/" in s.path
                            else plans.FileKind.DATA)
         files.append(plans.PlannedFile(s.path, kind, s.size, "referenced by no snapshot, tag or changelog"))
+    n_listed = len(listing.files) + sum(len(n) for _d, n in listing.local_data)
     steps: list[plans.Step] = list(plans.Plan.ordered_deletes(files))
     if config.clean_empty_directories and files:
         touched = sorted({f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA})
         if touched:
             steps.append(plans.RemoveEmptyDirsStep(tuple(touched), depth=len(main.schema().partition_keys)))
     return plans.Plan("clean-orphans", main.identifier, tuple(steps),
-                      (f"{len(candidates)} candidate file(s) listed, {unreferenced} unreferenced, "
+                      (f"{n_listed} candidate file(s) listed, {unreferenced} unreferenced, "
                        f"{len(files)} of them older than the threshold",),
-                      (("older_than_ms", config.older_than_ms), ("candidates", len(candidates)),
+                      (("older_than_ms", config.older_than_ms), ("candidates", n_listed),
                        ("unreferenced", unreferenced),
-                       ("bucket_dirs", len(buckets))))
+                       ("bucket_dirs", len(listing.bucket_dirs))))
 
 
 def _mark_manifest(table: Table, path: str, scanner: NameScanner, names: set[str], used: set[str]) -> None:

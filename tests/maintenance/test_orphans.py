@@ -359,6 +359,13 @@ class LyingListIO(FileIO):
         # the lie comes with a status, as an object store's listing would carry one
         return [ListedEntry(s.path, s.name, s.is_dir, s) for s in self.list_dir(path)]
 
+    def status_of(self, entry: ListedEntry) -> FileStatus | None:
+        # local bucket directories are listed by name and stat'ed later: that stat lies too
+        real = super().status_of(entry)
+        if real is not None and real.path == self.liar_dir:
+            return FileStatus(real.path, real.size, real.mtime_ms, False)
+        return real
+
     def delete_files(self, paths: Any) -> Any:
         paths = list(paths)
         self.deleted.extend(paths)
@@ -398,6 +405,11 @@ class FailingListIO(FileIO):
         if path == self.victim:
             raise OSError(f"transient listing failure of {path}")
         return super().scan_dir(path)
+
+    def list_names(self, path: str) -> list[str]:
+        if path == self.victim:
+            raise OSError(f"transient listing failure of {path}")
+        return super().list_names(path)
 
     def delete_files(self, paths: Any) -> Any:
         paths = list(paths)

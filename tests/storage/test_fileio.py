@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tablekeeper.core import safety
+from tablekeeper.core.errors import InvalidInputError
 from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, FileStatus, basename
 from tests.storage.conftest import Backend
 
@@ -48,6 +49,34 @@ def test_list_dir_of_a_file_is_empty(backend: Backend) -> None:
 def test_list_dir_trailing_slash_is_the_same_directory(backend: Backend) -> None:
     backend.put("t/a", b"1")
     assert _names(backend.io.list_dir(backend.path("t") + "/")) == {"a": False}
+
+
+def test_scan_dir_and_status_of(backend: Backend) -> None:
+    """scan_dir: names and types; object stores carry each status, local entries none until
+    status_of asks (one stat); status_of of a vanished entry is None."""
+    backend.put("t/a.txt", b"hello")
+    backend.put("t/sub/deep/c", b"c")
+    entries = {e.name: e for e in backend.io.scan_dir(backend.path("t"))}
+    assert {n: e.is_dir for n, e in entries.items()} == {"a.txt": False, "sub": True}
+    assert entries["a.txt"].path == backend.path("t/a.txt")
+    assert (entries["a.txt"].status is not None) == backend.is_s3
+    status = backend.io.status_of(entries["a.txt"])
+    assert status is not None and status.size == 5 and not status.is_dir
+    backend.io.delete_files([backend.path("t/a.txt")])
+    if not backend.is_s3:  # a listed status stays what the listing said; a local stat sees it is gone
+        assert backend.io.status_of(entries["a.txt"]) is None
+    assert backend.io.scan_dir(backend.path("nope")) == []
+
+
+def test_list_names_is_local_only(backend: Backend) -> None:
+    backend.put("t/a", b"1")
+    backend.put("t/sub/b", b"2")
+    if backend.is_s3:
+        with pytest.raises(InvalidInputError):
+            backend.io.list_names(backend.path("t"))
+    else:
+        assert sorted(backend.io.list_names(backend.path("t"))) == ["a", "sub"]
+        assert backend.io.list_names(backend.path("nope")) == []
 
 
 def test_walk_files_is_recursive_and_yields_files_only(backend: Backend) -> None:

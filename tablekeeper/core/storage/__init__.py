@@ -276,6 +276,17 @@ class FileIO:
                 return []
         return [ListedEntry(s.path, s.name, s.is_dir, s) for s in self.list_dir(path)]
 
+    def list_names(self, path: str) -> list[str]:
+        """Names of the entries of one local directory (files and sub-directories alike, no
+        stat; [] when it does not exist): the cheapest listing there is. Object stores: use
+        :meth:`scan_dir`, whose entries carry their status."""
+        if not self.is_local:
+            raise errors.InvalidInputError("list_names lists local directories only", fix="use scan_dir")
+        try:
+            return os.listdir(self._raw(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
     def status_of(self, entry: ListedEntry) -> FileStatus | None:
         """The entry's status (from the listing, else one stat); None when it vanished since."""
         if entry.status is not None:
