@@ -585,6 +585,33 @@ async def test_tag_creation_waits_for_the_spark_run_of_its_table(spark_harness: 
     assert open_table(str(warehouse), "sales.orders").snapshot_ids() == [5, 6]
 
 
+async def test_branch_creation_waits_for_the_spark_run_of_its_table(spark_harness: Harness,
+                                                                   warehouse: Path) -> None:
+    """As for tags: a branch of a table whose Spark expiry is in flight waits (TableLocked), its
+    storage untouched, and is created from its tag once the run is over."""
+    h = spark_harness
+    await setup(h, warehouse, spark_config(), retention=RETAIN_TWO)
+    await h.apply(obj("PaimonTag", "v6", {"tableRef": {"name": "orders"}, "snapshotId": 6}))
+    await h.wait_condition("PaimonTag", "v6", reason="Created")
+    await manual_run(h, "expire", "ExpireSnapshots", "SparkOperator")
+    app = await the_launched(h, SPARK_APPS)
+    await eventually(lambda: run_status(h, "expire").get("sparkApplicationRef"))
+    await h.apply(obj("PaimonBranch", "fix", {"tableRef": {"name": "orders"}, "fromTag": "v6"}))
+
+    synced = await h.wait_condition("PaimonBranch", "fix", status="False", reason="TableLocked", type_="Synced")
+    assert "expire" in synced["message"]
+    assert open_table(str(warehouse), "sales.orders").branch_names() == []  # nothing written meanwhile
+
+    await run_locally(app["spec"]["arguments"])
+    await set_status(h, SPARK_APPS, app, {"applicationState": {"state": "COMPLETED"}})
+    await wait_phase(h, "expire", "Succeeded")
+    await h.wait_condition("PaimonBranch", "fix", reason="Created")
+    table = open_table(str(warehouse), "sales.orders")
+    assert table.branch_names() == ["fix"] and table.snapshot_ids() == [5, 6]
+    main_at_6 = P.read_rows(P.table_at(str(warehouse), "sales.orders"), {"scan.snapshot-id": "6"})
+    assert P.read_rows(P.table_at(str(warehouse), "sales.orders", "fix")) == main_at_6  # the branch reads tag v6
+
+
 # -- engine Auto: Spark Operator detection ----------------------------------------------------------
 
 def _crd_gets(h: Harness) -> int:
