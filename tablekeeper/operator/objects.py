@@ -357,6 +357,17 @@ async def _reconcile_child(rt: Runtime, view: cluster.View, obj: Obj, phase: Pha
     return outcome
 
 
+async def _apply_one(rt: Runtime, obj: Obj, plan: scopes.ScopePlan, change: A.Action,
+                     record_fields: Any) -> tuple[scopes.StatusRecordStore, reconcile.ActionResult | None]:
+    """Apply one tag or branch change, its records persisted into the CR's status; (the record
+    store, the failed result or None)."""
+    store = scopes.StatusRecordStore(plan.records, _persist(rt, obj, record_fields))
+    opener = rt.opener(plan.scope.location.warehouse, plan.scope.options)
+    result = await asyncio.to_thread(scopes.apply_actions, plan, [change], store, opener)
+    failed = [r for r in result.results if r.status == "failed"]
+    return store, (failed[0] if failed else None)
+
+
 async def reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, *, phase: Phase,
                         retry: int | None = None) -> Outcome:
     """One reconcile of a PaimonTag (see the module docstring)."""
@@ -427,13 +438,9 @@ async def _reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimon
         if busy is not None:
             return _wait_for_run(rt, obj, busy, now)
         await rt.step("tag/apply", obj.ref)
-        store = scopes.StatusRecordStore(plan.records, _persist(rt, obj, _tag_record_fields(member)))
-        opener = rt.opener(scope.location.warehouse, scope.options)
-        result = await asyncio.to_thread(scopes.apply_actions, plan, [change], store, opener)
-        failed = [r for r in result.results if r.status == "failed"]
-        if failed:
-            return _failed(rt, obj, failure_of(failed[0]), now, retry=retry,
-                           backoff_limit=spec.backoff_limit)
+        store, failed = await _apply_one(rt, obj, plan, change, _tag_record_fields(member))
+        if failed is not None:
+            return _failed(rt, obj, failure_of(failed), now, retry=retry, backoff_limit=spec.backoff_limit)
         state = await asyncio.to_thread(_reobserve, plan)
     plan.state = state
     recreated = isinstance(change, A.CreateTag) and rec is not None and obj.status.get("state") in ("Ready", "Lost")
@@ -572,13 +579,9 @@ async def _reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, spec: Pai
         if busy is not None:
             return _wait_for_run(rt, obj, busy, now)
         await rt.step("branch/apply", obj.ref)
-        store = scopes.StatusRecordStore(plan.records, _persist(rt, obj, _branch_record_fields(member)))
-        opener = rt.opener(scope.location.warehouse, scope.options)
-        result = await asyncio.to_thread(scopes.apply_actions, plan, [change], store, opener)
-        failed = [r for r in result.results if r.status == "failed"]
-        if failed:
-            return _failed(rt, obj, failure_of(failed[0]), now, retry=retry,
-                           backoff_limit=6)
+        store, failed = await _apply_one(rt, obj, plan, change, _branch_record_fields(member))
+        if failed is not None:
+            return _failed(rt, obj, failure_of(failed), now, retry=retry, backoff_limit=_BRANCH_BACKOFF_LIMIT)
         plan.state = await asyncio.to_thread(_reobserve, plan)
     reason = Reason.ADOPTED if isinstance(change, A.AdoptBranch) else Reason.CREATED
     out = _branch_ready(plan, member, store.records, reason, now)
