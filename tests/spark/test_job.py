@@ -32,7 +32,7 @@ from tests.maintenance.helpers import (
     truncate,
     write,
 )
-from tests.support.paimon import dir_listing
+from tests.support.paimon import dir_listing, snapshot_views
 
 pytestmark = pytest.mark.spark
 
@@ -141,6 +141,7 @@ def test_expire_batches_match_in_process(spark: Any, two_copies: tuple[str, str]
     until one expires nothing (main has 7 snapshots; retain_min 1 leaves one: with 10 allowed,
     three batches of 2 expire and the fourth finds nothing)."""
     local_wh, spark_wh = two_copies
+    before = snapshot_views(spark_wh, IDENT)
     kw: dict[str, Any] = {"retain_min": 1, "time_retained": "0 ms", "now_ms": now_ms() + 1000, "expire_limit": 2,
                           "batches": batches}
     local = engine.run_local(request(local_wh, "expire", **kw))
@@ -150,6 +151,10 @@ def test_expire_batches_match_in_process(spark: Any, two_copies: tuple[str, str]
     assert remote.details.get("batches", 1) == local.details.get("batches", 1) == ran
     assert handle(spark_wh).snapshot_ids() == handle(local_wh).snapshot_ids()
     assert names(spark_wh) == names(local_wh)
+    after = snapshot_views(spark_wh, IDENT)  # every retained snapshot, tag and branch reads as before
+    assert after == {k: v for k, v in before.items() if k in after}
+    assert set(before) - set(after) == {f"main@snapshot-{i}" for i in range(1, expected + 1)}
+    assert snapshot_views(local_wh, IDENT) == after
 
 
 def test_decoupled_expire_and_changelog_expiry_match_in_process(spark: Any, tmp_path: Path) -> None:
