@@ -187,6 +187,7 @@ async def test_sibling_branches_from_one_tag_are_dropped_independently(harness: 
 
     await start(harness, warehouse)
     await harness.apply(tag("base", snapshotId=4))
+    await harness.wait_condition("PaimonTag", "base", reason="Created")  # the subject is the drop, not the race
     await harness.apply(branch("b1", fromTag="base", deletionPolicy="Delete"))
     await harness.apply(branch("b2", fromTag="base", deletionPolicy="Delete"))
     for name in ("b1", "b2"):
