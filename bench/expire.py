@@ -209,24 +209,23 @@ def floor_decode(paths: Iterable[str]) -> int:
 def distinct_blocks(paths: Iterable[str]) -> list[bytes]:
     """One small Avro container per distinct (schema, block) among ``paths``: what a reader
     that never decodes the same block twice must decode at least."""
-    from tablekeeper.core.reachability import _split_container
+    from tablekeeper.core.paimon import avro_container
 
     seen: set[tuple[bytes, int, bytes]] = set()
     out: list[bytes] = []
     for p in paths:
         with open(p, "rb") as f:
             data = f.read()
-        framed = _split_container(data)
+        framed = avro_container.frame(data)
         if framed is None:
             out.append(data)
             continue
-        header_end, frames = framed
-        meta = data[4:header_end - 16]
-        for count, start, payload, end in frames:
-            key = (meta, count, data[payload:end - 16])
+        meta = data[4:framed.header_end - 16]
+        for b in framed.blocks:
+            key = (meta, b.count, data[b.payload:b.end - 16])
             if key not in seen:
                 seen.add(key)
-                out.append(data[:header_end] + data[start:end])
+                out.append(data[:framed.header_end] + data[b.start:b.end])
     return out
 
 

@@ -18,21 +18,77 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["NameScanner", "MAX_LITERAL_NAMES"]
+__all__ = ["KeyFinder", "NameScanner", "MAX_LITERAL_NAMES"]
 
 #: Names of another shape are searched one by one (each a pass over every block).
 MAX_LITERAL_NAMES: Final = 32
 #: Distinct prefixes are searched one by one as well.
 MAX_PREFIXES: Final = 8
 
-_KEY_TAIL: Final = rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-[0-9]+\."
+#: What follows the prefix in a key. Deliberately loose (any 36 characters a UUID is made of):
+#: the same pattern keys the listed names and the manifest bytes, so it only has to be
+#: deterministic, and a looser class is scanned faster.
+_KEY_TAIL: Final = rb"[0-9a-f-]{36}-[0-9]+\."
 _TAIL: Final = re.compile(_KEY_TAIL)
+#: Every character a key's tail can contain.
+_TAIL_ALPHABET: Final = frozenset(b"0123456789abcdef-.")
 
 
 def _borderless(prefix: bytes) -> bool:
     """No proper prefix equals a suffix: occurrences cannot overlap, so counting and
     ``findall`` see every one."""
     return all(prefix[:k] != prefix[-k:] for k in range(1, len(prefix)))
+
+
+def _nests(prefix: bytes) -> bool:
+    """Whether an occurrence of ``prefix`` could hide inside a key matched at an earlier
+    occurrence (``findall`` would then skip it). It cannot when the prefix is borderless and has
+    a character no tail contains and no '.', the tail's last character: an occurrence starting
+    inside a tail would have to be made of tail characters up to that tail's end."""
+    return b"." in prefix or all(c in _TAIL_ALPHABET for c in prefix)
+
+
+def _usable_prefixes(prefixes: Iterable[str]) -> list[bytes]:
+    return sorted({p.encode("utf-8") for p in prefixes if p and "\n" not in p and _borderless(p.encode("utf-8"))},
+                  key=len, reverse=True)[:MAX_PREFIXES]
+
+
+class KeyFinder:
+    """Every key ``<prefix><36 characters>-<n>.`` in a block of bytes, for some prefixes."""
+
+    def __init__(self, prefixes: Iterable[bytes]) -> None:
+        self.prefixes = tuple(prefixes)
+        self._patterns = [(p, re.compile(re.escape(p) + _KEY_TAIL), _nests(p)) for p in self.prefixes]
+
+    @classmethod
+    def for_names(cls, names: list[str], prefixes: Iterable[str], joined: bytes | None = None) -> KeyFinder:
+        """A finder for the usable ``prefixes`` that some of ``names`` start with (each prefix
+        costs a pass over every block); ``joined`` is ``names`` joined by line breaks, if at hand."""
+        lines = b"\n" + (joined if joined is not None else "\n".join(names).encode("utf-8"))
+        return cls(p for p in _usable_prefixes(prefixes) if b"\n" + p in lines)
+
+    def find(self, block: bytes) -> list[bytes]:
+        out: list[bytes] = []
+        for prefix, pattern, nests in self._patterns:
+            keys = pattern.findall(block)
+            if nests and len(keys) != block.count(prefix):
+                keys = _keys_one_by_one(block, prefix)  # a prefix not followed by a key
+            if out:
+                out.extend(keys)
+            else:
+                out = keys
+        return out
+
+
+def _keys_one_by_one(block: bytes, prefix: bytes) -> list[bytes]:
+    out: list[bytes] = []
+    at = block.find(prefix)
+    while at >= 0:
+        m = _TAIL.match(block, at + len(prefix))
+        if m is not None:
+            out.append(prefix + m.group(0))
+        at = block.find(prefix, at + 1)
+    return out
 
 
 class NameScanner:
@@ -42,18 +98,20 @@ class NameScanner:
     ``changelog-file.prefix``); names with another prefix are searched literally."""
 
     def __init__(self, names: Iterable[str], prefixes: Iterable[str]) -> None:
-        usable = sorted({p.encode("utf-8") for p in prefixes if p and "\n" not in p
-                         and _borderless(p.encode("utf-8"))}, key=len, reverse=True)[:MAX_PREFIXES]
-        listed = list(names)
-        literal = [n for n in listed if "\n" in n]  # one regex pass over all names, one per line
-        if literal:
+        prefixes = tuple(prefixes)
+        usable = _usable_prefixes(prefixes)
+        listed = names if isinstance(names, list) else list(names)
+        joined = "\n".join(listed).encode("utf-8")
+        literal: list[str] = []
+        if joined.count(b"\n") != max(0, len(listed) - 1):  # a name with a line break: literal
+            literal = [n for n in listed if "\n" in n]
             listed = [n for n in listed if "\n" not in n]
+            joined = "\n".join(listed).encode("utf-8")
         keys: list[bytes] = []
         if usable and listed:
             alternatives = b"|".join(re.escape(p) for p in usable)
-            joined = "\n".join(listed).encode("utf-8")
             # usually every name has the shape: one match per line, in line order
-            keys = re.compile(rb"^((?:" + alternatives + rb")" + _KEY_TAIL + rb")", re.MULTILINE).findall(joined)
+            keys = re.compile(rb"^(?:" + alternatives + rb")" + _KEY_TAIL, re.MULTILINE).findall(joined)
             if len(keys) != len(listed):  # some do not: b"" for those lines
                 keys = re.compile(rb"^(?:((?:" + alternatives + rb")" + _KEY_TAIL + rb")[^\n]*|[^\n]*)$",
                                   re.MULTILINE).findall(joined)
@@ -61,19 +119,14 @@ class NameScanner:
             literal, listed, keys = literal + listed, [], []
         if b"" in keys:
             literal += [n for n, k in zip(listed, keys, strict=True) if not k]
-            pairs = [(k, n) for k, n in zip(keys, listed, strict=True) if k]
-            keys, listed = [k for k, _n in pairs], [n for _k, n in pairs]
-        by_key = dict(zip(keys, listed, strict=True))  # the last name of each key...
-        shared: dict[bytes, list[str]] = {}  # ...and the others ('x.parquet' and 'x.parquet.index')
-        if len(by_key) != len(keys):
-            for k, n in zip(keys, listed, strict=True):
-                if by_key[k] != n:
-                    shared.setdefault(k, []).append(n)
-        self._by_key = by_key
-        self._shared = shared
-        self._prefixes = {p: re.compile(re.escape(p) + _KEY_TAIL) for p in usable}
+            pairs = [(n, k) for n, k in zip(listed, keys, strict=True) if k]
+            listed, keys = [n for n, _k in pairs], [k for _n, k in pairs]
+        #: the names with a key and their keys, in the same order
+        self._names, self._keys = listed, keys
+        self.finder = KeyFinder.for_names(listed, prefixes, joined)
         self._literal = [(n, n.encode("utf-8")) for n in literal]
-        self._seen_keys: set[bytes] = set()
+        #: keys not seen yet: shrinks as blocks are fed (cheaper than collecting every key seen)
+        self._unseen_keys = set(keys)
         self._seen_literal: set[str] = set()
 
     @property
@@ -81,32 +134,25 @@ class NameScanner:
         """False when too many names have another shape: decode entries instead."""
         return len(self._literal) <= MAX_LITERAL_NAMES
 
+    @property
+    def keys_only(self) -> bool:
+        """Whether every name has a key (none is searched literally): then the keys a
+        :class:`KeyFinder` for the same names and prefixes finds are all this scanner needs."""
+        return not self._literal
+
     def feed(self, block: bytes) -> None:
-        for prefix, pattern in self._prefixes.items():
-            keys = pattern.findall(block)
-            if len(keys) != block.count(prefix):
-                keys = self._keys_one_by_one(block, prefix)  # a prefix not followed by a key
-            self._seen_keys.update(keys)
+        self._unseen_keys.difference_update(self.finder.find(block))
         for name, raw in self._literal:
             if name not in self._seen_literal and raw in block:
                 self._seen_literal.add(name)
 
-    @staticmethod
-    def _keys_one_by_one(block: bytes, prefix: bytes) -> list[bytes]:
-        out: list[bytes] = []
-        at = block.find(prefix)
-        while at >= 0:
-            m = _TAIL.match(block, at + len(prefix))
-            if m is not None:
-                out.append(prefix + m.group(0))
-            at = block.find(prefix, at + 1)
-        return out
+    def mark_seen(self, keys: Iterable[bytes]) -> None:
+        """Count ``keys`` as seen (found in blocks by a :class:`KeyFinder` elsewhere)."""
+        self._unseen_keys.difference_update(keys)
 
     def missing(self) -> set[str]:
         """Names that occurred in no block fed so far: the only ones that may be unreferenced."""
-        out = {name for name, _raw in self._literal if name not in self._seen_literal}
-        by_key, shared = self._by_key, self._shared
-        for key in by_key.keys() - self._seen_keys:
-            out.add(by_key[key])
-            out.update(shared.get(key, ()))
+        unseen = self._unseen_keys
+        out = {n for n, k in zip(self._names, self._keys, strict=True) if k in unseen} if unseen else set()
+        out.update(name for name, _raw in self._literal if name not in self._seen_literal)
         return out

@@ -17,16 +17,14 @@ snapshots of any table share most of their manifests."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import timedelta
-from itertools import chain
 
-from tablekeeper.core import errors, plans, safety
-from tablekeeper.core.name_scan import NameScanner
-from tablekeeper.core.paimon import layout, manifests
-from tablekeeper.core.paimon.snapshot import Snapshot
+from tablekeeper.core import errors, plans, references, safety
+from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.reachability import Reachability, gc_paused
+from tablekeeper.core.reachability import gc_paused
 from tablekeeper.core.storage import ListedEntry, join
 
 __all__ = ["OrphanConfig", "CandidateListing", "resolve_older_than", "list_candidates", "plan_orphan_clean"]
@@ -38,6 +36,8 @@ _KEPT_NAMES = {"EARLIEST", "LATEST"}
 class OrphanConfig:
     older_than_ms: int
     clean_empty_directories: bool = True
+    #: processes that scan manifests while planning (local files; None: one per CPU, at most 4)
+    processes: int | None = None
 
 
 def resolve_older_than(now_ms: int, *, older_than_ms: int | None = None, older_than_age: timedelta | None = None,
@@ -97,21 +97,34 @@ def _old_enough(entry: ListedEntry, older_than_ms: int) -> bool:
 class CandidateListing:
     """What orphan cleanup may delete, listed before any root is read."""
 
-    #: candidates with their listing entry (metadata directories; data files on object stores)
-    files: list[ListedEntry]
+    #: candidates in metadata directories (manifest/, index/, statistics/, snapshot temp files)
+    meta_files: list[ListedEntry]
+    #: candidates in bucket directories of object stores, with their listing entry
+    data_files: list[ListedEntry]
     #: local bucket directories and the names in them (sub-directories too: a directory is
     #: never deleted, the planner stats every name that turns out unreferenced)
     local_data: list[tuple[str, list[str]]]
-    #: names of the files in data (bucket) directories: only manifests reference these
-    data_names: frozenset[str]
     bucket_dirs: list[str]
 
-    def unreferenced(self, used: set[str]) -> Iterator[ListedEntry]:
-        """The candidates whose name is not in ``used``."""
-        yield from (e for e in self.files if e.name not in used)
+    @property
+    def data_names(self) -> list[str]:
+        """Names of the files in bucket directories: only manifests reference these."""
+        return [e.name for e in self.data_files] + [n for _d, names in self.local_data for n in names]
+
+    @property
+    def count(self) -> int:
+        return len(self.meta_files) + len(self.data_files) + sum(len(n) for _d, n in self.local_data)
+
+    def unreferenced(self, used_meta: AbstractSet[str], unreferenced_data: AbstractSet[str]) -> Iterator[ListedEntry]:
+        """The candidates nothing references: metadata files whose name is not in ``used_meta``,
+        data files whose name is in ``unreferenced_data``."""
+        yield from (e for e in self.meta_files if e.name not in used_meta)
+        if not unreferenced_data:
+            return
+        yield from (e for e in self.data_files if e.name in unreferenced_data)
         for directory, names in self.local_data:
             for name in names:
-                if name not in used:
+                if name in unreferenced_data:
                     yield ListedEntry(join(directory, name), name, False)
 
 
@@ -124,11 +137,12 @@ def list_candidates(table: Table, older_than_ms: int) -> CandidateListing:
     planning."""
     io = table.file_io
     main = table.on_branch(layout.MAIN)
-    files: list[ListedEntry] = []
+    meta_files: list[ListedEntry] = []
     for kind in (layout.MANIFEST_DIR, layout.INDEX_DIR, layout.STATISTICS_DIR):
-        files.extend(e for e in io.scan_dir(main.shared_dir(kind)) if not e.is_dir)
+        meta_files.extend(e for e in io.scan_dir(main.shared_dir(kind)) if not e.is_dir)
     depth = len(main.schema().partition_keys)
     buckets: list[str] = []
+    data_files: list[ListedEntry] = []
     local_data: list[tuple[str, list[str]]] = []
     for root in _data_roots(main):
         for bucket in _bucket_dirs(main, root, depth):
@@ -136,24 +150,21 @@ def list_candidates(table: Table, older_than_ms: int) -> CandidateListing:
             if io.is_local:
                 local_data.append((bucket, io.list_names(bucket)))
             else:
-                files.extend(e for e in io.scan_dir(bucket) if not e.is_dir)
+                data_files.extend(e for e in io.scan_dir(bucket) if not e.is_dir)
     for branch in main.all_branches():
         for kind, prefix in ((layout.SNAPSHOT_DIR, layout.SNAPSHOT_PREFIX),
                              (layout.CHANGELOG_DIR, layout.CHANGELOG_PREFIX)):
             for e in io.scan_dir(branch.dir(kind)):
                 if not e.is_dir and not e.name.startswith(prefix) and e.name not in _KEPT_NAMES:
-                    files.append(e)  # leftover temp files of crashed commits
-    files = [e for e in files if _old_enough(e, older_than_ms)]
-    bucket_set = set(buckets)
-    data_names = frozenset(chain((e.name for e in files if e.path.rsplit("/", 1)[0] in bucket_set),
-                                 chain.from_iterable(names for _d, names in local_data)))
-    return CandidateListing(files, local_data, data_names, buckets)
+                    meta_files.append(e)  # leftover temp files of crashed commits
+    return CandidateListing([e for e in meta_files if _old_enough(e, older_than_ms)],
+                            [e for e in data_files if _old_enough(e, older_than_ms)], local_data, buckets)
 
 
-def _roots(table: Table) -> list[tuple[Table, str, Snapshot, bool]]:
+def _roots(table: Table) -> list[references.Root]:
     """Every snapshot, tag and long-lived changelog of every branch, with the path that proves
     the root still exists and whether it is a changelog-N."""
-    out: list[tuple[Table, str, Snapshot, bool]] = []
+    out: list[references.Root] = []
     for branch in table.all_branches():
         if not branch.schema_ids():
             raise errors.IncompleteProtectionSetError(
@@ -196,78 +207,19 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
     listing = list_candidates(main, config.older_than_ms)
     if after_listing is not None:
         after_listing()
-    names = set(listing.data_names).union(e.name for e in listing.files)
-    used: set[str] = set()
-    reach = Reachability(main)
-    # manifests reference data and changelog files only: the bucket directories' names
-    data_names = listing.data_names
     options = main.options()
-    # the defaults too: files written before a prefix option changed keep their names
-    scanner = NameScanner(data_names, (options.get("data-file.prefix", "data-"),
-                                       options.get("changelog-file.prefix", "changelog-"), "data-", "changelog-"))
-
-    def mark(name: str | None) -> None:
-        if name and name in names:
-            used.add(name)
-
-    # Immutable metadata is walked once, whichever root reaches it first: a list, a list
-    # block, a manifest or an index manifest is recorded only after all of it was marked, so
-    # a read error part-way leaves it to be walked (and to fail) again for the next root.
-    done_lists: set[str] = set()
-    done_blocks: set[int] = set()
-    done_manifests: set[str] = set()
-    done_index: set[str] = set()
-    for branch, root_path, snap, is_changelog in _roots(main):
-        try:
-            for list_name in snap.manifest_lists:
-                mark(list_name)
-                if list_name in done_lists:
-                    continue
-                try:
-                    blocks = reach.manifest_list_blocks(list_name)
-                except FileNotFoundError:
-                    # a changelog-N of producer != none keeps only its changelog manifests:
-                    # Paimon's expiration deleted its base/delta lists on purpose
-                    if is_changelog and snap.changelog_manifest_list and list_name != snap.changelog_manifest_list:
-                        continue
-                    raise
-                for block_id, block in blocks:
-                    if block_id in done_blocks:
-                        continue
-                    for meta in block:
-                        mark(meta.file_name)
-                        for extra in meta.extra_files:
-                            mark(extra)
-                        if meta.file_name in done_manifests:
-                            continue
-                        # read, not cached: each manifest is walked once, so a cache only costs memory
-                        _mark_manifest(main, join(reach.manifest_dir, meta.file_name), scanner, names, used)
-                        done_manifests.add(meta.file_name)
-                    done_blocks.add(block_id)
-                done_lists.add(list_name)
-            if snap.index_manifest:
-                mark(snap.index_manifest)
-                if snap.index_manifest not in done_index:
-                    for entry in reach.index_entries(snap.index_manifest):
-                        mark(entry.file_name)
-                    done_index.add(snap.index_manifest)
-            mark(snap.statistics)
-        except FileNotFoundError as e:
-            if not branch.file_io.exists(root_path):
-                continue  # the root itself vanished (concurrent expiry): nothing to protect
-            raise errors.IncompleteProtectionSetError(
-                f"{root_path} references a missing file: {e}",
-                fix="repair the table (e.g. Paimon's remove_unexisting_files) before cleaning orphans") from e
-        except errors.FormatError as e:
-            raise errors.IncompleteProtectionSetError(f"cannot read metadata of {root_path}: {e}",
-                                                      fix="repair the damaged file") from e
-    used |= data_names - scanner.missing()  # seen in a scanned manifest (decoded ones marked theirs above)
+    # manifests reference data and changelog files only: the bucket directories' names; the
+    # default prefixes too: files written before a prefix option changed keep their names
+    prefixes = (options.get("data-file.prefix", "data-"), options.get("changelog-file.prefix", "changelog-"),
+                "data-", "changelog-")
+    refs = references.find_references(main, _roots(main), {e.name for e in listing.meta_files},
+                                      listing.data_names, prefixes, processes=config.processes)
     kind_of = {main.shared_dir(layout.MANIFEST_DIR): plans.FileKind.MANIFEST,
                main.shared_dir(layout.INDEX_DIR): plans.FileKind.INDEX,
                main.shared_dir(layout.STATISTICS_DIR): plans.FileKind.STATISTICS}
     files = []
     unreferenced = 0
-    for listed in listing.unreferenced(used):
+    for listed in listing.unreferenced(refs.used_meta, refs.unreferenced_data):
         unreferenced += 1
         s = main.file_io.status_of(listed)  # a stat only now, for the few unreferenced local files
         if s is None or s.is_dir or s.mtime_ms >= config.older_than_ms:
@@ -276,7 +228,7 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
         kind = kind_of.get(parent_dir, plans.FileKind.OTHER if "/snapshot/" in s.path or "/changelog/" in s.path
                            else plans.FileKind.DATA)
         files.append(plans.PlannedFile(s.path, kind, s.size, "referenced by no snapshot, tag or changelog"))
-    n_listed = len(listing.files) + sum(len(n) for _d, n in listing.local_data)
+    n_listed = listing.count
     steps: list[plans.Step] = list(plans.Plan.ordered_deletes(files))
     if config.clean_empty_directories and files:
         touched = sorted({f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA})
@@ -288,29 +240,3 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
                       (("older_than_ms", config.older_than_ms), ("candidates", n_listed),
                        ("unreferenced", unreferenced),
                        ("bucket_dirs", len(listing.bucket_dirs))))
-
-
-def _mark_manifest(table: Table, path: str, scanner: NameScanner, names: set[str], used: set[str]) -> None:
-    """Mark what one manifest references: by a byte scan of its blocks when the scanner can
-    (see :mod:`tablekeeper.core.name_scan`), else by decoding its entries."""
-    payload = manifests.read_manifest_payload(table.file_io, path) if scanner.usable else None
-    if payload is None:
-        _mark_refs(manifests.read_manifest_refs(table.file_io, path), names, used)
-        return
-    for block in payload:
-        scanner.feed(block)
-
-
-def _mark_refs(refs: list[manifests.FileRef], names: set[str], used: set[str]) -> None:
-    """Mark the data files (and their extra files) of one manifest's entries, ADD and DELETE."""
-    add = used.add
-    for ref in refs:
-        if ref.file_name and ref.file_name in names:
-            add(ref.file_name)
-        if ref.external_path:
-            name = ref.external_path.rsplit("/", 1)[-1]
-            if name and name in names:
-                add(name)
-        for extra in ref.extra_files:
-            if extra and extra in names:
-                add(extra)

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from tablekeeper.core.paimon import layout, manifests, pypaimon_adapter
+from tablekeeper.core.paimon import avro_container, layout, manifests, pypaimon_adapter
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.storage import FileIO, join
@@ -67,66 +67,10 @@ def gc_paused() -> Iterator[None]:
 
 #: One block of a manifest list: (block id, its entries). Equal ids mean equal entries.
 ListBlock = tuple[int, tuple[manifests.ManifestFileMeta, ...]]
-
-_MAGIC = b"Obj\x01"
-
-
-def _read_long(data: bytes, pos: int) -> tuple[int, int]:
-    """An Avro zig-zag varint at ``pos``: (value, next position). IndexError when truncated."""
-    shift = acc = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        acc |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (acc >> 1) ^ -(acc & 1), pos
-        shift += 7
-        if shift > 63:
-            raise IndexError("varint too long")
-
-
-def _split_container(data: bytes) -> tuple[int, list[tuple[int, int, int, int]]] | None:
-    """Frame an Avro object container without decoding it: (header end, blocks as (record
-    count, start, payload start, end incl. sync marker)). None when anything is unusual
-    (no magic, a bad sync marker, trailing bytes, truncation): the full reader then decides."""
-    try:
-        if not data.startswith(_MAGIC):
-            return None
-        pos = len(_MAGIC)
-        while True:  # the metadata map: blocks of (count [, byte size]) then key/value pairs
-            count, pos = _read_long(data, pos)
-            if count == 0:
-                break
-            if count < 0:
-                _, pos = _read_long(data, pos)
-                count = -count
-            for _ in range(2 * count):
-                length, pos = _read_long(data, pos)
-                if length < 0:
-                    return None
-                pos += length
-        sync = data[pos:pos + 16]
-        pos += 16
-        if len(sync) != 16 or pos > len(data):
-            return None
-        header_end = pos
-        blocks = []
-        while pos < len(data):
-            start = pos
-            count, pos = _read_long(data, pos)
-            size, pos = _read_long(data, pos)
-            if count < 0 or size < 0:
-                return None
-            payload = pos
-            pos += size
-            if data[pos:pos + 16] != sync:
-                return None
-            pos += 16
-            blocks.append((count, start, payload, pos))
-        return header_end, blocks
-    except IndexError:
-        return None
-
+#: The same, names only: (block id, ((manifest name, its extra files), ...)).
+NameBlock = tuple[int, tuple[tuple[str, tuple[str, ...]], ...]]
+#: Bytes of a decompressed list block that index it for :meth:`Reachability.manifest_list_names`.
+_HEAD = 64
 
 class _Preloaded(FileIO):
     """The table's store, answering ``read_bytes`` for one path from memory (bytes already
@@ -159,6 +103,9 @@ class Reachability:
         self._lists: dict[str, list[manifests.ManifestFileMeta]] = {}
         self._list_blocks: dict[str, list[ListBlock]] = {}
         self._blocks: dict[tuple[int, int, bytes], ListBlock] = {}
+        self._name_blocks: dict[tuple[int, int, bytes], NameBlock] = {}
+        #: decoded list blocks by (header, first bytes), to decode only the rows a block appends
+        self._name_heads: dict[tuple[int, bytes], tuple[bytes, tuple[tuple[str, tuple[str, ...]], ...]]] = {}
         self._headers: dict[bytes, int] = {}
         self._block_ids = itertools.count()
         self._refs: dict[str, list[manifests.FileRef]] = {}
@@ -191,29 +138,86 @@ class Reachability:
             entries = manifests.read_manifest_list(_Preloaded(self.file_io, path, data), path)
             return [(next(self._block_ids), tuple(entries))]
 
-        framed = _split_container(data)
+        framed = avro_container.frame(data)
         if framed is None:
             return whole()
-        header_end, frames = framed
+        header_end, frames = framed.header_end, framed.blocks
         with self._lock:
-            header = self._headers.setdefault(data[len(_MAGIC):header_end - 16], len(self._headers))
-        keys = [(header, count, data[payload:end - 16]) for count, _, payload, end in frames]
+            header = self._headers.setdefault(data[len(avro_container.MAGIC):header_end - 16], len(self._headers))
+        keys = [(header, b.count, data[b.payload:b.end - 16]) for b in frames]
         new = [i for i, key in enumerate(keys) if key not in self._blocks]
         if new:
-            subset = data[:header_end] + b"".join(data[frames[i][1]:frames[i][3]] for i in new)
+            subset = data[:header_end] + b"".join(data[frames[i].start:frames[i].end] for i in new)
             try:
                 entries = manifests.read_manifest_list(_Preloaded(self.file_io, path, subset), path)
             except Exception:
                 return whole()  # the full read raises exactly what it always raised
-            if len(entries) != sum(frames[i][0] for i in new):
+            if len(entries) != sum(frames[i].count for i in new):
                 return whole()
             pos = 0
             with self._lock:
                 for i in new:
-                    count = frames[i][0]
+                    count = frames[i].count
                     self._blocks.setdefault(keys[i], (next(self._block_ids), tuple(entries[pos:pos + count])))
                     pos += count
         return [self._blocks[key] for key in keys]
+
+    def manifest_list_names(self, name: str) -> list[NameBlock]:
+        """The (manifest name, extra files) of a manifest list, block by block, as
+        :meth:`manifest_list_blocks` but decoded names-only (what orphan cleanup needs). Not
+        cached per list: each list is read once by its caller, blocks are shared as there.
+
+        A block that merely extends one decoded before (pypaimon rewrites a list's last, partial
+        block with the next snapshot's rows appended) has only its new rows decoded: Avro rows
+        are concatenated without framing, so when a block's bytes start with a whole decoded
+        block of the same writer schema, its first rows are that block's."""
+        path = join(self.manifest_dir, name)
+        data = self.file_io.read_bytes(path)
+        framed = avro_container.frame(data)
+        schema = framed.schema_json if framed is not None else None
+        if framed is None or schema is None:
+            return self._names_of(self.manifest_list_blocks(name))
+        with self._lock:
+            header = self._headers.setdefault(data[len(avro_container.MAGIC):framed.header_end - 16],
+                                              len(self._headers))
+        view = memoryview(data)
+        out: list[NameBlock] = []
+        for b in framed.blocks:
+            key = (header, b.count, data[b.payload:b.end - 16])
+            cached = self._name_blocks.get(key)
+            if cached is None:
+                names = self._decode_names(header, schema, framed.codec, view[b.payload:b.end - 16], b.count, path)
+                if names is None or len(names) != b.count:
+                    return self._names_of(self.manifest_list_blocks(name))  # the full reader decides
+                with self._lock:
+                    cached = self._name_blocks.setdefault(key, (next(self._block_ids), names))
+            out.append(cached)
+        return out
+
+    def _decode_names(self, header: int, schema: bytes, codec: str, payload: memoryview, count: int,
+                      path: str) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+        data = avro_container.decompress(codec, payload)
+        if data is None:
+            return None
+        head = (header, data[:_HEAD])
+        known = self._name_heads.get(head)
+        names: list[tuple[str, tuple[str, ...]]] | None
+        if known is not None and len(data) > len(known[0]) and len(known[1]) < count and data.startswith(known[0]):
+            tail = manifests.read_list_block_names(schema, data, count - len(known[1]), path, start=len(known[0]))
+            names = None if tail is None else [*known[1], *tail]
+        else:
+            names = manifests.read_list_block_names(schema, data, count, path)
+        if names is None:
+            return None
+        decoded = tuple(names)
+        if len(data) >= _HEAD:
+            with self._lock:
+                self._name_heads[head] = (data, decoded)  # the newest: the next list extends it
+        return decoded
+
+    @staticmethod
+    def _names_of(blocks: list[ListBlock]) -> list[NameBlock]:
+        return [(block_id, tuple((m.file_name, m.extra_files) for m in metas)) for block_id, metas in blocks]
 
     def manifest_refs(self, name: str) -> list[manifests.FileRef]:
         cached = self._refs.get(name)

@@ -32,6 +32,7 @@ from typing import Any, Final, NamedTuple, cast
 import fastavro
 
 from tablekeeper.core import errors
+from tablekeeper.core.paimon import avro_container
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.storage import FileIO, join
 
@@ -51,6 +52,7 @@ __all__ = [
     "IndexManifestEntry",
     "FileIdentifier",
     "read_manifest_list",
+    "read_list_block_names",
     "read_manifest",
     "read_manifest_refs",
     "read_index_manifest",
@@ -318,7 +320,10 @@ def _schema_info(schema_json: str, path: str, what: str) -> _SchemaInfo:
 
 def _read_container(file_io: FileIO, path: str, what: str) -> tuple[_Container, _SchemaInfo]:
     """Read a whole Avro file and parse its header; a missing file raises FileNotFoundError."""
-    data = file_io.read_bytes(path)
+    return _parse_container(file_io.read_bytes(path), path, what)
+
+
+def _parse_container(data: bytes, path: str, what: str) -> tuple[_Container, _SchemaInfo]:
     if not data.startswith(_MAGIC):
         raise _format_error(path, what, "no Avro container magic (empty, truncated or another format)")
     buf = io.BytesIO(data)
@@ -465,10 +470,14 @@ _LIST_OUTPUT: Final = (
     "TN(ListMeta, (fn, fsz, na, nd, TN(Stats, (ps0, ps1, None if ps2 is None else tuple(ps2))), sid, "
     "mnb, mxb, mnl, mxl, mnr, mxr, tb, () if ef is None else tuple(ef)))"
 )
+#: Manifest-list rows as orphan cleanup needs them: the manifest's name and extra files.
+_LIST_NAMES_SPEC: Final[_Spec] = {"_VERSION": "v", "_FILE_NAME": "fn", "_EXTRA_FILES": "ef"}
+_LIST_NAMES_OUTPUT: Final = "(fn, () if ef is None else tuple(ef))"
 _DECODER_KINDS: Final[dict[str, tuple[_Spec, str]]] = {
     "entry": (_ENTRY_SPEC, _ENTRY_OUTPUT),
     "ref": (_REF_SPEC, _REF_OUTPUT),
     "list": (_LIST_SPEC, _LIST_OUTPUT),
+    "list-names": (_LIST_NAMES_SPEC, _LIST_NAMES_OUTPUT),
 }
 
 _Decoder = Callable[[Any, int, Callable[[Any], None]], None]
@@ -817,10 +826,13 @@ def _self_test_list(stats: dict[str, Any]) -> bool:
     ]
     buf = io.BytesIO()
     fastavro.writer(buf, fastavro.parse_schema(schema), records, codec="deflate", sync_interval=1024)
-    decoder = _SchemaInfo(schema).decoder("list")
-    if decoder is None:
+    info = _SchemaInfo(schema)
+    decoder, names = info.decoder("list"), info.decoder("list-names")
+    if decoder is None or names is None:
         return False
-    return _decode_compiled(decoder, buf.getvalue()) == _list_by_reader(buf.getvalue(), "", "")
+    expected = _list_by_reader(buf.getvalue(), "", "")
+    return (_decode_compiled(decoder, buf.getvalue()) == expected
+            and _decode_compiled(names, buf.getvalue()) == [(m.file_name, m.extra_files) for m in expected])
 
 
 # -- manifest lists ---------------------------------------------------------------------------
@@ -860,6 +872,41 @@ def read_manifest_list(file_io: FileIO, path: str) -> list[ManifestFileMeta]:
             except _FastDecodeError:
                 pass  # fastavro.reader decides
         return _list_by_reader(_plain_bytes(container, info), path, what)
+
+
+def read_list_block_names(schema_json: bytes, data: bytes, count: int, path: str,
+                          start: int = 0) -> list[tuple[str, tuple[str, ...]]] | None:
+    """The (manifest name, extra files) of the ``count`` rows of a decompressed manifest-list
+    block from byte ``start`` on (framed by :mod:`tablekeeper.core.paimon.avro_container`):
+    orphan cleanup needs no more, and a names-only decoder skips the partition statistics that
+    make up most of a row.
+
+    None when this path cannot serve the block (no compiled decoder, rows not consuming the
+    bytes exactly): :func:`read_manifest_list` then reads the file and judges it.
+
+    Raises:
+        FormatError: the writer schema is not a manifest list's, or a row's version is unknown.
+    """
+    what = "manifest list"
+    try:
+        info = _schema_info(schema_json.decode("utf-8"), path, what)
+    except UnicodeDecodeError:
+        return None
+    _require(info, path, what, _LIST_REQUIRED)
+    decoder = info.decoder("list-names") if _fast_usable() else None
+    if decoder is None:
+        return None
+    out: list[tuple[str, tuple[str, ...]]] = []
+    stream = io.BytesIO(data)
+    stream.seek(start)
+    try:
+        with _gc_paused():
+            decoder(stream, count, out.append)
+    except _VersionMismatch as e:
+        raise _bad_version(path, what, e.version, _MANIFEST_LIST_VERSION) from None
+    except Exception:
+        return None
+    return out if stream.tell() == len(data) else None
 
 
 # -- manifests --------------------------------------------------------------------------------
@@ -947,7 +994,24 @@ def read_manifest_payload(file_io: FileIO, path: str) -> list[bytes] | None:
         FormatError: the file is damaged or not a manifest.
     """
     what = "manifest"
-    container, info = _read_container(file_io, path, what)
+    data = file_io.read_bytes(path)
+    framed = avro_container.frame(data)
+    if framed is not None and framed.schema_json is not None and framed.codec in avro_container.CODECS:
+        try:
+            schema_json = framed.schema_json.decode("utf-8")
+        except UnicodeDecodeError:
+            schema_json = None
+        if schema_json is not None:
+            info = _schema_info(schema_json, path, what)
+            _require(info, path, what, _ENTRY_TOP_REQUIRED, _REF_FILE_REQUIRED)
+            if not _names_stored_as_strings(info):
+                return None
+            view = memoryview(data)
+            blocks = [avro_container.decompress(framed.codec, view[b.payload:b.end - 16]) for b in framed.blocks]
+            if all(b is not None for b in blocks):
+                return cast(list[bytes], blocks)
+    # anything unusual: fastavro frames and decompresses, and judges damage
+    container, info = _parse_container(data, path, what)
     _require(info, path, what, _ENTRY_TOP_REQUIRED, _REF_FILE_REQUIRED)
     if not _names_stored_as_strings(info):
         return None

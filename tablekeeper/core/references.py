@@ -1,0 +1,253 @@
+"""Which listed candidate files the retained roots of a table reference: the used set of
+orphan cleanup (paimon-semantics.md §5), restricted to names that were listed.
+
+Every root (snapshot, tag, long-lived changelog of every branch) is walked: its manifest lists,
+the manifests they name (ADD and DELETE entries, extra files, external paths), its index
+manifest and index files, its statistics file. Immutable metadata is walked once, whichever root
+reaches it first.
+
+Manifests are not decoded but scanned for names (:mod:`tablekeeper.core.name_scan`); a manifest
+whose schema does not store names as plain strings, or any manifest when too many listed names
+have an unusual shape, is decoded instead. The scan is CPU-bound and the regex engine holds the
+GIL, so on local files it is shared with forked child processes (:mod:`tablekeeper.core.forked`).
+
+Errors fail closed: a missing or damaged file under a root that still exists raises
+IncompleteProtectionSetError. To attribute a manifest read error to its root, the fast path
+(walk every root, then scan the manifests found) gives way to the careful one (scan each
+manifest as its root reaches it) as soon as any manifest read fails."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from tablekeeper.core import errors, forked
+from tablekeeper.core.name_scan import KeyFinder, NameScanner
+from tablekeeper.core.paimon import manifests
+from tablekeeper.core.paimon.snapshot import Snapshot
+from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.reachability import Reachability
+from tablekeeper.core.storage import join
+
+__all__ = ["Root", "References", "find_references", "default_processes"]
+
+#: A root: (its branch, the path proving it still exists, its snapshot, whether it is a changelog-N).
+Root = tuple[Table, str, Snapshot, bool]
+
+#: Below this many listed data files, forking helpers costs more than it saves.
+MIN_NAMES_TO_FORK: Final = 20_000
+MAX_PROCESSES: Final = 4
+
+
+def default_processes() -> int:
+    """Processes for the manifest scan: the CPUs this process may use, at most 4."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_PROCESSES, cpus))
+
+
+@dataclass(frozen=True)
+class References:
+    #: listed metadata names (lists, manifests, index manifests and files, statistics) some root references
+    used_meta: frozenset[str]
+    #: listed data names no reachable manifest references
+    unreferenced_data: frozenset[str]
+
+
+def find_references(main: Table, roots: list[Root], meta_names: set[str], data_names: list[str],
+                    prefixes: tuple[str, ...], *, processes: int | None = None) -> References:
+    """The used set of ``roots``, restricted to the listed names.
+
+    ``prefixes`` are the file-name prefixes of data and changelog files (see NameScanner);
+    ``processes`` caps the processes of the manifest scan (None: :func:`default_processes`).
+
+    Raises:
+        IncompleteProtectionSetError: a file a still existing root references is missing or damaged.
+    """
+    processes = default_processes() if processes is None else processes
+    helpers: list[forked.ForkedCall] = []
+    if processes > 1 and len(data_names) >= MIN_NAMES_TO_FORK and main.file_io.is_local and forked.available():
+        # forked before this process builds its scanner, so the helpers walk the roots meanwhile
+        finder = KeyFinder.for_names(data_names, prefixes)
+        helpers = [forked.ForkedCall(functools.partial(_helper_scan, main, roots, finder, i + 1, processes))
+                   for i in range(processes - 1)]
+    try:
+        walk = _Walk(main, meta_names, NameScanner(data_names, prefixes), data_names)
+        manifest_paths: list[str] = []
+        walk.walk(roots, manifest_paths.append)
+        try:
+            walk.scan(manifest_paths, helpers, processes)
+        except (FileNotFoundError, errors.FormatError):
+            walk.walk(roots, walk.mark_manifest)  # the careful path attributes the error to its root
+    finally:
+        for helper in helpers:
+            helper.cancel()
+    return References(frozenset(walk.used), frozenset(walk.scanner.missing() - walk.used))
+
+
+def _share(paths: list[str], index: int, processes: int) -> list[str]:
+    """The manifests process ``index`` scans (0: the caller). Helpers get twice the caller's
+    share: the caller builds the scanner and merges their results meanwhile."""
+    if processes <= 1:
+        return paths
+    cycle = 2 * processes - 1
+    slots = {0} if index == 0 else {2 * index - 1, 2 * index}
+    return [p for i, p in enumerate(paths) if i % cycle in slots]
+
+
+def _digest(paths: list[str]) -> bytes:
+    return hashlib.blake2b("\n".join(paths).encode("utf-8"), digest_size=16).digest()
+
+
+def _helper_scan(main: Table, roots: list[Root], finder: KeyFinder, index: int, processes: int) -> bytes:
+    """In a forked helper: walk the roots as the caller does, scan this helper's share of the
+    manifests, and report which manifests were walked (a digest), the keys found and the
+    manifests whose names are not plain strings (the caller decodes those)."""
+    walk = _Walk(main, set(), None, [])
+    paths: list[str] = []
+    walk.walk(roots, paths.append)
+    found: set[bytes] = set()
+    deferred: list[str] = []
+    for path in _share(paths, index, processes):
+        payload = manifests.read_manifest_payload(main.file_io, path)
+        if payload is None:
+            deferred.append(path)
+            continue
+        for block in payload:
+            found.update(finder.find(block))
+    return pickle.dumps((_digest(paths), b"\n".join(found), deferred), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class _Walk:
+    def __init__(self, main: Table, meta_names: set[str], scanner: NameScanner | None, data_names: list[str]) -> None:
+        self.main = main
+        self.reach = Reachability(main)
+        self.meta_names = meta_names
+        self.data_names = data_names
+        self._data_name_set: set[str] | None = None  # built only if some manifest must be decoded
+        self.used: set[str] = set()  # metadata names, and data names marked by decoding entries
+        self._scanner = scanner
+
+    @property
+    def scanner(self) -> NameScanner:
+        assert self._scanner is not None, "a helper's walk has no scanner"
+        return self._scanner
+
+    def mark(self, name: str | None) -> None:
+        if name and name in self.meta_names:
+            self.used.add(name)
+
+    def mark_manifest(self, path: str) -> None:
+        """Mark what one manifest references: by a byte scan when the scanner can, else by
+        decoding its entries."""
+        payload = manifests.read_manifest_payload(self.main.file_io, path) if self.scanner.usable else None
+        if payload is not None:
+            for block in payload:
+                self.scanner.feed(block)
+            return
+        if self._data_name_set is None:
+            self._data_name_set = set(self.data_names)
+        _mark_refs(manifests.read_manifest_refs(self.main.file_io, path), self._data_name_set, self.used)
+
+    def walk(self, roots: list[Root], visit_manifest: Callable[[str], None]) -> None:
+        """Mark the metadata of every root; hand each distinct manifest to ``visit_manifest``.
+
+        A list, a list block, a manifest or an index manifest is recorded as done only after
+        all of it was marked, so a read error part-way leaves it to be walked (and to fail)
+        again for the next root."""
+        reach, mark = self.reach, self.mark
+        done_lists: set[str] = set()
+        done_blocks: set[int] = set()
+        done_manifests: set[str] = set()
+        done_index: set[str] = set()
+        for branch, root_path, snap, is_changelog in roots:
+            try:
+                for list_name in snap.manifest_lists:
+                    mark(list_name)
+                    if list_name in done_lists:
+                        continue
+                    try:
+                        blocks = reach.manifest_list_names(list_name)
+                    except FileNotFoundError:
+                        # a changelog-N of producer != none keeps only its changelog manifests:
+                        # Paimon's expiration deleted its base/delta lists on purpose
+                        if is_changelog and snap.changelog_manifest_list and list_name != snap.changelog_manifest_list:
+                            continue
+                        raise
+                    for block_id, block in blocks:
+                        if block_id in done_blocks:
+                            continue
+                        for manifest_name, extra_files in block:
+                            mark(manifest_name)
+                            for extra in extra_files:
+                                mark(extra)
+                            if manifest_name in done_manifests:
+                                continue
+                            visit_manifest(join(reach.manifest_dir, manifest_name))
+                            done_manifests.add(manifest_name)
+                        done_blocks.add(block_id)
+                    done_lists.add(list_name)
+                if snap.index_manifest:
+                    mark(snap.index_manifest)
+                    if snap.index_manifest not in done_index:
+                        for entry in reach.index_entries(snap.index_manifest):
+                            mark(entry.file_name)
+                        done_index.add(snap.index_manifest)
+                mark(snap.statistics)
+            except FileNotFoundError as e:
+                if not branch.file_io.exists(root_path):
+                    continue  # the root itself vanished (concurrent expiry): nothing to protect
+                raise errors.IncompleteProtectionSetError(
+                    f"{root_path} references a missing file: {e}",
+                    fix="repair the table (e.g. Paimon's remove_unexisting_files) before cleaning orphans") from e
+            except errors.FormatError as e:
+                raise errors.IncompleteProtectionSetError(f"cannot read metadata of {root_path}: {e}",
+                                                          fix="repair the damaged file") from e
+
+    def scan(self, paths: list[str], helpers: list[forked.ForkedCall], processes: int) -> None:
+        """Mark what the manifests at ``paths`` reference, with the helpers' results where they
+        are usable; any share a helper did not deliver is scanned here.
+
+        Raises:
+            FileNotFoundError, FormatError: a manifest read failed here.
+        """
+        if not helpers:
+            for path in paths:
+                self.mark_manifest(path)
+            return
+        for path in _share(paths, 0, processes):
+            self.mark_manifest(path)
+        digest = _digest(paths)
+        for index, helper in enumerate(helpers, start=1):
+            share = _share(paths, index, processes)
+            try:
+                helper_digest, keys, deferred = pickle.loads(helper.result())  # noqa: S301 - our own child's bytes
+            except forked.ForkedCallError:
+                helper_digest = None
+            if helper_digest != digest or not self.scanner.usable or not self.scanner.keys_only:
+                deferred = share  # walked other roots, failed, or literal names: scan it here
+            else:
+                self.scanner.mark_seen(keys.split(b"\n") if keys else ())
+            for path in deferred:
+                self.mark_manifest(path)
+
+def _mark_refs(refs: list[manifests.FileRef], names: set[str], used: set[str]) -> None:
+    """Mark the data files (and their extra files) of one manifest's entries, ADD and DELETE."""
+    add = used.add
+    for ref in refs:
+        if ref.file_name and ref.file_name in names:
+            add(ref.file_name)
+        if ref.external_path:
+            name = ref.external_path.rsplit("/", 1)[-1]
+            if name and name in names:
+                add(name)
+        for extra in ref.extra_files:
+            if extra and extra in names:
+                add(extra)
