@@ -420,15 +420,18 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
 @click.option("--older-than", help="Delete only files older than this: an age ('2 d') or a time (ISO/epoch ms). "
                                    "Default: 1 day.")
 @click.option("--force", is_flag=True, help="Allow thresholds less than 1 hour ago (no writer may be running).")
-@click.option("--parallelism", type=int)
+@click.option("--parallelism", type=int, help="Delete threads (default: 2 x CPUs, max 8).")
+@click.option("--plan-processes", type=click.IntRange(min=1),
+              help="Processes that scan manifests while planning, on local warehouses (default: one per CPU, "
+                   "at most 4; 1 scans in this process only).")
 @click.option("--now", hidden=True)
 @click.option("--dry-run", is_flag=True, help="List the orphans, delete nothing.")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help=_ENGINE_HELP)
 @_common
-def clean_orphans_cmd(table: str, older_than: str | None, force: bool, parallelism: int | None, now: str | None,
-                      dry_run: bool, engine: str, warehouse: str | None, options: tuple[str, ...],
-                      output: str) -> None:
+def clean_orphans_cmd(table: str, older_than: str | None, force: bool, parallelism: int | None,
+                      plan_processes: int | None, now: str | None, dry_run: bool, engine: str, warehouse: str | None,
+                      options: tuple[str, ...], output: str) -> None:
     """Delete files no snapshot, tag, branch or changelog references (never directories or
     metadata JSON)."""
     t = _open(table, warehouse, options)
@@ -445,7 +448,8 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
         else:
             age = durations.parse_duration(older_than, field="--older-than")
     threshold = orphans.resolve_older_than(now_ms, older_than_ms=at, older_than_age=age, force=force)
-    _run_plan(orphans.plan_orphan_clean(t, orphans.OrphanConfig(threshold)), t, dry_run, output, parallelism)
+    config = orphans.OrphanConfig(threshold, processes=plan_processes)
+    _run_plan(orphans.plan_orphan_clean(t, config), t, dry_run, output, parallelism)
 
 
 # ----------------------------------------------------------------------------------- show

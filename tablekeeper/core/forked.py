@@ -12,10 +12,13 @@ cheap: Linux, local files. Callers treat every failure of a child as "do that sh
 from __future__ import annotations
 
 import os
+import select
 import signal
 import struct
 import sys
+import time
 import traceback
+import warnings
 from collections.abc import Callable
 from typing import Final
 
@@ -39,7 +42,11 @@ class ForkedCall:
 
     def __init__(self, fn: Callable[[], bytes]) -> None:
         read_fd, write_fd = os.pipe()
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # Python >= 3.12 warns about fork in a threaded process; the child here runs only
+            # the given function and exits, and callers time out and redo its share if it hangs
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:  # the child: run, report, leave without unwinding the parent's stack
             code = 1
             try:
@@ -56,15 +63,15 @@ class ForkedCall:
         self._pid: int | None = pid
         self._fd: int | None = read_fd
 
-    def result(self) -> bytes:
-        """The child's bytes.
+    def result(self, timeout: float | None = None) -> bytes:
+        """The child's bytes, waiting at most ``timeout`` seconds (None: as long as it takes).
 
         Raises:
-            ForkedCallError: the child raised (its traceback is the message), was killed, or
-            reported a truncated result.
+            ForkedCallError: the child raised (its traceback is the message), was killed,
+            reported a truncated result, or did not finish in time (it is killed then).
         """
         try:
-            data = self._read_all()
+            data = self._read_all(None if timeout is None else time.monotonic() + timeout)
             status = self._reap()
         finally:
             self.cancel()
@@ -86,10 +93,15 @@ class ForkedCall:
                 pass
             self._reap()
 
-    def _read_all(self) -> bytes:
+    def _read_all(self, deadline: float | None) -> bytes:
         assert self._fd is not None
         chunks: list[bytes] = []
         while True:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                ready, _, _ = select.select([self._fd], [], [], max(0.0, left))
+                if not ready:
+                    raise ForkedCallError("child did not finish in time (killed)")
             chunk = os.read(self._fd, 1 << 20)
             if not chunk:
                 return b"".join(chunks)

@@ -22,6 +22,7 @@ import functools
 import hashlib
 import os
 import pickle
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -42,6 +43,8 @@ Root = tuple[Table, str, Snapshot, bool]
 #: Below this many listed data files, forking helpers costs more than it saves.
 MIN_NAMES_TO_FORK: Final = 20_000
 MAX_PROCESSES: Final = 4
+#: A helper still running this long after the caller scanned its own share is given up on.
+HELPER_TIMEOUT_FLOOR_S: Final = 30.0
 
 
 def default_processes() -> int:
@@ -222,13 +225,17 @@ class _Walk:
             for path in paths:
                 self.mark_manifest(path)
             return
+        started = time.monotonic()
         for path in _share(paths, 0, processes):
             self.mark_manifest(path)
+        # a helper has twice this share to scan; one that takes far longer is stuck (a lock
+        # another thread held at fork time, say): it is killed and its share scanned here
+        timeout = max(HELPER_TIMEOUT_FLOOR_S, 10 * (time.monotonic() - started))
         digest = _digest(paths)
         for index, helper in enumerate(helpers, start=1):
             share = _share(paths, index, processes)
             try:
-                helper_digest, keys, deferred = pickle.loads(helper.result())  # noqa: S301 - our own child's bytes
+                helper_digest, keys, deferred = pickle.loads(helper.result(timeout))  # noqa: S301 - our own child's bytes
             except forked.ForkedCallError:
                 helper_digest = None
             if helper_digest != digest or not self.scanner.usable or not self.scanner.keys_only:

@@ -254,6 +254,26 @@ def test_clean_orphans_older_than_forms(mixed: str, capsys: pytest.CaptureFixtur
     assert not os.path.exists(two_days) and not os.path.exists(two_hours)
 
 
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_clean_orphans_plan_processes(mixed: str, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch, processes: str) -> None:
+    """--plan-processes 2 shares the manifest scan with a forked helper (on a table of any size
+    here) and plans the same as one process."""
+    import uuid
+
+    from tablekeeper.core import references
+
+    monkeypatch.setattr(references, "MIN_NAMES_TO_FORK", 0)
+    root = table_root(mixed)
+    planted = plant(f"{root}/dt=a/bucket-0/data-{uuid.uuid4()}-0.parquet", b"x" * 5)
+    backdate_tree(mixed, 3 * 86400)
+    code, summary, _ = cli(capsys, "clean-orphans", "-w", mixed, IDENT, "--plan-processes", processes, "-o", "json")
+    assert code == 0 and summary["result"]["deleted"] == {"data": 1}
+    assert not os.path.exists(planted)
+    code, _summary, err = cli(capsys, "clean-orphans", "-w", mixed, IDENT, "--plan-processes", "0", "--dry-run")
+    assert code == 2 and "--plan-processes" in err
+
+
 # -- bad input: exit 2, nothing changed ------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -679,3 +680,175 @@ def test_name_scan_on_the_java_fixture_matches_decoding(tmp_path: Path, monkeypa
         scanned, by_decoding = _plans_by_scan_and_by_decoding(lambda r=root: open_table_path(str(r)), monkeypatch)
         assert scanned == by_decoding == planted, root.name
         monkeypatch.undo()
+
+
+# -- the manifest scan shared with forked helpers ------------------------------------------------
+
+
+@pytest.fixture
+def forking(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Fork helpers on tables of any size; the pids of the helpers started."""
+    from tablekeeper.core import forked, references
+
+    monkeypatch.setattr(references, "MIN_NAMES_TO_FORK", 0)
+    pids: list[int] = []
+    real = forked.ForkedCall
+
+    class Recorded(real):  # type: ignore[misc, valid-type]
+        def __init__(self, fn: Any) -> None:
+            super().__init__(fn)
+            pids.append(self._pid)
+
+    monkeypatch.setattr(forked, "ForkedCall", Recorded)
+    return pids
+
+
+def plant_shaped_orphans(root: str) -> set[str]:
+    """Like plant_orphans, with data and changelog names of Paimon's shape (searched by key, so
+    the helpers' results are used; odd names make the caller scan every share itself)."""
+    out = plant_orphans(root)
+    for odd in [p for p in out if "/dt=" in p]:
+        os.unlink(odd)
+        out.discard(odd)
+    for directory, prefix, ext in (("dt=a/bucket-0", "data-", "parquet"), ("dt=a/bucket-0", "changelog-", "parquet"),
+                                   ("dt=zz/bucket-3", "data-", "orc")):
+        name = f"{prefix}{uuid.uuid4()}-0.{ext}"
+        out.add(plant(f"{root}/{directory}/{name}"))
+        if prefix == "data-":
+            out.add(plant(f"{root}/{directory}/{name}.index"))
+    return out
+
+
+def _all_reaped(pids: list[int]) -> bool:
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        return False
+    return True
+
+
+@pytest.mark.parametrize("processes", [2, 3])
+@pytest.mark.parametrize("scene", ["mixed", "dynamic-bucket", "changelog"])
+def test_forked_scan_plans_exactly_what_one_process_plans(templates: dict[str, str], tmp_path: Path, scene: str,
+                                                          processes: int, forking: list[int]) -> None:
+    wh = copy_tree(templates[scene], tmp_path / "wh")
+    planted = plant_shaped_orphans(table_root(wh))
+    backdate_tree(wh, OLD)
+    threshold = orphans.resolve_older_than(now_ms())
+    alone = plan_paths(orphans.plan_orphan_clean(handle(wh), orphans.OrphanConfig(threshold, processes=1)))
+    assert forking == []
+    shared = plan_paths(orphans.plan_orphan_clean(handle(wh), orphans.OrphanConfig(threshold, processes=processes)))
+    assert len(forking) == processes - 1
+    assert _all_reaped(forking)
+    assert alone == shared == planted
+
+
+def test_a_failing_helper_share_is_scanned_by_the_caller(mixed: str, forking: list[int],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from tablekeeper.core import references
+
+    planted = plant_shaped_orphans(table_root(mixed))
+    backdate_tree(mixed, OLD)
+
+    def broken(*_args: Any) -> bytes:
+        raise MemoryError("helper ran out of memory")
+
+    monkeypatch.setattr(references, "_helper_scan", broken)
+    plan = orphans.plan_orphan_clean(handle(mixed), orphans.OrphanConfig(orphans.resolve_older_than(now_ms()),
+                                                                          processes=2))
+    assert forking and _all_reaped(forking)
+    assert plan_paths(plan) == planted
+
+
+def test_a_stuck_helper_is_killed_and_its_share_scanned_by_the_caller(mixed: str, forking: list[int],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A helper that hangs (a lock another thread held at fork time, say) costs a timeout, never
+    a wrong plan or a planner that waits forever."""
+    from tablekeeper.core import references
+
+    planted = plant_shaped_orphans(table_root(mixed))
+    backdate_tree(mixed, OLD)
+
+    def stuck(*_args: Any) -> bytes:
+        time.sleep(600)
+        return b""
+
+    monkeypatch.setattr(references, "_helper_scan", stuck)
+    monkeypatch.setattr(references, "HELPER_TIMEOUT_FLOOR_S", 0.5)
+    started = time.monotonic()
+    plan = orphans.plan_orphan_clean(handle(mixed), orphans.OrphanConfig(orphans.resolve_older_than(now_ms()),
+                                                                          processes=2))
+    assert time.monotonic() - started < 60
+    assert forking and _all_reaped(forking)
+    assert plan_paths(plan) == planted
+
+
+def test_a_helper_that_walked_other_roots_is_not_trusted(mixed: str, forking: list[int],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shares are cut from the manifests each process walked: a helper that saw other roots
+    (a root appearing or vanishing between the two walks) would leave manifests unscanned, so its
+    result is used only when its walk matches the caller's."""
+    from tablekeeper.core import references
+
+    planted = plant_shaped_orphans(table_root(mixed))
+    backdate_tree(mixed, OLD)
+    real = references._helper_scan
+
+    def partial_walk(main: Any, roots: list[Any], *rest: Any) -> bytes:
+        return real(main, roots[:1], *rest)
+
+    monkeypatch.setattr(references, "_helper_scan", partial_walk)
+    plan = orphans.plan_orphan_clean(handle(mixed), orphans.OrphanConfig(orphans.resolve_older_than(now_ms()),
+                                                                          processes=2))
+    assert forking
+    assert plan_paths(plan) == planted
+
+
+def test_forked_scan_with_names_of_another_shape(mixed: str, forking: list[int]) -> None:
+    """Names searched literally are the caller's alone: it scans the helpers' shares itself."""
+    root = table_root(mixed)
+    planted = plant_orphans(root) | {plant(f"{root}/dt=a/bucket-0/.data-0a0a.parquet.crc"),
+                                     plant(f"{root}/dt=a/bucket-0/part-00000.parquet")}
+    backdate_tree(mixed, OLD)
+    plan = orphans.plan_orphan_clean(handle(mixed), orphans.OrphanConfig(orphans.resolve_older_than(now_ms()),
+                                                                          processes=2))
+    assert forking
+    assert plan_paths(plan) == planted
+
+
+def test_forked_scan_missing_manifest_under_an_existing_root_aborts(mixed: str, forking: list[int]) -> None:
+    from tablekeeper.core.paimon import manifests
+
+    root = table_root(mixed)
+    t = handle(mixed)
+    victim = manifests.read_manifest_list(t.file_io, f"{root}/manifest/{t.tag('t3').snapshot.delta_manifest_list}")
+    os.unlink(f"{root}/manifest/{victim[0].file_name}")
+    plant(f"{root}/dt=a/bucket-0/data-0a0a-orphan-0.parquet")
+    backdate_tree(mixed, OLD)
+    before = dir_listing(mixed)
+    with pytest.raises(errors.IncompleteProtectionSetError, match="references a missing file"):
+        orphans.plan_orphan_clean(handle(mixed), orphans.OrphanConfig(orphans.resolve_older_than(now_ms()),
+                                                                      processes=2))
+    assert forking and _all_reaped(forking)
+    assert dir_listing(mixed) == before
+
+
+def test_forked_scan_tolerates_a_root_expired_concurrently(mixed: str, forking: list[int]) -> None:
+    root = table_root(mixed)
+    orphan = plant(f"{root}/dt=a/bucket-0/data-0a0a-orphan-0.parquet")
+    backdate_tree(mixed, OLD)
+
+    def concurrent_expiry() -> None:
+        h = handle(mixed)
+        run(expire.plan_expire(h, expire.ExpireConfig(retain_min=1, time_retained=timedelta(0)), now_ms() + 1000), h)
+
+    plan = orphans.plan_orphan_clean(handle(mixed), orphans.OrphanConfig(orphans.resolve_older_than(now_ms()),
+                                                                          processes=2),
+                                     after_listing=concurrent_expiry)
+    before = views(mixed)
+    result = execution.execute(plan, handle(mixed).file_io)
+    assert not result.failed
+    assert not os.path.exists(orphan)
+    check_retained(mixed, before)

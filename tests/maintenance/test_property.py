@@ -375,10 +375,12 @@ class MaintenanceMachine(RuleBasedStateMachine):
         partitions.apply_partition_expiry(t, plan, options=self.storage.options)
         self.snaps[branch][latest_id + 1] = content.drop(set(expected))
 
-    @rule(where=st.sampled_from(["manifest", "index", "statistics", "bucket", "new-partition", "snapshot-tmp"]))
-    def writer_debris(self, where: str) -> None:
+    @rule(where=st.sampled_from(["manifest", "index", "statistics", "bucket", "new-partition", "snapshot-tmp"]),
+          shaped=st.booleans())
+    def writer_debris(self, where: str, shaped: bool) -> None:
         root = self.storage.root
-        name = uuid.uuid4().hex
+        # Paimon's shape (data-<uuid>-<n>.parquet) is found by key, any other name literally
+        name = str(uuid.uuid4()) if shaped else uuid.uuid4().hex
         path = {
             "manifest": f"{root}/manifest/manifest-{name}-0",
             "index": f"{root}/index/index-{name}-0",
@@ -390,13 +392,15 @@ class MaintenanceMachine(RuleBasedStateMachine):
         self.storage.plant(path, age_s=3 * 86400)
         self.debris.add(path)
 
-    @rule(future=st.booleans())
-    def clean_orphans(self, future: bool) -> None:
+    @rule(future=st.booleans(), processes=st.sampled_from([1, 2]))
+    def clean_orphans(self, future: bool, processes: int) -> None:
         now = int(time.time() * 1000)
         # single writer: a threshold in the future is safe here and makes every orphan eligible
         threshold = now + 60_000 if future else orphans.resolve_older_than(now)
         t = self.handle()
-        self.execute(orphans.plan_orphan_clean(t, orphans.OrphanConfig(threshold)), t)
+        # processes=2 shares the manifest scan with a forked helper (locally; the local test
+        # forks on tables of any size)
+        self.execute(orphans.plan_orphan_clean(t, orphans.OrphanConfig(threshold, processes=processes)), t)
         left = {p for p in self.debris if self.storage.exists(p)}
         assert not left, left
         self.debris = set()
@@ -477,7 +481,11 @@ SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, He
                 "derandomize": False, "print_blob": True}
 
 
-def test_random_histories_keep_every_retained_view(tmp_path: Path) -> None:
+def test_random_histories_keep_every_retained_view(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tablekeeper.core import references
+
+    monkeypatch.setattr(references, "MIN_NAMES_TO_FORK", 0)
+
     class Local(MaintenanceMachine):
         pass
 

@@ -140,7 +140,15 @@ def decompress(codec: str, payload: bytes | memoryview) -> bytes | None:
         if codec == "deflate":
             d = zlib.decompressobj(-15)
             out = d.decompress(payload)
-            return out if d.eof and not d.unused_data else None
+            if not d.eof:
+                return None
+            # fastavro (so pypaimon) writes ``zlib.compress(...)[2:-1]``: the raw stream followed
+            # by the first three bytes of zlib's big-endian Adler-32 trailer. Accept exactly that
+            # (checked), as fastavro's and Java's readers, which ignore bytes after the stream.
+            tail = d.unused_data
+            if tail and (len(tail) > 4 or tail != zlib.adler32(out).to_bytes(4, "big")[:len(tail)]):
+                return None
+            return out
         if codec == "zstandard":
             z = _zstd().decompressobj()
             out = z.decompress(payload)

@@ -1,0 +1,98 @@
+"""tablekeeper.core.forked: a function run in a forked child hands back its bytes, and every way
+a child can fail surfaces as ForkedCallError, with no child left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from tablekeeper.core import forked
+
+pytestmark = pytest.mark.skipif(not forked.available(), reason="fork is used on Linux only")
+
+
+def _reaped(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_bytes_come_back_whole_even_when_larger_than_a_pipe_buffer() -> None:
+    payload = os.urandom(5 << 20)
+    call = forked.ForkedCall(lambda: payload)
+    pid = call._pid
+    assert call.result() == payload
+    assert pid is not None and _reaped(pid)
+
+
+def test_the_child_sees_the_parents_memory_and_its_writes_stay_there() -> None:
+    state = {"n": 1}
+
+    def work() -> bytes:
+        state["n"] = 99  # a copy-on-write page of the child only
+        return str(state["n"]).encode()
+
+    assert forked.ForkedCall(work).result() == b"99"
+    assert state == {"n": 1}
+
+
+def test_an_exception_in_the_child_is_reported_with_its_traceback() -> None:
+    def fail() -> bytes:
+        raise FileNotFoundError("manifest-0a0a gone")
+
+    with pytest.raises(forked.ForkedCallError, match="FileNotFoundError: manifest-0a0a gone"):
+        forked.ForkedCall(fail).result()
+
+
+def test_a_child_that_dies_without_a_result_is_an_error() -> None:
+    def die() -> bytes:
+        os._exit(3)
+
+    with pytest.raises(forked.ForkedCallError, match="without a complete result"):
+        forked.ForkedCall(die).result()
+
+
+def test_a_child_killed_by_a_signal_is_an_error() -> None:
+    def hang() -> bytes:
+        time.sleep(60)
+        return b""
+
+    call = forked.ForkedCall(hang)
+    assert call._pid is not None
+    os.kill(call._pid, signal.SIGKILL)
+    with pytest.raises(forked.ForkedCallError, match="without a complete result"):
+        call.result()
+
+
+def test_cancel_stops_a_running_child_and_reaps_it() -> None:
+    def hang() -> bytes:
+        time.sleep(60)
+        return b""
+
+    call = forked.ForkedCall(hang)
+    pid = call._pid
+    assert pid is not None
+    started = time.monotonic()
+    call.cancel()
+    call.cancel()  # idempotent
+    assert time.monotonic() - started < 10
+    assert _reaped(pid)
+
+
+def test_a_child_that_does_not_finish_in_time_is_killed() -> None:
+    def hang() -> bytes:
+        time.sleep(60)
+        return b""
+
+    call = forked.ForkedCall(hang)
+    pid = call._pid
+    assert pid is not None
+    with pytest.raises(forked.ForkedCallError, match="in time"):
+        call.result(timeout=0.2)
+    assert _reaped(pid)
+    assert forked.ForkedCall(lambda: b"quick").result(timeout=30) == b"quick"
