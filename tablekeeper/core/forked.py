@@ -24,8 +24,14 @@ from typing import Final
 
 __all__ = ["ForkedCall", "ForkedCallError", "available"]
 
-_OK: Final = b"\x00"
-_FAILED: Final = b"\x01"
+#: Frame kinds: a message the child sends on its way, its final result, its failure.
+_MESSAGE: Final = 0
+_RESULT: Final = 1
+_FAILED: Final = 2
+_HEADER: Final = struct.Struct("<BQ")
+
+#: What the child's function is given to send messages before its result.
+Send = Callable[[bytes], None]
 
 
 class ForkedCallError(RuntimeError):
@@ -38,48 +44,76 @@ def available() -> bool:
 
 
 class ForkedCall:
-    """``fn()`` running in a child process; :meth:`result` waits for its bytes."""
+    """``fn(send)`` running in a child process. The child may ``send`` messages on its way;
+    :meth:`receive` returns them in order, :meth:`result` waits for what ``fn`` returns."""
 
-    def __init__(self, fn: Callable[[], bytes]) -> None:
+    def __init__(self, fn: Callable[[Send], bytes]) -> None:
         read_fd, write_fd = os.pipe()
         with warnings.catch_warnings():
             # Python >= 3.12 warns about fork in a threaded process; the child here runs only
-            # the given function and exits, and callers time out and redo its share if it hangs
+            # the given function and exits, and callers time out and redo its work if it hangs
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
         if pid == 0:  # the child: run, report, leave without unwinding the parent's stack
             code = 1
             try:
                 os.close(read_fd)
+
+                def send(payload: bytes) -> None:
+                    _write_all(write_fd, _HEADER.pack(_MESSAGE, len(payload)) + payload)
+
                 try:
-                    payload, status = fn(), _OK
+                    payload, kind = fn(send), _RESULT
                 except BaseException:  # noqa: BLE001 - every failure is reported, then the child exits
-                    payload, status = traceback.format_exc().encode("utf-8", "replace"), _FAILED
-                _write_all(write_fd, status + struct.pack("<Q", len(payload)) + payload)
+                    payload, kind = traceback.format_exc().encode("utf-8", "replace"), _FAILED
+                _write_all(write_fd, _HEADER.pack(kind, len(payload)) + payload)
+                os.close(write_fd)
                 code = 0
             finally:
                 os._exit(code)
         os.close(write_fd)
         self._pid: int | None = pid
         self._fd: int | None = read_fd
+        self._buffer = bytearray()
+        self._done = False
 
-    def result(self, timeout: float | None = None) -> bytes:
-        """The child's bytes, waiting at most ``timeout`` seconds (None: as long as it takes).
+    def receive(self, timeout: float | None = None) -> tuple[bool, bytes]:
+        """The next thing the child sent: (whether it is the final result, its bytes). Waits
+        at most ``timeout`` seconds (None: as long as it takes).
 
         Raises:
-            ForkedCallError: the child raised (its traceback is the message), was killed,
-            reported a truncated result, or did not finish in time (it is killed then).
+            ForkedCallError: the child raised (its traceback is the message), was killed, ended
+            without a result, or sent nothing in time (it is killed then).
         """
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            data = self._read_all(None if timeout is None else time.monotonic() + timeout)
-            status = self._reap()
-        finally:
+            if self._done:
+                raise ForkedCallError("the child's result was already received")
+            kind, length = _HEADER.unpack(self._read_exact(_HEADER.size, deadline))
+            payload = self._read_exact(length, deadline)
+        except BaseException:
             self.cancel()
-        if len(data) < 9 or len(data) != 9 + struct.unpack("<Q", data[1:9])[0]:
-            raise ForkedCallError(f"child ended ({status}) without a complete result")
-        if data[:1] != _OK:
-            raise ForkedCallError(data[9:].decode("utf-8", "replace"))
-        return data[9:]
+            raise
+        if kind == _MESSAGE:
+            return False, payload
+        self._done = True
+        self.cancel()  # the child has nothing more to say: reap it
+        if kind == _RESULT:
+            return True, payload
+        raise ForkedCallError(payload.decode("utf-8", "replace"))
+
+    def result(self, timeout: float | None = None) -> bytes:
+        """What ``fn`` returned (messages not received yet are skipped), waiting at most
+        ``timeout`` seconds in all.
+
+        Raises:
+            ForkedCallError: as :meth:`receive`.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            final, payload = self.receive(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if final:
+                return payload
 
     def cancel(self) -> None:
         """Stop the child if it still runs and release it (idempotent)."""
@@ -91,32 +125,27 @@ class ForkedCall:
                 os.kill(self._pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            self._reap()
+            os.waitpid(self._pid, 0)
+            self._pid = None
 
-    def _read_all(self, deadline: float | None) -> bytes:
-        assert self._fd is not None
-        chunks: list[bytes] = []
-        while True:
+    def _read_exact(self, size: int, deadline: float | None) -> bytes:
+        while len(self._buffer) < size:
+            if self._fd is None:
+                raise ForkedCallError("the child was stopped")
             if deadline is not None:
-                left = deadline - time.monotonic()
-                ready, _, _ = select.select([self._fd], [], [], max(0.0, left))
+                ready, _, _ = select.select([self._fd], [], [], max(0.0, deadline - time.monotonic()))
                 if not ready:
                     raise ForkedCallError("child did not finish in time (killed)")
-            chunk = os.read(self._fd, 1 << 20)
+            chunk = os.read(self._fd, max(1 << 20, size - len(self._buffer)))
             if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-
-    def _reap(self) -> str:
-        if self._pid is None:
-            return "already reaped"
-        _, status = os.waitpid(self._pid, 0)
-        self._pid = None
-        return f"wait status {status}"
+                raise ForkedCallError("child ended without a complete result")
+            self._buffer += chunk
+        out = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return out
 
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
-    os.close(fd)

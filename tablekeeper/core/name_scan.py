@@ -64,8 +64,8 @@ class KeyFinder:
     def for_names(cls, names: list[str], prefixes: Iterable[str], joined: bytes | None = None) -> KeyFinder:
         """A finder for the usable ``prefixes`` that some of ``names`` start with (each prefix
         costs a pass over every block); ``joined`` is ``names`` joined by line breaks, if at hand."""
-        lines = b"\n" + (joined if joined is not None else "\n".join(names).encode("utf-8"))
-        return cls(p for p in _usable_prefixes(prefixes) if b"\n" + p in lines)
+        lines = joined if joined is not None else "\n".join(names).encode("utf-8")
+        return cls(p for p in _usable_prefixes(prefixes) if lines.startswith(p) or b"\n" + p in lines)
 
     def find(self, block: bytes) -> list[bytes]:
         out: list[bytes] = []
@@ -97,11 +97,13 @@ class NameScanner:
     ``prefixes`` are the table's file-name prefixes (``data-file.prefix``,
     ``changelog-file.prefix``); names with another prefix are searched literally."""
 
-    def __init__(self, names: Iterable[str], prefixes: Iterable[str]) -> None:
+    def __init__(self, names: Iterable[str], prefixes: Iterable[str], joined: bytes | None = None) -> None:
+        """``joined``: ``names`` joined by line breaks and encoded, if at hand."""
         prefixes = tuple(prefixes)
         usable = _usable_prefixes(prefixes)
         listed = names if isinstance(names, list) else list(names)
-        joined = "\n".join(listed).encode("utf-8")
+        if joined is None:
+            joined = "\n".join(listed).encode("utf-8")
         literal: list[str] = []
         if joined.count(b"\n") != max(0, len(listed) - 1):  # a name with a line break: literal
             literal = [n for n in listed if "\n" in n]
@@ -127,6 +129,7 @@ class NameScanner:
         self._literal = [(n, n.encode("utf-8")) for n in literal]
         #: keys not seen yet: shrinks as blocks are fed (cheaper than collecting every key seen)
         self._unseen_keys = set(keys)
+        self._unseen_by_hash: dict[int, bytes] | None = None
         self._seen_literal: set[str] = set()
 
     @property
@@ -146,9 +149,19 @@ class NameScanner:
             if name not in self._seen_literal and raw in block:
                 self._seen_literal.add(name)
 
-    def mark_seen(self, keys: Iterable[bytes]) -> None:
-        """Count ``keys`` as seen (found in blocks by a :class:`KeyFinder` elsewhere)."""
-        self._unseen_keys.difference_update(keys)
+    def prepare_hash_merge(self) -> None:
+        """Index the unseen keys by hash for :meth:`mark_seen_hashes` (call it while waiting)."""
+        self._unseen_by_hash = {hash(k): k for k in self._unseen_keys}
+
+    def mark_seen_hashes(self, hashes: Iterable[int]) -> None:
+        """Count as seen every key whose ``hash()`` is in ``hashes`` (keys a :class:`KeyFinder`
+        found in a forked process, which shares this one's hash seed). A collision only counts
+        an unseen key as seen: its file is kept."""
+        if self._unseen_by_hash is None:
+            self.prepare_hash_merge()
+        by_hash = self._unseen_by_hash
+        assert by_hash is not None
+        self._unseen_keys.difference_update([by_hash[h] for h in by_hash.keys() & set(hashes)])
 
     def missing(self) -> set[str]:
         """Names that occurred in no block fed so far: the only ones that may be unreferenced."""

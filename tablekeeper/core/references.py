@@ -18,6 +18,7 @@ manifest as its root reaches it) as soon as any manifest read fails."""
 
 from __future__ import annotations
 
+import array
 import functools
 import hashlib
 import os
@@ -75,16 +76,20 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
         IncompleteProtectionSetError: a file a still existing root references is missing or damaged.
     """
     processes = default_processes() if processes is None else processes
+    joined = "\n".join(data_names).encode("utf-8")
     helpers: list[forked.ForkedCall] = []
     if processes > 1 and len(data_names) >= MIN_NAMES_TO_FORK and main.file_io.is_local and forked.available():
-        # forked before this process builds its scanner, so the helpers walk the roots meanwhile
-        finder = KeyFinder.for_names(data_names, prefixes)
-        helpers = [forked.ForkedCall(functools.partial(_helper_scan, main, roots, finder, i + 1, processes))
-                   for i in range(processes - 1)]
+        # forked before this process builds its scanner: the helpers walk the roots meanwhile,
+        # and the first one hands its walk over
+        finder = KeyFinder.for_names(data_names, prefixes, joined)
+        helpers = [forked.ForkedCall(functools.partial(_helper_scan, main, roots, meta_names, finder, i + 1,
+                                                       processes)) for i in range(processes - 1)]
     try:
-        walk = _Walk(main, meta_names, NameScanner(data_names, prefixes), data_names)
-        manifest_paths: list[str] = []
-        walk.walk(roots, manifest_paths.append)
+        walk = _Walk(main, meta_names, NameScanner(data_names, prefixes, joined), data_names)
+        manifest_paths = walk.adopt_walk(helpers[0]) if helpers else None
+        if manifest_paths is None:
+            manifest_paths = []
+            walk.walk(roots, manifest_paths.append)
         try:
             walk.scan(manifest_paths, helpers, processes)
         except (FileNotFoundError, errors.FormatError):
@@ -95,13 +100,20 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
     return References(frozenset(walk.used), frozenset(walk.scanner.missing() - walk.used))
 
 
+#: Manifests per round of the split: the caller's, then each helper's. The caller builds the
+#: name scanner and merges the helpers' keys, a helper walks the lists first: 2 to 3 balances
+#: them (bench/orphans.py).
+_CALLER_SLOTS: Final = 2
+_HELPER_SLOTS: Final = 3
+
+
 def _share(paths: list[str], index: int, processes: int) -> list[str]:
-    """The manifests process ``index`` scans (0: the caller). Helpers get twice the caller's
-    share: the caller builds the scanner and merges their results meanwhile."""
+    """The manifests process ``index`` scans (0: the caller)."""
     if processes <= 1:
         return paths
-    cycle = 2 * processes - 1
-    slots = {0} if index == 0 else {2 * index - 1, 2 * index}
+    cycle = _CALLER_SLOTS + _HELPER_SLOTS * (processes - 1)
+    first = 0 if index == 0 else _CALLER_SLOTS + _HELPER_SLOTS * (index - 1)
+    slots = range(first, first + (_CALLER_SLOTS if index == 0 else _HELPER_SLOTS))
     return [p for i, p in enumerate(paths) if i % cycle in slots]
 
 
@@ -109,14 +121,19 @@ def _digest(paths: list[str]) -> bytes:
     return hashlib.blake2b("\n".join(paths).encode("utf-8"), digest_size=16).digest()
 
 
-def _helper_scan(main: Table, roots: list[Root], finder: KeyFinder, index: int, processes: int) -> bytes:
-    """In a forked helper: walk the roots as the caller does, scan this helper's share of the
-    manifests, and report which manifests were walked (a digest), the keys found and the
-    manifests whose names are not plain strings (the caller decodes those)."""
-    walk = _Walk(main, set(), None, [])
+def _helper_scan(main: Table, roots: list[Root], meta_names: set[str], finder: KeyFinder, index: int,
+                 processes: int, send: forked.Send) -> bytes:
+    """In a forked helper: walk the roots as the caller does and send that walk (the manifests
+    found, the metadata names marked), scan this helper's share of the manifests, and report
+    which manifests it cut its share from (a digest), the keys found and the manifests whose
+    names are not plain strings (the caller decodes those)."""
+    walk = _Walk(main, meta_names, None, [])
     paths: list[str] = []
     walk.walk(roots, paths.append)
-    found: set[bytes] = set()
+    send(pickle.dumps((paths, sorted(walk.used)), protocol=pickle.HIGHEST_PROTOCOL))
+    # the keys found, as their hashes: a fork shares the hash seed, and a collision can only make
+    # the caller count an unseen key as seen, which keeps a file, never deletes one
+    hashes = array.array("q")
     deferred: list[str] = []
     for path in _share(paths, index, processes):
         payload = manifests.read_manifest_payload(main.file_io, path)
@@ -124,8 +141,8 @@ def _helper_scan(main: Table, roots: list[Root], finder: KeyFinder, index: int, 
             deferred.append(path)
             continue
         for block in payload:
-            found.update(finder.find(block))
-    return pickle.dumps((_digest(paths), b"\n".join(found), deferred), protocol=pickle.HIGHEST_PROTOCOL)
+            hashes.extend(map(hash, finder.find(block)))
+    return pickle.dumps((_digest(paths), hashes.tobytes(), deferred), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 class _Walk:
@@ -142,6 +159,19 @@ class _Walk:
     def scanner(self) -> NameScanner:
         assert self._scanner is not None, "a helper's walk has no scanner"
         return self._scanner
+
+    def adopt_walk(self, helper: forked.ForkedCall) -> list[str] | None:
+        """The manifests of the helper's walk, its marks taken over; None if it sent none in
+        time (this process then walks itself, and meets any error there)."""
+        try:
+            final, message = helper.receive(HELPER_TIMEOUT_FLOOR_S)
+        except forked.ForkedCallError:
+            return None
+        if final:
+            return None
+        paths, used = pickle.loads(message)  # noqa: S301 - our own child's bytes
+        self.used.update(used)
+        return list(paths)
 
     def mark(self, name: str | None) -> None:
         if name and name in self.meta_names:
@@ -232,6 +262,7 @@ class _Walk:
         # another thread held at fork time, say): it is killed and its share scanned here
         timeout = max(HELPER_TIMEOUT_FLOOR_S, 10 * (time.monotonic() - started))
         digest = _digest(paths)
+        self.scanner.prepare_hash_merge()
         for index, helper in enumerate(helpers, start=1):
             share = _share(paths, index, processes)
             try:
@@ -241,7 +272,9 @@ class _Walk:
             if helper_digest != digest or not self.scanner.usable or not self.scanner.keys_only:
                 deferred = share  # walked other roots, failed, or literal names: scan it here
             else:
-                self.scanner.mark_seen(keys.split(b"\n") if keys else ())
+                seen = array.array("q")
+                seen.frombytes(keys)
+                self.scanner.mark_seen_hashes(seen)
             for path in deferred:
                 self.mark_manifest(path)
 

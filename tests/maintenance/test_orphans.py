@@ -785,24 +785,45 @@ def test_a_stuck_helper_is_killed_and_its_share_scanned_by_the_caller(mixed: str
     assert plan_paths(plan) == planted
 
 
+def test_the_first_helpers_walk_is_adopted(mixed: str, forking: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The caller builds its name scanner while the first helper walks the lists, and takes that
+    walk over instead of walking again."""
+    from tablekeeper.core import references
+
+    planted = plant_shaped_orphans(table_root(mixed))
+    backdate_tree(mixed, OLD)
+    walks_here: list[int] = []
+    real_walk = references._Walk.walk
+
+    def counted(self: Any, *args: Any) -> None:
+        walks_here.append(os.getpid())
+        real_walk(self, *args)
+
+    monkeypatch.setattr(references._Walk, "walk", counted)
+    plan = orphans.plan_orphan_clean(handle(mixed), orphans.OrphanConfig(orphans.resolve_older_than(now_ms()),
+                                                                          processes=2))
+    assert forking and os.getpid() not in walks_here  # (the helper's walk counts in its own copy)
+    assert plan_paths(plan) == planted
+
+
 def test_a_helper_that_walked_other_roots_is_not_trusted(mixed: str, forking: list[int],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """The shares are cut from the manifests each process walked: a helper that saw other roots
-    (a root appearing or vanishing between the two walks) would leave manifests unscanned, so its
-    result is used only when its walk matches the caller's."""
+    """Each helper cuts its share from its own walk: a helper that saw other roots than the walk
+    the caller adopted (a root appearing or vanishing between the walks) would leave manifests
+    unscanned, so its keys are used only when its walk matches."""
     from tablekeeper.core import references
 
     planted = plant_shaped_orphans(table_root(mixed))
     backdate_tree(mixed, OLD)
     real = references._helper_scan
 
-    def partial_walk(main: Any, roots: list[Any], *rest: Any) -> bytes:
-        return real(main, roots[:1], *rest)
+    def second_sees_less(main: Any, roots: list[Any], meta: Any, finder: Any, index: int, *rest: Any) -> bytes:
+        return real(main, roots[:1] if index == 2 else roots, meta, finder, index, *rest)
 
-    monkeypatch.setattr(references, "_helper_scan", partial_walk)
+    monkeypatch.setattr(references, "_helper_scan", second_sees_less)
     plan = orphans.plan_orphan_clean(handle(mixed), orphans.OrphanConfig(orphans.resolve_older_than(now_ms()),
-                                                                          processes=2))
-    assert forking
+                                                                          processes=3))
+    assert len(forking) == 2
     assert plan_paths(plan) == planted
 
 

@@ -24,7 +24,7 @@ def _reaped(pid: int) -> bool:
 
 def test_bytes_come_back_whole_even_when_larger_than_a_pipe_buffer() -> None:
     payload = os.urandom(5 << 20)
-    call = forked.ForkedCall(lambda: payload)
+    call = forked.ForkedCall(lambda send: payload)
     pid = call._pid
     assert call.result() == payload
     assert pid is not None and _reaped(pid)
@@ -33,7 +33,7 @@ def test_bytes_come_back_whole_even_when_larger_than_a_pipe_buffer() -> None:
 def test_the_child_sees_the_parents_memory_and_its_writes_stay_there() -> None:
     state = {"n": 1}
 
-    def work() -> bytes:
+    def work(_send: forked.Send) -> bytes:
         state["n"] = 99  # a copy-on-write page of the child only
         return str(state["n"]).encode()
 
@@ -42,7 +42,7 @@ def test_the_child_sees_the_parents_memory_and_its_writes_stay_there() -> None:
 
 
 def test_an_exception_in_the_child_is_reported_with_its_traceback() -> None:
-    def fail() -> bytes:
+    def fail(_send: forked.Send) -> bytes:
         raise FileNotFoundError("manifest-0a0a gone")
 
     with pytest.raises(forked.ForkedCallError, match="FileNotFoundError: manifest-0a0a gone"):
@@ -50,7 +50,7 @@ def test_an_exception_in_the_child_is_reported_with_its_traceback() -> None:
 
 
 def test_a_child_that_dies_without_a_result_is_an_error() -> None:
-    def die() -> bytes:
+    def die(_send: forked.Send) -> bytes:
         os._exit(3)
 
     with pytest.raises(forked.ForkedCallError, match="without a complete result"):
@@ -58,7 +58,7 @@ def test_a_child_that_dies_without_a_result_is_an_error() -> None:
 
 
 def test_a_child_killed_by_a_signal_is_an_error() -> None:
-    def hang() -> bytes:
+    def hang(_send: forked.Send) -> bytes:
         time.sleep(60)
         return b""
 
@@ -70,7 +70,7 @@ def test_a_child_killed_by_a_signal_is_an_error() -> None:
 
 
 def test_cancel_stops_a_running_child_and_reaps_it() -> None:
-    def hang() -> bytes:
+    def hang(_send: forked.Send) -> bytes:
         time.sleep(60)
         return b""
 
@@ -85,7 +85,7 @@ def test_cancel_stops_a_running_child_and_reaps_it() -> None:
 
 
 def test_a_child_that_does_not_finish_in_time_is_killed() -> None:
-    def hang() -> bytes:
+    def hang(_send: forked.Send) -> bytes:
         time.sleep(60)
         return b""
 
@@ -95,4 +95,28 @@ def test_a_child_that_does_not_finish_in_time_is_killed() -> None:
     with pytest.raises(forked.ForkedCallError, match="in time"):
         call.result(timeout=0.2)
     assert _reaped(pid)
-    assert forked.ForkedCall(lambda: b"quick").result(timeout=30) == b"quick"
+    assert forked.ForkedCall(lambda send: b"quick").result(timeout=30) == b"quick"
+
+
+def test_messages_arrive_in_order_before_the_result() -> None:
+    def talk(send: forked.Send) -> bytes:
+        send(b"walked")
+        send(b"x" * (1 << 20))
+        return b"done"
+
+    call = forked.ForkedCall(talk)
+    assert call.receive() == (False, b"walked")
+    assert call.result() == b"done"  # the unread message is skipped
+    with pytest.raises(forked.ForkedCallError, match="already received"):
+        call.receive()
+
+
+def test_a_failure_after_a_message_is_reported() -> None:
+    def talk_then_fail(send: forked.Send) -> bytes:
+        send(b"walked")
+        raise ValueError("damaged manifest")
+
+    call = forked.ForkedCall(talk_then_fail)
+    assert call.receive(timeout=30) == (False, b"walked")
+    with pytest.raises(forked.ForkedCallError, match="ValueError: damaged manifest"):
+        call.receive(timeout=30)
