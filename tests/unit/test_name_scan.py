@@ -133,3 +133,24 @@ def test_names_of_several_prefixes_in_one_scanner() -> None:
     assert scanner.usable
     scanner.feed(avro_string(old) + avro_string(new))
     assert scanner.missing() == {gone}
+
+
+def test_keys_found_elsewhere_are_merged_by_hash() -> None:
+    """A forked helper reports the hashes of the keys it found; only those names stop being
+    missing (an unknown hash changes nothing)."""
+    found, other = paimon_name(), paimon_name("changelog-")
+    scanner = NameScanner([found, other], PREFIXES)
+    helper_keys = name_scan.KeyFinder.for_names([found, other], PREFIXES).find(avro_string(found))
+    assert helper_keys == [found.rsplit(".", 1)[0].encode() + b"."]
+    scanner.mark_seen_hashes([hash(k) for k in helper_keys] + [12345])
+    assert scanner.missing() == {other}
+    scanner.prepare_hash_merge()
+    scanner.mark_seen_hashes([hash(other.rsplit(".", 1)[0].encode() + b".")])
+    assert scanner.missing() == set()
+
+
+def test_key_finder_searches_only_prefixes_some_name_has() -> None:
+    finder = name_scan.KeyFinder.for_names([paimon_name()], PREFIXES)
+    assert finder.prefixes == (b"data-",)
+    assert name_scan.KeyFinder.for_names([paimon_name("changelog-"), paimon_name()], PREFIXES).prefixes == \
+        (b"changelog-", b"data-")
