@@ -90,9 +90,10 @@ def referenced_intact(root: str, before: set[str], planned: set[str], referenced
 def instrumented_phases(warehouse: str, config: orphans.OrphanConfig) -> dict[str, float]:
     """One extra run, not counted in the ratio, with the planner's phases in this process wrapped
     by timers: listing, reading the roots, building the name scanner (keys of every listed name),
-    walking the manifest lists, scanning this process's share of the manifests, waiting for the
-    forked helpers and merging what they found. The helpers walk the lists and scan their
-    shares meanwhile, in other processes."""
+    walking the manifest lists (or adopting the first helper's walk: "adopt" is the wait for it),
+    scanning this process's share of the manifests, waiting for the forked helpers and merging
+    the key hashes they found. The helpers walk the lists and scan their shares meanwhile, in
+    other processes."""
     from tablekeeper.core import forked, name_scan, references
 
     acc: dict[str, float] = {}
@@ -115,9 +116,11 @@ def instrumented_phases(warehouse: str, config: orphans.OrphanConfig) -> dict[st
     wrap(orphans, "_roots", "roots")
     wrap(name_scan.NameScanner, "__init__", "scanner")
     wrap(references._Walk, "walk", "walk")
+    wrap(references._Walk, "adopt_walk", "adopt")
     wrap(references._Walk, "scan", "scan")
     wrap(forked.ForkedCall, "result", "wait")
-    wrap(name_scan.NameScanner, "mark_seen", "merge")
+    wrap(name_scan.NameScanner, "prepare_hash_merge", "merge")
+    wrap(name_scan.NameScanner, "mark_seen_hashes", "merge")
     try:
         start = time.perf_counter()
         orphans.plan_orphan_clean(open_table(warehouse, _synth.IDENTIFIER), config)
@@ -255,8 +258,9 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
           f"{references.default_processes() - 1} forked helper(s) sharing the manifest scan)")
     print(f"ratio with one process (processes=1): {single.seconds:.2f}s vs {best_base.seconds:.2f}s = "
           f"{single.seconds / best_base.seconds:.2f}x")
-    steps = ("listing", "roots", "scanner", "walk", "scan", "wait", "merge")
-    rest = max(0.0, decode["total"] - sum(decode.get(k, 0.0) for k in ("listing", "roots", "scanner", "walk", "scan")))
+    steps = ("listing", "roots", "scanner", "walk", "adopt", "scan", "wait", "merge")
+    rest = max(0.0, decode["total"] - sum(decode.get(k, 0.0) for k in ("listing", "roots", "scanner", "walk", "adopt",
+                                                                        "scan")))
     print("  (instrumented run, this process: " + ", ".join(f"{k} {decode.get(k, 0.0):.3f}s" for k in steps)
           + f", everything else {rest:.3f}s; total {decode['total']:.2f}s; wait and merge are part of scan)")
     with _synth.phase("naive used set (plain fastavro.reader over every reachable manifest) + find") as p_naive:

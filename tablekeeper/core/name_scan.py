@@ -161,7 +161,7 @@ class NameScanner:
             self.prepare_hash_merge()
         by_hash = self._unseen_by_hash
         assert by_hash is not None
-        self._unseen_keys.difference_update([by_hash[h] for h in by_hash.keys() & set(hashes)])
+        self._unseen_keys.difference_update(map(by_hash.get, hashes))  # (None for the others: not a key)
 
     def missing(self) -> set[str]:
         """Names that occurred in no block fed so far: the only ones that may be unreferenced."""
