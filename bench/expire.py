@@ -222,7 +222,7 @@ def distinct_blocks(paths: Iterable[str]) -> list[bytes]:
             continue
         meta = data[4:framed.header_end - 16]
         for b in framed.blocks:
-            key = (meta, b.count, data[b.payload:b.end - 16])
+            key = (meta, b.records, data[b.payload:b.end - 16])
             if key not in seen:
                 seen.add(key)
                 out.append(data[:framed.header_end] + data[b.start:b.end])

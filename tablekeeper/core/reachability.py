@@ -144,7 +144,7 @@ class Reachability:
         header_end, frames = framed.header_end, framed.blocks
         with self._lock:
             header = self._headers.setdefault(data[len(avro_container.MAGIC):header_end - 16], len(self._headers))
-        keys = [(header, b.count, data[b.payload:b.end - 16]) for b in frames]
+        keys = [(header, b.records, data[b.payload:b.end - 16]) for b in frames]
         new = [i for i, key in enumerate(keys) if key not in self._blocks]
         if new:
             subset = data[:header_end] + b"".join(data[frames[i].start:frames[i].end] for i in new)
@@ -152,12 +152,12 @@ class Reachability:
                 entries = manifests.read_manifest_list(_Preloaded(self.file_io, path, subset), path)
             except Exception:
                 return whole()  # the full read raises exactly what it always raised
-            if len(entries) != sum(frames[i].count for i in new):
+            if len(entries) != sum(frames[i].records for i in new):
                 return whole()
             pos = 0
             with self._lock:
                 for i in new:
-                    count = frames[i].count
+                    count = frames[i].records
                     self._blocks.setdefault(keys[i], (next(self._block_ids), tuple(entries[pos:pos + count])))
                     pos += count
         return [self._blocks[key] for key in keys]
@@ -183,11 +183,11 @@ class Reachability:
         view = memoryview(data)
         out: list[NameBlock] = []
         for b in framed.blocks:
-            key = (header, b.count, data[b.payload:b.end - 16])
+            key = (header, b.records, data[b.payload:b.end - 16])
             cached = self._name_blocks.get(key)
             if cached is None:
-                names = self._decode_names(header, schema, framed.codec, view[b.payload:b.end - 16], b.count, path)
-                if names is None or len(names) != b.count:
+                names = self._decode_names(header, schema, framed.codec, view[b.payload:b.end - 16], b.records, path)
+                if names is None or len(names) != b.records:
                     return self._names_of(self.manifest_list_blocks(name))  # the full reader decides
                 with self._lock:
                     cached = self._name_blocks.setdefault(key, (next(self._block_ids), names))

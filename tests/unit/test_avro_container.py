@@ -86,8 +86,8 @@ def test_frame_and_decompress_match_fastavro(codec: str) -> None:
     assert f.codec == codec
     assert f.meta["avro.codec"] == codec.encode()
     assert f.schema_json is not None and json.loads(f.schema_json) == fastavro.block_reader(io.BytesIO(data)).writer_schema
-    assert [b.count for b in f.blocks] == [n for n, _ in expected]
-    assert sum(b.count for b in f.blocks) == len(records)
+    assert [b.records for b in f.blocks] == [n for n, _ in expected]
+    assert sum(b.records for b in f.blocks) == len(records)
     # the blocks tile the file: header, then block after block, each ending with the sync marker
     sync = data[f.header_end - 16:f.header_end]
     assert f.blocks[0].start == f.header_end
@@ -98,7 +98,7 @@ def test_frame_and_decompress_match_fastavro(codec: str) -> None:
         assert data[block.end - 16:block.end] == sync
         count, pos = ac.read_long(data, block.start)
         size, pos = ac.read_long(data, pos)
-        assert (count, pos, pos + size + 16) == (block.count, block.payload, block.end)
+        assert (count, pos, pos + size + 16) == (block.records, block.payload, block.end)
     assert [ac.decompress(codec, payload(data, b)) for b in f.blocks] == [raw for _, raw in expected]
     # memoryview payloads (what the manifest readers pass) decompress the same
     view = memoryview(data)
@@ -128,7 +128,7 @@ def test_frame_reads_a_metadata_map_written_in_sized_blocks() -> None:
 
     g = framed(rewritten)
     assert g.meta == f.meta
-    assert [b.count for b in g.blocks] == [b.count for b in f.blocks]
+    assert [b.records for b in g.blocks] == [b.records for b in f.blocks]
     assert [ac.decompress("deflate", payload(rewritten, b)) for b in g.blocks] == \
         [raw for _, raw in fastavro_blocks(rewritten)] == [raw for _, raw in fastavro_blocks(data)]
 
@@ -202,8 +202,8 @@ def test_a_block_with_a_bad_length_is_none() -> None:
     block = f.blocks[1]
     body = payload(data, block)
     sync = data[block.end - 16:block.end]
-    for count, size in ((block.count, len(body) + 1), (block.count, len(body) - 1), (block.count, -len(body)),
-                        (-block.count, len(body))):
+    for count, size in ((block.records, len(body) + 1), (block.records, len(body) - 1), (block.records, -len(body)),
+                        (-block.records, len(body))):
         forged = data[:block.start] + avro_long(count) + avro_long(size) + body + sync + data[block.end:]
         assert ac.frame(forged) is None, (count, size)
 
@@ -213,7 +213,7 @@ def test_a_zero_record_block_is_framed() -> None:
     f = framed(data)
     extended = data + avro_long(0) + avro_long(0) + data[f.header_end - 16:f.header_end]
     g = framed(extended)
-    assert g.blocks[:-1] == f.blocks and g.blocks[-1].count == 0
+    assert g.blocks[:-1] == f.blocks and g.blocks[-1].records == 0
     assert fastavro_blocks(extended)[-1] == (0, b"")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import zlib
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 import zstandard
 
@@ -27,6 +27,9 @@ CODECS: Final = frozenset({"null", "deflate", "zstandard"})
 
 def read_long(data: bytes, pos: int) -> tuple[int, int]:
     """An Avro zig-zag varint at ``pos``: (value, next position). IndexError when truncated."""
+    byte = data[pos]
+    if not byte & 0x80:  # one byte: most counts and lengths of a header
+        return (byte >> 1) ^ -(byte & 1), pos + 1
     shift = acc = 0
     while True:
         byte = data[pos]
@@ -39,11 +42,11 @@ def read_long(data: bytes, pos: int) -> tuple[int, int]:
             raise IndexError("varint too long")
 
 
-@dataclass(frozen=True)
-class Block:
-    """One data block: its record count and where it lies in the file."""
+class Block(NamedTuple):
+    """One data block: its record count and where it lies in the file (a tuple: files have
+    thousands of blocks, and frozen dataclasses are slow to build)."""
 
-    count: int
+    records: int
     #: offset of the block (its count varint)
     start: int
     #: offset of the (compressed) payload
