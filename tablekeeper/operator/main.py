@@ -60,6 +60,10 @@ G, V = API_GROUP, API_VERSION
 logger = logging.getLogger(__name__)
 
 
+#: How often a deletion re-checks whether the object's timers (periodic checks) have exited.
+DAEMON_EXIT_POLL_S = 2.0
+
+
 def build_settings() -> kopf.OperatorSettings:
     """Kopf settings of the tablekeeper operator (operator-design.md §10.4).
 
@@ -89,6 +93,10 @@ def build_settings() -> kopf.OperatorSettings:
     settings.posting.event_name_prefix = "tablekeeper-"
     settings.peering.standalone = True
     settings.scanning.disabled = True
+    # A CR deleted while its periodic check runs waits for that timer to exit before the finalizer
+    # is released; Kopf re-checks only every `cancellation_polling` seconds (default 60, and no
+    # event wakes it), so a deletion could hang for a minute. Re-check every 2 s instead.
+    settings.background.cancellation_polling = DAEMON_EXIT_POLL_S
     return settings
 
 

@@ -6,6 +6,9 @@ existing tag is adopted; a fork-point tag survives the deletion of its CR."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +17,7 @@ import pytest
 from tablekeeper.core import tags as core_tags
 from tablekeeper.core.paimon.table import open_table
 from tablekeeper.operator.main import FINALIZER
-from tests.operator.conftest import Harness, basic_objects, obj
+from tests.operator.conftest import Harness, basic_objects, fast_config, obj
 from tests.support.k8s import eventually
 
 pytestmark = pytest.mark.k8s
@@ -200,3 +203,49 @@ async def test_sibling_branches_from_one_tag_are_dropped_independently(harness: 
     after = P.snapshot_views(str(warehouse), "sales.orders")
     assert after == {k: v for k, v in before.items() if not k.startswith("b1@")}
     assert tags_of(warehouse)["base"] == 4
+
+
+async def test_a_branch_deleted_during_its_periodic_check_is_released_promptly(harness: Harness,
+                                                                                warehouse: Path) -> None:
+    """Kopf releases the finalizer only after the object's timers exited, and re-checks a timer
+    still running its handler every ``background.cancellation_polling`` seconds, woken by no event
+    (Kopf's default: 60 s). Before the operator set it to 2 s, a CR deleted while its check ran
+    kept its finalizer for a minute (seen as an intermittent stall in the sibling-branches test)."""
+    slow = threading.Event()
+    in_check = threading.Event()
+
+    async def slow_check(step: str, ref: str) -> None:
+        if step == "branch/check" and ref.endswith("/b1") and slow.is_set():
+            in_check.set()
+            await asyncio.sleep(1.0)
+            # end without a patch, as an unchanged check does: no event wakes the deletion then
+            raise RuntimeError("check interrupted by the test")
+
+    await harness.start(fast_config(step_hook=slow_check))
+    for body in basic_objects(warehouse):
+        await harness.apply(body)
+    await harness.apply(tag("base", snapshotId=4))
+    await harness.wait_condition("PaimonTag", "base", reason="Created")
+    await harness.apply(branch("b1", fromTag="base", deletionPolicy="Delete"))
+    await harness.wait_condition("PaimonBranch", "b1", reason="Created")
+    slow.set()
+    await eventually(in_check.is_set)
+    await harness.delete("PaimonBranch", "b1")
+    started = time.monotonic()
+    await harness.wait_gone("PaimonBranch", "b1", timeout=20)
+    assert time.monotonic() - started < 15
+    assert open_table(str(warehouse), "sales.orders").branch_names() == []
+
+
+async def test_branches_declared_before_their_tag_are_created_then_dropped(harness: Harness, warehouse: Path) -> None:
+    """The order of the sibling-branches test, unsynchronised: the branches wait (TagNotFound)
+    until the tag exists, then one is dropped with its CR while the other stays."""
+    await start(harness, warehouse)
+    await harness.apply(branch("b1", fromTag="base", deletionPolicy="Delete"))
+    await harness.apply(branch("b2", fromTag="base", deletionPolicy="Delete"))
+    await harness.apply(tag("base", snapshotId=4))
+    for name in ("b1", "b2"):
+        await harness.wait_condition("PaimonBranch", name, reason="Created")
+    await harness.delete("PaimonBranch", "b1")
+    await harness.wait_gone("PaimonBranch", "b1", timeout=20)
+    assert open_table(str(warehouse), "sales.orders").branch_names() == ["b2"]

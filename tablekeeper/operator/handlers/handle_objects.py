@@ -21,6 +21,7 @@ __all__ = ["on_change", "on_check", "on_delete", "on_paused", "on_unmanaged", "o
 
 _RECONCILE = {"PaimonTag": objects.reconcile_tag, "PaimonBranch": objects.reconcile_branch}
 _DELETE = {"PaimonTag": objects.delete_tag, "PaimonBranch": objects.delete_branch}
+_CHECK_STEP = {"PaimonTag": "tag/check", "PaimonBranch": "branch/check"}  # test seams (Runtime.step)
 
 
 async def on_change(rt: Runtime, kind: str, phase: objects.Phase, *, body: kopf.Body, patch: kopf.Patch,
@@ -39,6 +40,7 @@ async def on_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch
     view = view_of(rt, kwargs)
     if stop_if_gone(view, obj, stopped, rt) or obj.deleting:
         return
+    await rt.step(_CHECK_STEP[kind], obj.ref)
     outcome = await _RECONCILE[kind](rt, view, obj, phase="check", retry=None)
     outcome.failure = None  # the timer's interval is the retry
     finish(outcome, body=body, patch=patch)
