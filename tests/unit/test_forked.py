@@ -14,6 +14,11 @@ from tablekeeper.core import forked
 pytestmark = pytest.mark.skipif(not forked.available(), reason="fork is used on Linux only")
 
 
+def _hang(_send: forked.Send) -> bytes:
+    time.sleep(60)
+    return b""
+
+
 def _reaped(pid: int) -> bool:
     try:
         os.waitpid(pid, os.WNOHANG)
@@ -58,11 +63,7 @@ def test_a_child_that_dies_without_a_result_is_an_error() -> None:
 
 
 def test_a_child_killed_by_a_signal_is_an_error() -> None:
-    def hang(_send: forked.Send) -> bytes:
-        time.sleep(60)
-        return b""
-
-    call = forked.ForkedCall(hang)
+    call = forked.ForkedCall(_hang)
     assert call._pid is not None
     os.kill(call._pid, signal.SIGKILL)
     with pytest.raises(forked.ForkedCallError, match="without a complete result"):
@@ -70,11 +71,7 @@ def test_a_child_killed_by_a_signal_is_an_error() -> None:
 
 
 def test_cancel_stops_a_running_child_and_reaps_it() -> None:
-    def hang(_send: forked.Send) -> bytes:
-        time.sleep(60)
-        return b""
-
-    call = forked.ForkedCall(hang)
+    call = forked.ForkedCall(_hang)
     pid = call._pid
     assert pid is not None
     started = time.monotonic()
@@ -85,11 +82,7 @@ def test_cancel_stops_a_running_child_and_reaps_it() -> None:
 
 
 def test_a_child_that_does_not_finish_in_time_is_killed() -> None:
-    def hang(_send: forked.Send) -> bytes:
-        time.sleep(60)
-        return b""
-
-    call = forked.ForkedCall(hang)
+    call = forked.ForkedCall(_hang)
     pid = call._pid
     assert pid is not None
     with pytest.raises(forked.ForkedCallError, match="in time"):
