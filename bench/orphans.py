@@ -6,11 +6,14 @@ files, nearly all referenced, plants unreferenced data files and manifests ("orp
 every file by two days, checks the table with pypaimon, then measures in one process:
 
   (t) tablekeeper ``plan_orphan_clean`` (listing first, then the used set of every snapshot
-      and tag, default 1-day threshold), and separately its execution;
+      and tag, default 1-day threshold) with its default processes (one per CPU, at most 4:
+      forked helpers share the manifest scan), again in one process (``processes=1``), and
+      separately its execution;
   (b) the baseline: ``find <table> -type f`` in a subprocess plus a Python set difference of
       the listed names against the referenced names (known to the builder, so the baseline
       reads no metadata at all).
 
+The three sides run in interleaved rounds (best of ``--repeat`` each), after an ``os.sync()``.
 It checks that the plan deletes exactly the planted orphans and that, after execution, every
 file a snapshot or tag reaches still exists and pypaimon still reads the table. Timings are
 printed, never asserted.
