@@ -66,6 +66,27 @@ def age_table(built: _synth.SynthTable, seconds: int) -> None:
             os.utime(path, (past, past), follow_symlinks=False)
 
 
+def build_elsewhere(warehouse: str, spec: _synth.SynthSpec, early: list[int]) -> tuple[_synth.SynthTable, list[str]]:
+    """Build, age and validate the table in a forked child, so that the measuring process is as
+    lean as a ``tablekeeper clean-orphans`` run (the builder's heap and pypaimon's readers stay
+    in the child); the ground truth comes back pickled."""
+    import pickle
+
+    from tablekeeper.core import forked
+
+    def build(_send: forked.Send) -> bytes:
+        built = _synth.build_table(warehouse, spec, track_referenced=True, sample_live=early)
+        age_table(built, AGE_S)
+        return pickle.dumps((built, list(_synth.validate_with_pypaimon(built, early))))
+
+    if not forked.available():
+        built = _synth.build_table(warehouse, spec, track_referenced=True, sample_live=early)
+        age_table(built, AGE_S)
+        return built, list(_synth.validate_with_pypaimon(built, early))
+    built, valid = pickle.loads(forked.ForkedCall(build).result())  # noqa: S301 - our own child
+    return built, valid
+
+
 def baseline(root: str, referenced: set[str]) -> tuple[int, set[str]]:
     out = subprocess.run(["find", root, "-type", "f"], capture_output=True, text=True, check=True).stdout
     listed: dict[str, str] = {}
@@ -95,8 +116,8 @@ def instrumented_phases(warehouse: str, config: orphans.OrphanConfig) -> dict[st
     by timers: listing, reading the roots, building the name scanner (keys of every listed name),
     walking the manifest lists (or adopting the first helper's walk: "adopt" is the wait for it),
     scanning this process's share of the manifests, waiting for the forked helpers and merging
-    the key hashes they found. The helpers walk the lists and scan their shares meanwhile, in
-    other processes."""
+    what their scanners did not see. The helpers walk the lists, build their scanners and scan
+    their shares meanwhile, in other processes."""
     from tablekeeper.core import forked, name_scan, references
 
     acc: dict[str, float] = {}
@@ -122,8 +143,7 @@ def instrumented_phases(warehouse: str, config: orphans.OrphanConfig) -> dict[st
     wrap(references._Walk, "adopt_walk", "adopt")
     wrap(references._Walk, "scan", "scan")
     wrap(forked.ForkedCall, "result", "wait")
-    wrap(name_scan.NameScanner, "prepare_hash_merge", "merge")
-    wrap(name_scan.NameScanner, "mark_seen_hashes", "merge")
+    wrap(name_scan.NameScanner, "merge_state", "merge")
     try:
         start = time.perf_counter()
         orphans.plan_orphan_clean(open_table(warehouse, _synth.IDENTIFIER), config)
@@ -189,15 +209,15 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
     warehouse = os.path.join(workdir, "wh")
     # pypaimon decodes ~6k entries/s: validate early (small) snapshots; the format is the same later
     early = sorted({1, min(10, spec.snapshots)})
-    built = _synth.build_table(warehouse, spec, track_referenced=True, sample_live=early)
-    age_table(built, AGE_S)
+    built, valid = build_elsewhere(warehouse, spec, early)
     n_files = sum(len(names) for _d, _s, names in os.walk(built.root))
     print(f"synthetic table ({spec.writer} manifests): {spec.snapshots:,} snapshots, {len(built.tags)} tags, "
           f"{n_files:,} files ({built.data_files:,} data files incl. {spec.orphan_files:,} planted orphans, "
           f"{built.manifest_files:,} manifest files incl. {spec.orphan_manifests} planted, "
           f"{built.entries_written:,} manifest entries); built in {built.build_seconds:.1f}s")
-    for line in _synth.validate_with_pypaimon(built, early):
+    for line in valid:
         print("  valid:", line)
+    print(f"this (measuring) process: {_synth.max_rss_mb():.0f} MB max RSS before planning")
     now_ms = int(time.time() * 1000)
     config = orphans.OrphanConfig(orphans.resolve_older_than(now_ms))  # default: 1 day ago
     planted = set(built.orphan_paths)

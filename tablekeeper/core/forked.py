@@ -11,6 +11,8 @@ cheap: Linux, local files. Callers treat every failure of a child as "do that sh
 
 from __future__ import annotations
 
+import mmap
+import multiprocessing
 import os
 import select
 import signal
@@ -22,7 +24,7 @@ import warnings
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["ForkedCall", "ForkedCallError", "available"]
+__all__ = ["ForkedCall", "ForkedCallError", "SharedClaims", "available"]
 
 #: Frame kinds: a message the child sends on its way, its final result, its failure.
 _MESSAGE: Final = 0
@@ -149,3 +151,41 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+class SharedClaims:
+    """Work shared between a process and the children it forks after creating this: indices
+    ``0..n-1`` handed out in batches to whichever process asks next (a counter in shared memory
+    behind a process-shared lock), so that a faster process simply takes more; and one published
+    value (a digest of the work list) the children wait for before they claim anything."""
+
+    _READY = 24
+
+    def __init__(self) -> None:
+        self._memory = mmap.mmap(-1, 32)  # anonymous: shared with the children forked later
+        self._lock = multiprocessing.get_context("fork").Lock()
+
+    def publish(self, value: bytes) -> None:
+        """Publish a 16-byte value (once, before claiming)."""
+        if len(value) != 16:
+            raise ValueError("the published value has 16 bytes")
+        self._memory[8:24] = value
+        self._memory[self._READY] = 1
+
+    def wait_published(self, timeout: float) -> bytes | None:
+        """The published value, or None if nothing was published within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while not self._memory[self._READY]:
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.001)
+        return bytes(self._memory[8:24])
+
+    def claim(self, total: int, batch: int) -> range:
+        """The next up to ``batch`` unclaimed indices below ``total`` (empty: all are taken)."""
+        with self._lock:
+            start = int.from_bytes(self._memory[0:8], "little")
+            stop = min(total, start + batch)
+            if stop > start:
+                self._memory[0:8] = stop.to_bytes(8, "little")
+        return range(start, max(start, stop))

@@ -15,7 +15,7 @@ the caller decodes entries instead.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 __all__ = ["KeyFinder", "NameScanner", "MAX_LITERAL_NAMES"]
@@ -80,6 +80,14 @@ class KeyFinder:
         return out
 
 
+def _ones(flags: bytes) -> Iterator[int]:
+    """The positions of the 1 bytes in ``flags`` (few, usually: a bytes search between them)."""
+    at = flags.find(1)
+    while at >= 0:
+        yield at
+        at = flags.find(1, at + 1)
+
+
 def _keys_one_by_one(block: bytes, prefix: bytes) -> list[bytes]:
     out: list[bytes] = []
     at = block.find(prefix)
@@ -129,7 +137,6 @@ class NameScanner:
         self._literal = [(n, n.encode("utf-8")) for n in literal]
         #: keys not seen yet: shrinks as blocks are fed (cheaper than collecting every key seen)
         self._unseen_keys = set(keys)
-        self._unseen_by_hash: dict[int, bytes] | None = None
         self._seen_literal: set[str] = set()
 
     @property
@@ -137,31 +144,29 @@ class NameScanner:
         """False when too many names have another shape: decode entries instead."""
         return len(self._literal) <= MAX_LITERAL_NAMES
 
-    @property
-    def keys_only(self) -> bool:
-        """Whether every name has a key (none is searched literally): then the keys a
-        :class:`KeyFinder` for the same names and prefixes finds are all this scanner needs."""
-        return not self._literal
-
     def feed(self, block: bytes) -> None:
         self._unseen_keys.difference_update(self.finder.find(block))
         for name, raw in self._literal:
             if name not in self._seen_literal and raw in block:
                 self._seen_literal.add(name)
 
-    def prepare_hash_merge(self) -> None:
-        """Index the unseen keys by hash for :meth:`mark_seen_hashes` (call it while waiting)."""
-        self._unseen_by_hash = {hash(k): k for k in self._unseen_keys}
+    def export_state(self) -> tuple[bytes, list[str]]:
+        """What this scanner has not seen, for :meth:`merge_state` of a scanner built from the same
+        names and prefixes (in a forked process): one byte per keyed name (1: its key unseen),
+        and the names searched literally that were seen."""
+        return bytes(map(self._unseen_keys.__contains__, self._keys)), sorted(self._seen_literal)
 
-    def mark_seen_hashes(self, hashes: Iterable[int]) -> None:
-        """Count as seen every key whose ``hash()`` is in ``hashes`` (keys a :class:`KeyFinder`
-        found in a forked process, which shares this one's hash seed). A collision only counts
-        an unseen key as seen: its file is kept."""
-        if self._unseen_by_hash is None:
-            self.prepare_hash_merge()
-        by_hash = self._unseen_by_hash
-        assert by_hash is not None
-        self._unseen_keys.difference_update(map(by_hash.get, hashes))  # (None for the others: not a key)
+    def merge_state(self, state: tuple[bytes, list[str]]) -> bool:
+        """Count as seen what the scanner that exported ``state`` saw. False (and nothing
+        merged) when the state does not fit this scanner's names or it was never usable."""
+        unseen, seen_literal = state
+        if len(unseen) != len(self._keys) or not self.usable:
+            return False
+        mine = bytes(map(self._unseen_keys.__contains__, self._keys))
+        both = (int.from_bytes(mine, "big") & int.from_bytes(unseen, "big")).to_bytes(len(mine), "big")
+        self._unseen_keys = {self._keys[i] for i in _ones(both)}
+        self._seen_literal.update(seen_literal)
+        return True
 
     def missing(self) -> set[str]:
         """Names that occurred in no block fed so far: the only ones that may be unreferenced."""

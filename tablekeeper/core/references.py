@@ -18,7 +18,6 @@ manifest as its root reaches it) as soon as any manifest read fails."""
 
 from __future__ import annotations
 
-import array
 import functools
 import hashlib
 import os
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from tablekeeper.core import errors, forked
-from tablekeeper.core.name_scan import KeyFinder, NameScanner
+from tablekeeper.core.name_scan import NameScanner
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
@@ -78,12 +77,13 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
     processes = default_processes() if processes is None else processes
     joined = "\n".join(data_names).encode("utf-8")
     helpers: list[forked.ForkedCall] = []
+    claims: forked.SharedClaims | None = None
     if processes > 1 and len(data_names) >= MIN_NAMES_TO_FORK and main.file_io.is_local and forked.available():
-        # forked before this process builds its scanner: the helpers walk the roots meanwhile,
-        # and the first one hands its walk over
-        finder = KeyFinder.for_names(data_names, prefixes, joined)
-        helpers = [forked.ForkedCall(functools.partial(_helper_scan, main, roots, meta_names, finder, i + 1,
-                                                       processes)) for i in range(processes - 1)]
+        # forked before this process builds its scanner: the first helper walks the roots
+        # meanwhile and hands its walk over; then every process claims manifests as it goes
+        claims = forked.SharedClaims()
+        helpers = [forked.ForkedCall(functools.partial(_helper_scan, main, roots, meta_names, data_names, prefixes,
+                                                       joined, claims)) for _ in range(processes - 1)]
     try:
         walk = _Walk(main, meta_names, NameScanner(data_names, prefixes, joined), data_names)
         manifest_paths = walk.adopt_walk(helpers[0]) if helpers else None
@@ -91,7 +91,11 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
             manifest_paths = []
             walk.walk(roots, manifest_paths.append)
         try:
-            walk.scan(manifest_paths, helpers, processes)
+            if claims is None:
+                for path in manifest_paths:
+                    walk.mark_manifest(path)
+            else:
+                walk.scan_shared(manifest_paths, helpers, claims)
         except (FileNotFoundError, errors.FormatError):
             walk.walk(roots, walk.mark_manifest)  # the careful path attributes the error to its root
     finally:
@@ -100,49 +104,41 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
     return References(frozenset(walk.used), frozenset(walk.scanner.missing() - walk.used))
 
 
-#: Manifests per round of the split: the caller's, then each helper's. The caller builds the
-#: name scanner and merges the helpers' keys, a helper walks the lists first: 2 to 3 balances
-#: them (bench/orphans.py).
-_CALLER_SLOTS: Final = 2
-_HELPER_SLOTS: Final = 3
-
-
-def _share(paths: list[str], index: int, processes: int) -> list[str]:
-    """The manifests process ``index`` scans (0: the caller)."""
-    if processes <= 1:
-        return paths
-    cycle = _CALLER_SLOTS + _HELPER_SLOTS * (processes - 1)
-    first = 0 if index == 0 else _CALLER_SLOTS + _HELPER_SLOTS * (index - 1)
-    slots = range(first, first + (_CALLER_SLOTS if index == 0 else _HELPER_SLOTS))
-    return [p for i, p in enumerate(paths) if i % cycle in slots]
+#: Manifests a process claims at a time.
+CLAIM_BATCH: Final = 8
 
 
 def _digest(paths: list[str]) -> bytes:
     return hashlib.blake2b("\n".join(paths).encode("utf-8"), digest_size=16).digest()
 
 
-def _helper_scan(main: Table, roots: list[Root], meta_names: set[str], finder: KeyFinder, index: int,
-                 processes: int, send: forked.Send) -> bytes:
+def _helper_scan(main: Table, roots: list[Root], meta_names: set[str], data_names: list[str],
+                 prefixes: tuple[str, ...], joined: bytes, claims: forked.SharedClaims, send: forked.Send) -> bytes:
     """In a forked helper: walk the roots as the caller does and send that walk (the manifests
-    found, the metadata names marked), scan this helper's share of the manifests, and report
-    which manifests it cut its share from (a digest), the keys found and the manifests whose
-    names are not plain strings (the caller decodes those)."""
+    found, the metadata names marked); build the same name scanner as the caller; once the
+    caller published the digest of the walk it uses, and only if this walk is the same, claim
+    and scan manifests until none is left. Report the digest, the index ranges claimed, what the
+    scanner did not see and the manifests whose names are not plain strings (the caller decodes
+    those)."""
     walk = _Walk(main, meta_names, None, [])
     paths: list[str] = []
     walk.walk(roots, paths.append)
     send(pickle.dumps((paths, sorted(walk.used)), protocol=pickle.HIGHEST_PROTOCOL))
-    # the keys found, as their hashes: a fork shares the hash seed, and a collision can only make
-    # the caller count an unseen key as seen, which keeps a file, never deletes one
-    hashes = array.array("q")
+    scanner = NameScanner(data_names, prefixes, joined)
+    digest = _digest(paths)
+    claimed: list[tuple[int, int]] = []
     deferred: list[str] = []
-    for path in _share(paths, index, processes):
-        payload = manifests.read_manifest_payload(main.file_io, path)
-        if payload is None:
-            deferred.append(path)
-            continue
-        for block in payload:
-            hashes.extend(map(hash, finder.find(block)))
-    return pickle.dumps((_digest(paths), hashes.tobytes(), deferred), protocol=pickle.HIGHEST_PROTOCOL)
+    if scanner.usable and claims.wait_published(HELPER_TIMEOUT_FLOOR_S) == digest:
+        while batch := claims.claim(len(paths), CLAIM_BATCH):
+            for path in paths[batch.start:batch.stop]:
+                payload = manifests.read_manifest_payload(main.file_io, path)
+                if payload is None:
+                    deferred.append(path)
+                    continue
+                for block in payload:
+                    scanner.feed(block)
+            claimed.append((batch.start, batch.stop))
+    return pickle.dumps((digest, claimed, scanner.export_state(), deferred), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 class _Walk:
@@ -244,39 +240,40 @@ class _Walk:
                 raise errors.IncompleteProtectionSetError(f"cannot read metadata of {root_path}: {e}",
                                                           fix="repair the damaged file") from e
 
-    def scan(self, paths: list[str], helpers: list[forked.ForkedCall], processes: int) -> None:
-        """Mark what the manifests at ``paths`` reference, with the helpers' results where they
-        are usable; any share a helper did not deliver is scanned here.
+    def scan_shared(self, paths: list[str], helpers: list[forked.ForkedCall], claims: forked.SharedClaims) -> None:
+        """Mark what the manifests at ``paths`` reference, claiming them batch by batch against
+        the helpers; then merge what each helper's scanner did not see. Whatever a helper claimed
+        but did not deliver (it failed, ended early, took too long or walked other manifests) is
+        scanned here.
 
         Raises:
             FileNotFoundError, FormatError: a manifest read failed here.
         """
-        if not helpers:
-            for path in paths:
-                self.mark_manifest(path)
-            return
-        started = time.monotonic()
-        for path in _share(paths, 0, processes):
-            self.mark_manifest(path)
-        # a helper has twice this share to scan; one that takes far longer is stuck (a lock
-        # another thread held at fork time, say): it is killed and its share scanned here
-        timeout = max(HELPER_TIMEOUT_FLOOR_S, 10 * (time.monotonic() - started))
         digest = _digest(paths)
-        self.scanner.prepare_hash_merge()
-        for index, helper in enumerate(helpers, start=1):
-            share = _share(paths, index, processes)
+        claims.publish(digest)
+        started = time.monotonic()
+        covered = bytearray(len(paths))  # 1: scanned here or by a helper whose result was merged
+        while batch := claims.claim(len(paths), CLAIM_BATCH):
+            for i in batch:
+                self.mark_manifest(paths[i])
+                covered[i] = 1
+        # every manifest is claimed now; a helper still busy far longer than this took is stuck
+        # (a lock another thread held at fork time, say): it is killed, its claims redone here
+        timeout = max(HELPER_TIMEOUT_FLOOR_S, 10 * (time.monotonic() - started))
+        for helper in helpers:
             try:
-                helper_digest, keys, deferred = pickle.loads(helper.result(timeout))  # noqa: S301 - our own child's bytes
+                helper_digest, claimed, state, deferred = pickle.loads(helper.result(timeout))  # noqa: S301 - our child
             except forked.ForkedCallError:
-                helper_digest = None
-            if helper_digest != digest or not self.scanner.usable or not self.scanner.keys_only:
-                deferred = share  # walked other roots, failed, or literal names: scan it here
-            else:
-                seen = array.array("q")
-                seen.frombytes(keys)
-                self.scanner.mark_seen_hashes(seen)
+                continue
+            if helper_digest != digest or not self.scanner.merge_state(state):
+                continue  # (a helper with another walk claims nothing)
+            for start, stop in claimed:
+                covered[start:stop] = b"\x01" * (stop - start)
             for path in deferred:
                 self.mark_manifest(path)
+        for i in range(len(paths)):
+            if not covered[i]:
+                self.mark_manifest(paths[i])
 
 def _mark_refs(refs: list[manifests.FileRef], names: set[str], used: set[str]) -> None:
     """Mark the data files (and their extra files) of one manifest's entries, ADD and DELETE."""

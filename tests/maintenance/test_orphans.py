@@ -814,19 +814,27 @@ def test_the_first_helpers_walk_is_adopted(mixed: str, forking: list[int], monke
 
 def test_a_helper_that_walked_other_roots_is_not_trusted(mixed: str, forking: list[int],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each helper cuts its share from its own walk: a helper that saw other roots than the walk
-    the caller adopted (a root appearing or vanishing between the walks) would leave manifests
-    unscanned, so its keys are used only when its walk matches."""
-    from tablekeeper.core import references
+    """Manifests are claimed by their index in the walk the caller publishes: a helper whose own
+    walk differs (a root appearing or vanishing between the walks) would scan other manifests
+    than the indices it claims, so it claims nothing."""
+    import functools
+
+    from tablekeeper.core import forked, references
 
     planted = plant_shaped_orphans(table_root(mixed))
     backdate_tree(mixed, OLD)
-    real = references._helper_scan
+    monkeypatch.setattr(references, "CLAIM_BATCH", 1)
+    recorded = forked.ForkedCall
+    started: list[int] = []
 
-    def second_sees_less(main: Any, roots: list[Any], meta: Any, finder: Any, index: int, *rest: Any) -> bytes:
-        return real(main, roots[:1] if index == 2 else roots, meta, finder, index, *rest)
+    class SecondSeesLess(recorded):  # type: ignore[misc, valid-type]
+        def __init__(self, fn: Any) -> None:
+            if started:  # the second helper walks the roots in reverse: other manifests at each index
+                fn = functools.partial(fn.func, fn.args[0], fn.args[1][::-1], *fn.args[2:])
+            started.append(1)
+            super().__init__(fn)
 
-    monkeypatch.setattr(references, "_helper_scan", second_sees_less)
+    monkeypatch.setattr(forked, "ForkedCall", SecondSeesLess)
     plan = orphans.plan_orphan_clean(handle(mixed), orphans.OrphanConfig(orphans.resolve_older_than(now_ms()),
                                                                           processes=3))
     assert len(forking) == 2
@@ -834,7 +842,7 @@ def test_a_helper_that_walked_other_roots_is_not_trusted(mixed: str, forking: li
 
 
 def test_forked_scan_with_names_of_another_shape(mixed: str, forking: list[int]) -> None:
-    """Names searched literally are the caller's alone: it scans the helpers' shares itself."""
+    """Names searched literally (debris of another shape) are searched by the helpers too."""
     root = table_root(mixed)
     planted = plant_orphans(root) | {plant(f"{root}/dt=a/bucket-0/.data-0a0a.parquet.crc"),
                                      plant(f"{root}/dt=a/bucket-0/part-00000.parquet")}

@@ -135,18 +135,18 @@ def test_names_of_several_prefixes_in_one_scanner() -> None:
     assert scanner.missing() == {gone}
 
 
-def test_keys_found_elsewhere_are_merged_by_hash() -> None:
-    """A forked helper reports the hashes of the keys it found; only those names stop being
-    missing (an unknown hash changes nothing)."""
-    found, other = paimon_name(), paimon_name("changelog-")
-    scanner = NameScanner([found, other], PREFIXES)
-    helper_keys = name_scan.KeyFinder.for_names([found, other], PREFIXES).find(avro_string(found))
-    assert helper_keys == [found.rsplit(".", 1)[0].encode() + b"."]
-    scanner.mark_seen_hashes([hash(k) for k in helper_keys] + [12345])
-    assert scanner.missing() == {other}
-    scanner.prepare_hash_merge()
-    scanner.mark_seen_hashes([hash(other.rsplit(".", 1)[0].encode() + b".")])
-    assert scanner.missing() == set()
+def test_what_another_scanner_saw_is_merged() -> None:
+    """A forked helper builds the same scanner, scans other blocks and exports what it did not
+    see; a name stays missing only if neither scanner saw it (keyed and literal names)."""
+    names = [paimon_name(), paimon_name("changelog-"), paimon_name(), "odd-name.parquet"]
+    here, there = NameScanner(names, PREFIXES), NameScanner(names, PREFIXES)
+    here.feed(avro_string(names[0]))
+    there.feed(avro_string(names[1]) + avro_string("odd-name.parquet"))
+    assert here.merge_state(there.export_state())
+    assert here.missing() == {names[2]}
+    # a state of other names does not fit, and nothing is merged
+    assert not here.merge_state(NameScanner(names[:2], PREFIXES).export_state())
+    assert here.missing() == {names[2]}
 
 
 def test_key_finder_searches_only_prefixes_some_name_has() -> None:
