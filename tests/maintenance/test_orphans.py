@@ -841,6 +841,69 @@ def test_a_helper_that_walked_other_roots_is_not_trusted(mixed: str, forking: li
     assert plan_paths(plan) == planted
 
 
+def test_a_helper_claims_manifests_only_when_its_walk_is_the_published_one(mixed: str) -> None:
+    """The claim protocol, run in this process: with the digest of its own walk published, a
+    helper claims every manifest (no one else claims); with another digest it claims none and
+    leaves the counter untouched."""
+    import pickle
+
+    from tablekeeper.core import forked, references
+
+    t = handle(mixed)
+    roots = orphans._roots(t)
+    listing = orphans.list_candidates(t, now_ms())
+    names = listing.data_names
+    joined = "\n".join(names).encode()
+    walk = references._Walk(t, set(), None, [])
+    paths: list[str] = []
+    walk.walk(roots, paths.append)
+    sent: list[bytes] = []
+    for published, expect_all in ((references._digest(paths), True), (references._digest(paths[::-1]), False)):
+        claims = forked.SharedClaims()
+        claims.publish(published)
+        result = references._helper_scan(t, roots, set(), names, ("data-", "changelog-"), joined, claims, sent.append)
+        digest, claimed, _state, _deferred = pickle.loads(result)
+        assert digest == references._digest(paths)
+        covered = sorted(i for start, stop in claimed for i in range(start, stop))
+        assert covered == (list(range(len(paths))) if expect_all else [])
+        assert claims.claim(len(paths), 1) == (range(len(paths), len(paths)) if expect_all else range(1))
+    assert [pickle.loads(m)[0] for m in sent] == [paths, paths]  # the walk, sent before scanning
+
+
+def test_the_caller_ignores_a_helper_result_of_another_walk(mixed: str) -> None:
+    """A helper result cut from another walk (its digest differs) is not merged and its claims
+    count for nothing: the caller scans those manifests itself. Here a forged result claims
+    every manifest and says every name was seen; the orphan must still be found."""
+    import pickle
+    import uuid as uuid_
+
+    from tablekeeper.core import forked, references
+    from tablekeeper.core.name_scan import NameScanner
+
+    root = table_root(mixed)
+    orphan_name = f"data-{uuid_.uuid4()}-0.parquet"
+    plant(f"{root}/dt=a/bucket-0/{orphan_name}")
+    t = handle(mixed)
+    roots = orphans._roots(t)
+    names = orphans.list_candidates(t, now_ms()).data_names
+    walk = references._Walk(t, set(), NameScanner(names, ("data-",)), names)
+    paths: list[str] = []
+    walk.walk(roots, paths.append)
+    everything_seen = (bytes(len(walk.scanner._keys)), [])
+
+    class ForgedHelper:
+        def result(self, timeout: float | None = None) -> bytes:
+            return pickle.dumps((references._digest(paths[::-1]), [(0, len(paths))], everything_seen, []))
+
+        def cancel(self) -> None:
+            pass
+
+    claims = forked.SharedClaims()
+    claims._memory[0:8] = len(paths).to_bytes(8, "little")  # the forged helper "claimed" everything
+    walk.scan_shared(paths, [ForgedHelper()], claims)  # type: ignore[list-item]
+    assert orphan_name in walk.scanner.missing()
+
+
 def test_forked_scan_with_names_of_another_shape(mixed: str, forking: list[int]) -> None:
     """Names searched literally (debris of another shape) are searched by the helpers too."""
     root = table_root(mixed)

@@ -113,3 +113,26 @@ def test_a_failure_after_a_message_is_reported() -> None:
     assert call.receive(timeout=30) == (False, b"walked")
     with pytest.raises(forked.ForkedCallError, match="ValueError: damaged manifest"):
         call.receive(timeout=30)
+
+
+def test_shared_claims_hand_out_each_index_once_across_processes() -> None:
+    claims = forked.SharedClaims()
+    total = 5000
+
+    def claim_all(_send: forked.Send) -> bytes:
+        assert claims.wait_published(30) == b"w" * 16
+        mine = []
+        while batch := claims.claim(total, 3):
+            mine.extend(batch)
+        return ",".join(map(str, mine)).encode()
+
+    child = forked.ForkedCall(claim_all)
+    assert claims.wait_published(0) is None  # nothing published yet
+    claims.publish(b"w" * 16)
+    here = []
+    while batch := claims.claim(total, 3):
+        here.extend(batch)
+    there = [int(i) for i in child.result(timeout=30).decode().split(",") if i]
+    assert sorted(here + there) == list(range(total))
+    with pytest.raises(ValueError):
+        claims.publish(b"short")
