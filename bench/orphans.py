@@ -141,7 +141,7 @@ def instrumented_phases(warehouse: str, config: orphans.OrphanConfig) -> dict[st
     wrap(name_scan.NameScanner, "__init__", "scanner")
     wrap(references._Walk, "walk", "walk")
     wrap(references._Walk, "adopt_walk", "adopt")
-    wrap(references._Walk, "scan", "scan")
+    wrap(references._Walk, "scan_shared", "scan")
     wrap(forked.ForkedCall, "result", "wait")
     wrap(name_scan.NameScanner, "merge_state", "merge")
     try:
