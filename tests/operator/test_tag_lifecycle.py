@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -231,9 +230,7 @@ async def test_a_branch_deleted_during_its_periodic_check_is_released_promptly(h
     slow.set()
     await eventually(in_check.is_set)
     await harness.delete("PaimonBranch", "b1")
-    started = time.monotonic()
-    await harness.wait_gone("PaimonBranch", "b1", timeout=20)
-    assert time.monotonic() - started < 15
+    await harness.wait_gone("PaimonBranch", "b1", timeout=20)  # (60 s and more before the fix)
     assert open_table(str(warehouse), "sales.orders").branch_names() == []
 
 

@@ -70,14 +70,13 @@ def test_a_child_killed_by_a_signal_is_an_error() -> None:
         call.result()
 
 
+@pytest.mark.timeout(30)  # the child would sleep 60 s
 def test_cancel_stops_a_running_child_and_reaps_it() -> None:
     call = forked.ForkedCall(_hang)
     pid = call._pid
     assert pid is not None
-    started = time.monotonic()
     call.cancel()
     call.cancel()  # idempotent
-    assert time.monotonic() - started < 10
     assert _reaped(pid)
 
 
