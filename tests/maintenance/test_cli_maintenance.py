@@ -267,11 +267,15 @@ def test_clean_orphans_plan_processes(mixed: str, capsys: pytest.CaptureFixture[
     root = table_root(mixed)
     planted = plant(f"{root}/dt=a/bucket-0/data-{uuid.uuid4()}-0.parquet", b"x" * 5)
     backdate_tree(mixed, 3 * 86400)
+    before = dir_listing(mixed)
+    code, _summary, err = cli(capsys, "clean-orphans", "-w", mixed, IDENT, "--plan-processes", "0")
+    assert code == 2 and "--plan-processes" in err
+    assert dir_listing(mixed) == before  # bad input changes nothing
+    vs = views(mixed)
     code, summary, _ = cli(capsys, "clean-orphans", "-w", mixed, IDENT, "--plan-processes", processes, "-o", "json")
     assert code == 0 and summary["result"]["deleted"] == {"data": 1}
     assert not os.path.exists(planted)
-    code, _summary, err = cli(capsys, "clean-orphans", "-w", mixed, IDENT, "--plan-processes", "0", "--dry-run")
-    assert code == 2 and "--plan-processes" in err
+    check_retained(mixed, vs)
 
 
 # -- bad input: exit 2, nothing changed ------------------------------------------------------------------

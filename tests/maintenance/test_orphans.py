@@ -749,6 +749,11 @@ def test_forked_scan_plans_exactly_what_one_process_plans(templates: dict[str, s
     assert len(forking) == processes - 1
     assert _all_reaped(forking)
     assert alone == shared == planted
+    before = views(wh)
+    plan = orphans.plan_orphan_clean(handle(wh), orphans.OrphanConfig(threshold, processes=processes))
+    result = execution.execute(plan, handle(wh).file_io)
+    assert not result.failed and not any(os.path.exists(p) for p in planted)
+    check_retained(wh, before)
 
 
 def test_a_failing_helper_share_is_scanned_by_the_caller(mixed: str, forking: list[int],

@@ -228,11 +228,16 @@ async def test_a_branch_deleted_during_its_periodic_check_is_released_promptly(h
     await harness.wait_condition("PaimonTag", "base", reason="Created")
     await harness.apply(branch("b1", fromTag="base", deletionPolicy="Delete"))
     await harness.wait_condition("PaimonBranch", "b1", reason="Created")
+    from tests.support import paimon as P
+
+    before = P.snapshot_views(str(warehouse), "sales.orders")
     slow.set()
     await eventually(in_check.is_set)
     await harness.delete("PaimonBranch", "b1")
     await harness.wait_gone("PaimonBranch", "b1", timeout=20)  # (60 s and more before the fix)
     assert open_table(str(warehouse), "sales.orders").branch_names() == []
+    after = P.snapshot_views(str(warehouse), "sales.orders")
+    assert after == {k: v for k, v in before.items() if not k.startswith("b1@")}
 
 
 async def test_branches_declared_before_their_tag_are_created_then_dropped(harness: Harness, warehouse: Path) -> None:
@@ -244,6 +249,11 @@ async def test_branches_declared_before_their_tag_are_created_then_dropped(harne
     await harness.apply(tag("base", snapshotId=4))
     for name in ("b1", "b2"):
         await harness.wait_condition("PaimonBranch", name, reason="Created")
+    from tests.support import paimon as P
+
+    before = P.snapshot_views(str(warehouse), "sales.orders")
     await harness.delete("PaimonBranch", "b1")
     await harness.wait_gone("PaimonBranch", "b1", timeout=20)
     assert open_table(str(warehouse), "sales.orders").branch_names() == ["b2"]
+    after = P.snapshot_views(str(warehouse), "sales.orders")
+    assert after == {k: v for k, v in before.items() if not k.startswith("b1@")}
