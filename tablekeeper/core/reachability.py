@@ -142,9 +142,7 @@ class Reachability:
         if framed is None:
             return whole()
         header_end, frames = framed.header_end, framed.blocks
-        with self._lock:
-            header = self._headers.setdefault(data[len(avro_container.MAGIC):header_end - 16], len(self._headers))
-        keys = [(header, b.records, data[b.payload:b.end - 16]) for b in frames]
+        keys = self._block_keys(data, framed)
         new = [i for i, key in enumerate(keys) if key not in self._blocks]
         if new:
             subset = data[:header_end] + b"".join(data[frames[i].start:frames[i].end] for i in new)
@@ -162,6 +160,14 @@ class Reachability:
                     pos += count
         return [self._blocks[key] for key in keys]
 
+    def _block_keys(self, data: bytes, framed: avro_container.Framed) -> list[tuple[int, int, bytes]]:
+        """Per block: (writer header id, record count, compressed payload). Equal keys decode to
+        equal records."""
+        with self._lock:
+            header = self._headers.setdefault(data[len(avro_container.MAGIC):framed.header_end - 16],
+                                              len(self._headers))
+        return [(header, b.records, data[b.payload:b.end - 16]) for b in framed.blocks]
+
     def manifest_list_names(self, name: str) -> list[NameBlock]:
         """The (manifest name, extra files) of a manifest list, block by block, as
         :meth:`manifest_list_blocks` but decoded names-only (what orphan cleanup needs). Not
@@ -177,13 +183,10 @@ class Reachability:
         schema = framed.schema_json if framed is not None else None
         if framed is None or schema is None:
             return self._names_of(self.manifest_list_blocks(name))
-        with self._lock:
-            header = self._headers.setdefault(data[len(avro_container.MAGIC):framed.header_end - 16],
-                                              len(self._headers))
         view = memoryview(data)
         out: list[NameBlock] = []
-        for b in framed.blocks:
-            key = (header, b.records, data[b.payload:b.end - 16])
+        for b, key in zip(framed.blocks, self._block_keys(data, framed), strict=True):
+            header = key[0]
             cached = self._name_blocks.get(key)
             if cached is None:
                 names = self._decode_names(header, schema, framed.codec, view[b.payload:b.end - 16], b.records, path)
