@@ -58,6 +58,8 @@ import org.apache.paimon.utils.SnapshotManager;
 
 public final class PaimonDriver {
     private static final ObjectMapper JSON = new ObjectMapper();
+    private static final org.apache.paimon.disk.IOManager IO_MANAGER =
+            org.apache.paimon.disk.IOManager.create(System.getProperty("java.io.tmpdir"));
     private final Map<String, Catalog> catalogs = new HashMap<>();
 
     public static void main(String[] args) throws Exception {
@@ -143,6 +145,8 @@ public final class PaimonDriver {
                 return write(r);
             case "read":
                 return read(r);
+            case "commit_probe":
+                return commitProbe(r);
             case "read_many": {
                 ArrayNode results = JSON.createArrayNode();
                 for (JsonNode one : r.get("requests")) {
@@ -307,7 +311,9 @@ public final class PaimonDriver {
         if (r.has("overwrite")) {
             wb = wb.withOverwrite(stringMap(r.get("overwrite")));
         }
+        boolean dynamicBucket = !t.primaryKeys().isEmpty() && "-1".equals(t.options().get("bucket"));
         try (BatchTableWrite w = wb.newWrite(); BatchTableCommit c = wb.newCommit()) {
+            w.withIOManager(IO_MANAGER); // lookup changelogs and spilling need a local temp dir
             for (JsonNode row : r.get("rows")) {
                 RowKind kind = RowKind.INSERT;
                 JsonNode values = row;
@@ -319,6 +325,41 @@ public final class PaimonDriver {
                 for (int i = 0; i < fields.size(); i++) {
                     g.setField(i, toInternal(values.get(i), fields.get(i).type()));
                 }
+                if (dynamicBucket) {
+                    w.write(g, 0); // one assigner, few rows: every key stays in bucket 0 (as Flink's would)
+                } else {
+                    w.write(g);
+                }
+            }
+            c.commit(w.prepareCommit());
+        }
+        return null;
+    }
+
+    /** One commit of one row whose values follow the column types (a writer's "still works" probe). */
+    private JsonNode commitProbe(JsonNode r) throws Exception {
+        Table t = table(r);
+        List<DataField> fields = t.rowType().getFields();
+        long key = r.path("key").asLong(424242L);
+        GenericRow g = new GenericRow(fields.size());
+        for (int i = 0; i < fields.size(); i++) {
+            DataTypeRoot root = fields.get(i).type().getTypeRoot();
+            Object v;
+            switch (root) {
+                case BIGINT: v = key; break;
+                case INTEGER: v = (int) key; break;
+                case DOUBLE: v = (double) key; break;
+                case BOOLEAN: v = true; break;
+                default: v = BinaryString.fromString(r.path("text").asText("probe"));
+            }
+            g.setField(i, v);
+        }
+        BatchWriteBuilder wb = t.newBatchWriteBuilder();
+        try (BatchTableWrite w = wb.newWrite(); BatchTableCommit c = wb.newCommit()) {
+            w.withIOManager(IO_MANAGER);
+            if (!t.primaryKeys().isEmpty() && "-1".equals(t.options().get("bucket"))) {
+                w.write(g, 0);
+            } else {
                 w.write(g);
             }
             c.commit(w.prepareCommit());
