@@ -378,8 +378,18 @@ public final class PaimonDriver {
         List<String> drop = new ArrayList<>();
         r.path("drop_columns").forEach(n -> drop.add(n.asText()));
         ReadBuilder rb = t.newReadBuilder();
+        org.apache.paimon.table.source.TableScan.Plan plan;
+        if (r.hasNonNull("branch_tag")) {
+            // A tag of a branch, read through the branch's own TagManager: time travel by
+            // 'scan.tag-name' on a branch resolves the name against main's tags (Paimon 1.3/1.4).
+            FileStoreTable ft = (FileStoreTable) t;
+            org.apache.paimon.Snapshot tag = ft.tagManager().getOrThrow(r.get("branch_tag").asText());
+            plan = ft.newSnapshotReader().withSnapshot(tag).read();
+        } else {
+            plan = rb.newScan().plan();
+        }
         List<List<String>> rows = new ArrayList<>();
-        try (RecordReader<InternalRow> reader = rb.newRead().createReader(rb.newScan().plan())) {
+        try (RecordReader<InternalRow> reader = rb.newRead().createReader(plan)) {
             Iterator<InternalRow> it = reader.toCloseableIterator();
             while (it.hasNext()) {
                 InternalRow row = it.next();

@@ -207,7 +207,10 @@ class _Walk:
                     except FileNotFoundError:
                         # a changelog-N of producer != none keeps only its changelog manifests:
                         # Paimon's expiration deleted its base/delta lists on purpose
-                        if is_changelog and snap.changelog_manifest_list and list_name != snap.changelog_manifest_list:
+                        # (the same for one without changelog list under lookup/full-compaction/input:
+                        # it reads nothing, Reachability.changelog_role)
+                        if is_changelog and list_name != snap.changelog_manifest_list and (
+                                snap.changelog_manifest_list or reach.changelog_role(snap) == "empty"):
                             continue
                         raise
                     for block_id, block in blocks:

@@ -282,7 +282,11 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
         except (errors.FormatError, ValueError, KeyError, TypeError) as e:
             out.add(path, "root", path.rsplit("/", 1)[-1], "format", f"{type(e).__name__}: {e}")
             return
-        optional = kind == "changelog" and bool(snap.changelog_manifest_list)
+        # core's rule (references.walk, Reachability.changelog_role): a changelog-N's base/delta
+        # lists may be gone when it has changelog manifests, or when the producer writes them
+        # only where it produced a changelog (it then reads nothing)
+        optional = kind == "changelog" and (bool(snap.changelog_manifest_list)
+                                            or spec.get("changelog_producer", "none") != "none")
         for name in snap.manifest_lists:
             what = "optlist" if optional and name != snap.changelog_manifest_list else "list"
             out.add(path, what, name, None, None)

@@ -126,7 +126,10 @@ class JavaPaimon:
                 requests.append({"warehouse": warehouse, "table": ident, "options": {"scan.snapshot-id": str(sid)}})
             for tag in names(root / "tag", "tag-"):
                 keys.append(f"{branch}@tag-{tag}")
-                requests.append({"warehouse": warehouse, "table": ident, "options": {"scan.tag-name": tag}})
+                if branch == "main":
+                    requests.append({"warehouse": warehouse, "table": ident, "options": {"scan.tag-name": tag}})
+                else:  # Java's 'scan.tag-name' on a branch looks the name up in main's tags
+                    requests.append({"warehouse": warehouse, "table": ident, "branch_tag": tag})
         for system in SYSTEM_TABLES:
             keys.append(f"${system}")
             requests.append({"warehouse": warehouse, "table": f"{table}${system}"})
