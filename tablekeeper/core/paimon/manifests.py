@@ -241,6 +241,30 @@ def _format_error(path: str, what: str, detail: str) -> errors.FormatError:
     return errors.FormatError(f"{path} is not a readable Paimon {what}: {detail}", fix=_FIX_DAMAGED)
 
 
+#: Every manifest entry field Java Paimon (up to 1.4) and pypaimon 2.1 write. A field outside
+#: these comes from a newer format that may reference files in a way this module cannot see.
+_KNOWN_ENTRY_FIELDS: Final = frozenset(_ENTRY_TOP_REQUIRED)
+_KNOWN_FILE_FIELDS: Final = frozenset({
+    "_FILE_NAME", "_FILE_SIZE", "_ROW_COUNT", "_MIN_KEY", "_MAX_KEY", "_KEY_STATS", "_VALUE_STATS",
+    "_MIN_SEQUENCE_NUMBER", "_MAX_SEQUENCE_NUMBER", "_SCHEMA_ID", "_LEVEL", "_EXTRA_FILES", "_CREATION_TIME",
+    "_DELETE_ROW_COUNT", "_EMBEDDED_FILE_INDEX", "_FILE_SOURCE", "_VALUE_STATS_COLS", "_EXTERNAL_PATH",
+    "_FIRST_ROW_ID", "_WRITE_COLS", "_WRITE_COLS_SEQUENCES",
+})
+
+
+def _reject_unknown_entry_fields(info: _SchemaInfo, path: str, what: str) -> None:
+    """Fail closed on a manifest written in a newer format (issue 13): an unknown field of an
+    entry or of its file may change which files the entry references."""
+    unknown = sorted(set(info.fields) - _KNOWN_ENTRY_FIELDS)
+    unknown += sorted(f"_FILE.{n}" for n in set(info.file_fields or ()) - _KNOWN_FILE_FIELDS)
+    if unknown:
+        version = info.schema.get("name", "?")
+        raise errors.FormatError(
+            f"{path}: unsupported {what} format (record {version!r} has unknown field(s) {', '.join(unknown)})",
+            fix="the file was written by a newer Paimon; upgrade tablekeeper before maintaining this table "
+                "(nothing was changed)")
+
+
 def _bad_version(path: str, what: str, got: Any, expected: int) -> errors.FormatError:
     return errors.FormatError(
         f"{path}: unsupported {what} format version {got!r} (expected {expected})",
@@ -952,6 +976,7 @@ def _read_entries(file_io: FileIO, path: str, kind: str, file_required: Iterable
     what = "manifest"
     container, info = _read_container(file_io, path, what)
     _require(info, path, what, _ENTRY_TOP_REQUIRED, file_required)
+    _reject_unknown_entry_fields(info, path, what)
     with _gc_paused():
         decoder = info.decoder(kind) if _fast_usable() else None
         if decoder is not None:
@@ -1004,6 +1029,7 @@ def read_manifest_payload(file_io: FileIO, path: str) -> list[bytes] | None:
         if schema_json is not None:
             info = _schema_info(schema_json, path, what)
             _require(info, path, what, _ENTRY_TOP_REQUIRED, _REF_FILE_REQUIRED)
+            _reject_unknown_entry_fields(info, path, what)
             if not _names_stored_as_strings(info):
                 return None
             view = memoryview(data)
@@ -1013,6 +1039,7 @@ def read_manifest_payload(file_io: FileIO, path: str) -> list[bytes] | None:
     # anything unusual: fastavro frames and decompresses, and judges damage
     container, info = _parse_container(data, path, what)
     _require(info, path, what, _ENTRY_TOP_REQUIRED, _REF_FILE_REQUIRED)
+    _reject_unknown_entry_fields(info, path, what)
     if not _names_stored_as_strings(info):
         return None
     try:
