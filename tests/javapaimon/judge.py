@@ -74,7 +74,7 @@ def java_still_works(java: J.JavaPaimon, wh: str, table: str, after: Mapping[str
                         older_than_ms=0)
     java.table_call("remove_orphan_files", wh, table, older_than_epoch_ms=J.now_ms() + 60_000)
     final = java.views(wh, table)
-    readable({k: v for k, v in final.items() if k.startswith("main@") or k.endswith("@latest") or k.startswith("$")})
+    readable({k: v for k, v in final.items() if k.startswith(("main@", "$")) or k.endswith("@latest")})
     for key, value in J.data_views(after).items():
         if key.startswith("main@tag-"):
             # (tags of other branches are not compared here: Java Paimon 1.3/1.4's own

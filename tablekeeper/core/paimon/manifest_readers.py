@@ -12,7 +12,6 @@ from typing import Any, cast
 import fastavro
 
 from tablekeeper.core.paimon import avro_container
-from tablekeeper.core.paimon.manifest_fields import reject_unknown_entry_fields
 from tablekeeper.core.paimon.manifest_decoding import (
     ENTRY_FILE_REQUIRED,
     ENTRY_TOP_REQUIRED,
@@ -40,6 +39,7 @@ from tablekeeper.core.paimon.manifest_decoding import (
     require_fields,
     schema_info,
 )
+from tablekeeper.core.paimon.manifest_fields import reject_unknown_entry_fields
 from tablekeeper.core.paimon.manifest_records import (
     INDEX_MANIFEST_VERSION,
     MANIFEST_LIST_VERSION,
