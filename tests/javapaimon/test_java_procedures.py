@@ -16,6 +16,12 @@ from tests.support import javapaimon as J
 pytestmark = [pytest.mark.javapaimon, pytest.mark.timeout(1200)]
 
 
+@pytest.fixture(autouse=True)
+def _newest_only(java: J.JavaPaimon) -> None:
+    if java.version != J.VERSIONS[0]:
+        pytest.skip(f"judged on the newest Paimon ({J.VERSIONS[0]}) only, to bound the tier's time")
+
+
 def _java_procedures(java: J.JavaPaimon, wh: str) -> None:
     """What users run through CALL sys.*: every procedure this Paimon version has."""
     java.table_call("fast_forward", wh, W.ORDERS, branch="dev")
