@@ -23,7 +23,7 @@ from tablekeeper.core.paimon.snapshot import Snapshot
 
 __all__ = [
     "ListRole", "ReadOutcome", "RootUse", "ExpirationDecision", "judge_missing", "effective_deletions",
-    "CandidateDir", "OrphanRoot", "OrphanCleanDecision", "missing_reference_aborts", "optional_list",
+    "CandidateDir", "OrphanRoot", "OrphanCleanDecision", "missing_reference_aborts", "optional_index", "optional_list",
     "is_partition_dir", "is_bucket_dir", "is_candidate_name", "abort_unreadable_protection",
 ]
 
@@ -270,6 +270,13 @@ def optional_list(root_kind: str, snapshot: Snapshot, list_name: str, producer: 
     if root_kind != "changelog" or list_name == snapshot.changelog_manifest_list:
         return False
     return bool(snapshot.changelog_manifest_list) or producer.strip().lower() != "none"
+
+
+def optional_index(is_changelog: bool) -> bool:
+    """A changelog-N reads its changelog (or delta) files only: Java's expiration deletes the
+    index manifest of a snapshot that lives on as changelog-N (seen on Java-written dynamic
+    bucket tables, issue 13), so its absence there is no sign of damage."""
+    return is_changelog
 
 
 def missing_reference_aborts(root_exists: bool) -> bool:

@@ -227,7 +227,13 @@ class _Walk:
                 if snap.index_manifest:
                     mark(snap.index_manifest)
                     if snap.index_manifest not in done_index:
-                        for entry in reach.index_entries(snap.index_manifest):
+                        try:
+                            entries = reach.index_entries(snap.index_manifest)
+                        except FileNotFoundError:
+                            if not decisions.optional_index(is_changelog):
+                                raise
+                            entries = []
+                        for entry in entries:
                             mark(entry.file_name)
                         done_index.add(snap.index_manifest)
                 mark(snap.statistics)
