@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -87,9 +88,12 @@ def _request(args: argparse.Namespace) -> Any:
     if args.operation == "clean-orphans":
         return launch.JobRequest("clean-orphans", args.warehouse, _synth.IDENTIFIER, now_ms=now + 2 * DAY_MS,
                                  dry_run=args.dry_run, parallelism=args.parallelism or None)
-    return launch.JobRequest("expire", args.warehouse, _synth.IDENTIFIER, retain_min=args.retain,
-                             time_retained="0 ms", expire_limit=10_000_000, now_ms=now, dry_run=args.dry_run,
-                             parallelism=args.parallelism or None)
+    from tablekeeper.core import retention_settings
+
+    kept = retention_settings.from_options({}, retention_settings.RetentionFlags(
+        retain_min=args.retain, time_retained=timedelta(0), expire_limit=10_000_000))
+    return launch.JobRequest("expire", args.warehouse, _synth.IDENTIFIER, retention=kept, now_ms=now,
+                             dry_run=args.dry_run, parallelism=args.parallelism or None)
 
 
 def child(args: argparse.Namespace) -> int:

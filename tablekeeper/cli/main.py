@@ -16,7 +16,18 @@ from typing import Any, TypeVar
 import click
 
 from tablekeeper.cli import render
-from tablekeeper.core import branches, durations, errors, execution, expire, orphans, partitions, plans, tags
+from tablekeeper.core import (
+    branches,
+    durations,
+    errors,
+    execution,
+    expire,
+    orphans,
+    partitions,
+    plans,
+    retention_settings,
+    tags,
+)
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table, open_table, open_table_path
 
@@ -345,14 +356,14 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
 
     Options come from the flags, else from the table's own Paimon options."""
     t = _open(table, warehouse, options, branch)
+    retention = retention_settings.from_options(t.options(), retention_settings.RetentionFlags(
+        retain_min=retain_min, retain_max=retain_max, time_retained=_duration(time_retained, "--time-retained"),
+        expire_limit=expire_limit))
     if engine == "spark":
-        _run_on_spark("expire", t, options, dry_run, output, retain_min=retain_min, retain_max=retain_max,
-                      time_retained=time_retained, expire_limit=expire_limit, parallelism=parallelism,
+        _run_on_spark("expire", t, options, dry_run, output, retention=retention, parallelism=parallelism,
                       now_ms=_now_ms(now) if now else None)
         return
-    config = expire.config_from_options(t.options(), retain_min=retain_min, retain_max=retain_max,
-                                        time_retained=_duration(time_retained, "--time-retained"),
-                                        expire_limit=expire_limit)
+    config = expire.expire_config(retention, t.options())
     _run_plan(expire.plan_expire(t, config, _now_ms(now)), t, dry_run, output, parallelism)
 
 
@@ -367,7 +378,7 @@ def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: 
                          warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Expire long-lived changelog-N files (decoupled changelog.* options of the table)."""
     t = _open(table, warehouse, options, branch)
-    config = expire.changelog_config_from_options(t.options())
+    config = expire.changelog_config(retention_settings.from_options(t.options()), t.options())
     _run_plan(expire.plan_expire_changelog(t, config, _now_ms(now)), t, dry_run, output, parallelism)
 
 

@@ -17,17 +17,18 @@ Two ways to execute a run:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
 from tablekeeper import reconcile
-from tablekeeper.core.expire import INT_MAX
+from tablekeeper.core import retention_settings
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
 from tablekeeper.operator import scopes
 from tablekeeper.operator.conditions import Reason
+from tablekeeper.operator.run_report import SAMPLE_MAX, RunReport
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import planner
 from tablekeeper.spark import launch
@@ -42,7 +43,6 @@ RUN_KINDS: Mapping[str, tuple[str, ...]] = {
     "ExpireTags": ("ExpireTags",),
     "RemoveOrphanFiles": ("CleanOrphans",),
 }
-SAMPLE_MAX = 20
 
 
 @dataclass(frozen=True)
@@ -60,13 +60,13 @@ class RunRequest:
 
 @dataclass
 class RunResult:
-    """How a run ended: ``status.result`` counts plus a condition reason and message."""
+    """How a run ended: its report (``status.result``, None when it did not get that far) plus a
+    condition reason and message."""
 
     succeeded: bool
     reason: str
     message: str
-    result: dict[str, Any] = field(default_factory=dict)
-    deleted_by_kind: dict[str, int] = field(default_factory=dict)
+    report: RunReport | None = None
     policy: dict[str, str] = field(default_factory=dict)
 
 
@@ -78,20 +78,16 @@ class Engine(Protocol):
     def run(self, request: RunRequest) -> RunResult: ...
 
 
-def _counts(actions: Sequence[A.Action]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for a in actions:
-        if isinstance(a, A.ExpireSnapshots):
-            out["expiredSnapshots"] = out.get("expiredSnapshots", 0) + a.snapshots
-        elif isinstance(a, A.ExpireChangelog):
-            out["expiredChangelogs"] = out.get("expiredChangelogs", 0) + a.changelogs
-        elif isinstance(a, A.ExpirePartitions):
-            out["expiredPartitions"] = out.get("expiredPartitions", 0) + len(a.partitions)
-        elif isinstance(a, A.ExpireTags):
-            out["expiredTags"] = out.get("expiredTags", 0) + len(a.tags)
-        elif isinstance(a, A.CleanOrphans):
-            out["orphanFiles"] = out.get("orphanFiles", 0) + a.estimate.files
-    return out
+def _counts(actions: Sequence[A.Action], dry_run: bool) -> RunReport:
+    """A report with the planned counts of the run's actions."""
+    def total(kind: type[A.Action], count: Callable[[Any], int]) -> int | None:
+        picked = [a for a in actions if isinstance(a, kind)]
+        return sum(count(a) for a in picked) if picked else None
+    return RunReport(dry_run=dry_run, expired_snapshots=total(A.ExpireSnapshots, lambda a: a.snapshots),
+                     expired_changelogs=total(A.ExpireChangelog, lambda a: a.changelogs),
+                     expired_partitions=total(A.ExpirePartitions, lambda a: len(a.partitions)),
+                     expired_tags=total(A.ExpireTags, lambda a: len(a.tags)),
+                     orphan_files=total(A.CleanOrphans, lambda a: a.estimate.files))
 
 
 def dry_run_of(spec: PaimonMaintenanceRunSpec, policy: Mapping[str, Any]) -> bool:
@@ -136,32 +132,35 @@ class InProcessEngine:
         policy: dict[str, str] = {}
         for a in picked:
             policy.update(a.policy)
-        result: dict[str, Any] = {"dryRun": dry_run, **_counts(picked)}
+        counts = _counts(picked, dry_run)
         if dry_run or not any(a.is_change for a in picked):
             estimates = [e for e in (getattr(a, "estimate", None) for a in picked) if isinstance(e, A.Estimate)]
-            result["plannedFiles"] = sum(e.files for e in estimates)
-            result["plannedBytes"] = sum(e.bytes for e in estimates)
+            report = replace(counts, planned_files=sum(e.files for e in estimates),
+                             planned_bytes=sum(e.bytes for e in estimates))
             what = "dry run: nothing deleted" if dry_run else "nothing to do"
-            return RunResult(True, Reason.SUCCEEDED, what, result, policy=policy)
+            return RunResult(True, Reason.SUCCEEDED, what, report, policy=policy)
         store = scopes.StatusRecordStore(plan.records)
         applied = scopes.apply_actions(plan, [a for a in picked if a.is_change], store, request.opener,
                                        reconcile.ReconcileConfig(ignore_schedules=True, estimate=False))
         failed = applied.failed
         totals = applied.totals()
-        for key, kind in (("expiredSnapshots", "ExpireSnapshots"), ("expiredChangelogs", "ExpireChangelog")):
-            executed = [r.expired for r in applied.results if r.action.kind == kind and r.expired is not None]
-            if executed:  # what was done, not the plan's estimate made before the run changed the table
-                result[key] = sum(executed)
-        result.update(deletedFiles=totals["deletedFiles"], reclaimedBytes=totals["deletedBytes"],
-                      failures=len(failed), sample=[r.message for r in applied.results][:SAMPLE_MAX])
-        by_kind: dict[str, int] = {}
+        def executed(kind: str, planned: int | None) -> int | None:
+            """What was done, not the plan's estimate made before the run changed the table."""
+            done = [r.expired for r in applied.results if r.action.kind == kind and r.expired is not None]
+            return sum(done) if done else planned
+        counts = replace(counts, expired_snapshots=executed("ExpireSnapshots", counts.expired_snapshots),
+                         expired_changelogs=executed("ExpireChangelog", counts.expired_changelogs))
+        by_kind: dict[str, int] = {}  # estimated per kind (in process, the plan's sizes)
         for a in picked:
             for kind, count in getattr(a, "estimate", A.Estimate()).by_kind.items():
                 by_kind[kind] = by_kind.get(kind, 0) + count
+        report = replace(counts, deleted_files=totals["deletedFiles"], reclaimed_bytes=totals["deletedBytes"],
+                         failures=len(failed), sample=tuple(r.message for r in applied.results),
+                         deleted_by_kind=by_kind)
         if failed:
-            return RunResult(False, Reason.MAINTENANCE_FAILED, failed[0].message, result, by_kind, policy)
+            return RunResult(False, Reason.MAINTENANCE_FAILED, failed[0].message, report, policy)
         message = "; ".join(r.message for r in applied.results)[:1000] or "nothing to do"
-        return RunResult(True, Reason.SUCCEEDED, message, result, by_kind, policy)
+        return RunResult(True, Reason.SUCCEEDED, message, report, policy)
 
 
 _IN_PROCESS = InProcessEngine()
@@ -196,9 +195,9 @@ def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: s
 
     ``ExpireSnapshots`` does what the in-process run does (:data:`RUN_KINDS`): snapshot
     expiration, then (unless ``changelog.state`` is ``Disabled``) expiration of the decoupled
-    changelog, in one job (``with_changelog``) with the policy's changelog retention (which also
-    decides, as the planner does, whether the changelog is decoupled); snapshot expiration runs as
-    many ``expireLimit`` batches as an in-process run (``batches``)."""
+    changelog, in one job (``with_changelog``), both with the retention the planner plans them with
+    (``retention_settings.from_policy``: values, limit, decoupled rule) and in as many
+    ``expireLimit`` batches as an in-process run (``batches``)."""
     operation = _OPERATIONS.get(spec.type)
     if operation is None:
         return None
@@ -208,13 +207,9 @@ def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: s
     if operation == "expire":
         extra["batches"] = reconcile.ReconcileConfig().max_batches  # as many batches as an in-process run
     if operation == "expire" and v:
-        extra.update(retain_min=int(v["snapshots.minRetained"]), time_retained=str(v["snapshots.maxAge"]),
-                     expire_limit=int(v["snapshots.expireLimit"]))
-        extra["retain_max"] = int(v.get("snapshots.maxRetained") or INT_MAX)  # unset: unlimited, as in process
-        if v.get("changelog.state") != "Disabled" and v.get("changelog.minRetained") is not None:
-            extra.update(with_changelog=True, changelog_retain_min=int(v["changelog.minRetained"]),
-                         changelog_retain_max=int(v.get("changelog.maxRetained") or INT_MAX),
-                         changelog_time_retained=str(v["changelog.maxAge"]))
+        extra["retention"] = retention_settings.from_policy(v)  # what the planner plans ExpireSnapshots with
+        if v.get("changelog.state") != "Disabled":
+            extra["with_changelog"] = True
     elif operation == "clean-orphans" and v.get("orphanFiles.olderThan") is not None:
         extra["older_than"] = str(v["orphanFiles.olderThan"])
     return launch.JobRequest(operation=operation, warehouse=warehouse, table=identifier, branch=spec.branch,

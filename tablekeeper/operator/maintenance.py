@@ -34,7 +34,7 @@ from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.operator import markers
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.status import Event
-from tablekeeper.reconcile import schedules
+from tablekeeper.reconcile import enabled_jobs, schedules
 
 __all__ = ["Job", "JOBS", "RUN_TYPES", "TERMINAL", "Decision", "decide", "run_body", "run_name", "enabled",
            "schedule_of", "is_operator_run"]
@@ -61,23 +61,15 @@ _STATES = {"Pending": "Running", "Running": "Running", "Succeeded": "Successful"
            "Cancelled": "Failed"}
 
 
-def _explicit(policy: EffectivePolicy, section: str) -> bool:
-    return any(path.split(".", 1)[0] == section for path in policy.explicit_paths())
+#: The action kind whose enablement decides whether a run type is scheduled.
+_KIND = {"ExpirePartitions": "ExpirePartitions", "ExpireSnapshots": "ExpireSnapshots", "ExpireTags": "ExpireTags",
+         "RemoveOrphanFiles": "CleanOrphans"}
 
 
 def enabled(job: Job, spec: PaimonTableSpec, policy: EffectivePolicy) -> bool:
-    """Whether the operator runs ``job`` for the table (enforcement and policy sections)."""
-    if spec.enforcement == "TableOptions":
-        return False
-    v = policy.values
-    if job.run_type == "ExpirePartitions":
-        return bool(v["partitions.state"] != "Disabled" and v["partitions.expiration"] is not None
-                    and _explicit(policy, "partitions"))
-    if job.run_type == "ExpireSnapshots":
-        return bool(v["snapshots.state"] != "Disabled" and _explicit(policy, "snapshots"))
-    if job.run_type == "ExpireTags":
-        return bool(v["tags.state"] != "Disabled")
-    return bool(v["orphanFiles.state"] == "Enabled")
+    """Whether the operator runs ``job`` for the table: the planner's rule
+    (:func:`tablekeeper.reconcile.enabled_jobs.enabled`), never a copy of it."""
+    return enabled_jobs.enabled(_KIND[job.run_type], spec.enforcement, policy)
 
 
 def schedule_of(job: Job, spec: PaimonTableSpec, policy: EffectivePolicy) -> Schedule | None:

@@ -405,9 +405,7 @@ async def _reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimon
         if not changes:
             tag_exists = name in plan.state.branch_tags(member.branch)
             if rec is not None and not tag_exists:
-                expired = rec.expired or (rec.expires_ms is not None and now.timestamp() * 1000 >= rec.expires_ms) \
-                    or obj.labels.get(markers.TRIGGER_TYPE_LABEL) == "Policy"  # policy tags: expired by the policy
-                if expired:
+                if any(w.cause == "TagExpired" for w in waiting):  # the planner decided (TTL or policy tag)
                     out = _base(obj, "Lost", ("False", Reason.TAG_EXPIRED, f"tag {name!r} expired by its TTL "
                                                                             "(timeRetained); it is not recreated"),
                                 now)
@@ -417,7 +415,8 @@ async def _reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimon
                     return out
             if waiting or rec is None or not tag_exists:
                 why = waiting[0].reason if waiting else "the tag cannot be created yet"
-                reason = Reason.BRANCH_NOT_FOUND if waiting and "branch" in why else Reason.SNAPSHOT_NOT_FOUND
+                reason = Reason.BRANCH_NOT_FOUND if waiting and waiting[0].cause == "BranchNotFound" \
+                    else Reason.SNAPSHOT_NOT_FOUND
                 return _failed(rt, obj, Failure(reason, f"waiting: {why}", True), now, retry=retry,
                                backoff_limit=spec.backoff_limit)
             return _tag_ready(plan, member, plan.records, _tag_previous_reason(obj), now)

@@ -30,11 +30,23 @@ from typing import Any
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
 from tablekeeper.core.policy.table import PaimonTableSpec
-from tablekeeper.operator import cluster, conditions, engines, kopfcompat, markers, metrics, objects, scopes, sparkruns
+from tablekeeper.operator import (
+    cluster,
+    conditions,
+    engines,
+    kopfcompat,
+    markers,
+    metrics,
+    objects,
+    run_report,
+    scopes,
+    sparkruns,
+)
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.errors import OperatorError, classify
 from tablekeeper.operator.maintenance import TERMINAL
+from tablekeeper.operator.run_report import RunReport
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import Outcome, url_of
 from tablekeeper.reconcile import planner
@@ -73,12 +85,14 @@ def _labels(obj: Obj, spec: PaimonMaintenanceRunSpec) -> dict[str, str]:
 
 
 def _finished(obj: Obj, now: datetime, ok: bool, reason: str, message: str, *, started: datetime | None,
-              result: dict[str, Any] | None = None) -> Outcome:
+              report: RunReport | None = None, rendered: bool = False) -> Outcome:
+    """The terminal status; ``status.result`` is ``report.to_status()`` (with ``rendered`` and no
+    report: an empty result)."""
     out = Outcome(generation=obj.generation)
     out.fields.update(phase="Succeeded" if ok else "Failed", completionTime=_ts(now), message=message,
                       duration=duration_text((now - started).total_seconds()) if started else None)
-    if result is not None:
-        out.fields["result"] = result
+    if report is not None or rendered:
+        out.fields["result"] = report.to_status() if report is not None else {}
     out.conditions = [
         conditions.condition(conditions.COMPLETE, ok, reason if ok else Reason.MAINTENANCE_FAILED, message,
                              generation=obj.generation, now=now),
@@ -231,12 +245,12 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
     end = rt.config.now()
     _release(rt, obj, spec)
     message = "; ".join(x for x in (result.message, note) if x)
-    out = _finished(obj, end, result.succeeded, result.reason, message, started=started, result=result.result)
+    out = _finished(obj, end, result.succeeded, result.reason, message, started=started, report=result.report,
+                    rendered=True)
     out.fields["engine"] = engine.name
     if result.policy:
         out.fields["policy"] = result.policy
-    _record_metrics(spec, engine.name, table_label, result.succeeded, result.result, result.deleted_by_kind,
-                    seconds, end)
+    _record_metrics(spec, engine.name, table_label, result.succeeded, result.report, seconds, end)
     return out
 
 
@@ -279,19 +293,21 @@ def _retry(rt: Runtime, error: BaseException, retry: int) -> Outcome | None:
     return out
 
 
-def _record_metrics(spec: PaimonMaintenanceRunSpec, engine: str, table_label: str, ok: bool, counts: dict[str, Any],
-                    by_kind: dict[str, int], seconds: float, end: datetime) -> None:
+def _record_metrics(spec: PaimonMaintenanceRunSpec, engine: str, table_label: str, ok: bool,
+                    report: RunReport | None, seconds: float, end: datetime) -> None:
     metrics.MAINTENANCE_RUNS.labels(type=spec.type, engine=engine, result="success" if ok else "failure").inc()
     metrics.MAINTENANCE_DURATION.labels(type=spec.type, engine=engine).observe(seconds)
     if not ok:
         return
     metrics.MAINTENANCE_LAST_SUCCESS.labels(table=table_label, type=spec.type).set(end.timestamp())
-    if not counts.get("dryRun"):
-        metrics.SNAPSHOTS_EXPIRED.labels(table=table_label).inc(int(counts.get("expiredSnapshots") or 0))
-        metrics.BYTES_RECLAIMED.labels(table=table_label).inc(int(counts.get("reclaimedBytes") or 0))
-        for kind, count in by_kind.items():
+    if report is None:
+        return
+    if not report.dry_run:
+        metrics.SNAPSHOTS_EXPIRED.labels(table=table_label).inc(report.expired_snapshots or 0)
+        metrics.BYTES_RECLAIMED.labels(table=table_label).inc(report.reclaimed_bytes or 0)
+        for kind, count in report.deleted_by_kind.items():
             metrics.FILES_DELETED.labels(table=table_label, type=kind).inc(count)
-    metrics.ORPHAN_FILES_FOUND.labels(table=table_label).inc(int(counts.get("orphanFiles") or 0))
+    metrics.ORPHAN_FILES_FOUND.labels(table=table_label).inc(report.orphan_files or 0)
 
 
 def _launched(obj: Obj, launched: sparkruns.Launched, now: datetime) -> Outcome:
@@ -395,27 +411,24 @@ async def _check_launched(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimo
             return out
         problem = (Reason.RESULT_ARTIFACT_MISSING, f"{ref} ended {seen.state}; its result artifact at {uri} could "
                                                    f"not be read: {classify(e).message}")
-    result: dict[str, Any] | None = None
-    by_kind: dict[str, int] = {}
-    if artifact is not None:
-        result, by_kind = sparkruns.result_of(artifact, spec.type)
+    report = run_report.from_artifact(artifact, spec.type) if artifact is not None else None
     if not seen.succeeded:
         detail = f"; job error: {artifact.errors[0].get('message')}" if artifact is not None and artifact.errors \
             else ""
-        return _end_launched(rt, obj, spec, current, now, started, False, seen.reason, seen.message + detail, result)
+        return _end_launched(rt, obj, spec, current, now, started, False, seen.reason, seen.message + detail, report)
     if problem is not None:
         return _end_launched(rt, obj, spec, current, now, started, False, problem[0], problem[1])
-    assert artifact is not None and result is not None
+    assert artifact is not None and report is not None
     if artifact.status != "Succeeded":
         error = artifact.errors[0].get("message") if artifact.errors else "no error recorded"
         return _end_launched(rt, obj, spec, current, now, started, False, Reason.MAINTENANCE_FAILED,
-                             f"{ref} completed but the job reports a failure: {error}", result)
+                             f"{ref} completed but the job reports a failure: {error}", report)
     what = "dry run: nothing deleted" if artifact.dry_run else \
-        f"{artifact.total_deleted} file(s) deleted, {result['reclaimedBytes']} bytes reclaimed"
-    message = f"{ref} completed: {result['plannedFiles']} file(s) planned, {what}"
+        f"{artifact.total_deleted} file(s) deleted, {report.reclaimed_bytes} bytes reclaimed"
+    message = f"{ref} completed: {report.planned_files} file(s) planned, {what}"
     if artifact.failed_count:
         message += f", {artifact.failed_count} deletion(s) failed"
-    return _end_launched(rt, obj, spec, current, now, started, True, Reason.SUCCEEDED, message, result, by_kind)
+    return _end_launched(rt, obj, spec, current, now, started, True, Reason.SUCCEEDED, message, report)
 
 
 async def _storage_options(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMaintenanceRunSpec
@@ -426,12 +439,11 @@ async def _storage_options(rt: Runtime, view: cluster.View, obj: Obj, spec: Paim
 
 
 def _end_launched(rt: Runtime, obj: Obj, spec: PaimonMaintenanceRunSpec, ref: sparkruns.Ref, now: datetime,
-                  started: datetime, ok: bool, reason: str, message: str, result: dict[str, Any] | None = None,
-                  by_kind: dict[str, int] | None = None) -> Outcome:
+                  started: datetime, ok: bool, reason: str, message: str, report: RunReport | None = None) -> Outcome:
     _release(rt, obj, spec)
-    out = _finished(obj, now, ok, reason, message, started=started, result=result)
+    out = _finished(obj, now, ok, reason, message, started=started, report=report)
     out.fields[ref.field] = ref.as_status()
     engine = str(obj.status.get("engine") or ref.kind)
-    _record_metrics(spec, engine, f"{obj.namespace}/{spec.table_ref.name}", ok, result or {}, by_kind or {},
+    _record_metrics(spec, engine, f"{obj.namespace}/{spec.table_ref.name}", ok, report,
                     (now - started).total_seconds(), now)
     return out

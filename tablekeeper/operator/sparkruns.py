@@ -23,7 +23,7 @@ The run controller (:mod:`tablekeeper.operator.runs`) drives three steps:
    launched object that is gone -> ``SparkApplicationMissing``. The run's own deadline is
    enforced by the controller (apps hang in ``SUBMITTED`` on ImagePullBackOff): the object is
    deleted and the run fails ``DeadlineExceeded``.
-3. **result** (:func:`read_artifact`, :func:`result_of`): after a terminal state the artifact is
+3. **result** (:func:`read_artifact`, then :func:`tablekeeper.operator.run_report.from_artifact`): after a terminal state the artifact is
    read through the core FileIO with the catalog's options. Success needs the artifact: missing
    -> ``ResultArtifactMissing``, unreadable or written by another launch ->
    ``ResultArtifactInvalid``, ``status: Failed`` inside -> ``MaintenanceFailed``.
@@ -66,7 +66,7 @@ from tablekeeper.spark import launch
 
 __all__ = ["KINDS", "RUN_UID_ANNOTATION", "RUN_ANNOTATION", "RESULTS_DIR", "SPARK_APPLICATION_CRD", "Ref",
            "Launched", "Observation", "wants_spark", "auto_engine", "launch_name", "result_uri", "launch_run",
-           "fetch", "observe", "delete", "read_artifact", "result_of"]
+           "fetch", "observe", "delete", "read_artifact"]
 
 #: engine -> (kind, API prefix, plural) of the launched object.
 KINDS: Mapping[str, tuple[str, str, str]] = {
@@ -369,31 +369,3 @@ def read_artifact(uri: str, options: Mapping[str, str], expected_name: str) -> l
         raise core_errors.FormatError(f"result artifact at {uri} was written by {artifact.run_name!r}, "
                                       f"not {expected_name!r}", fix="check TABLEKEEPER_SPARK_RESULTS")
     return artifact
-
-
-def result_of(artifact: launch.RunResult, run_type: str) -> tuple[dict[str, Any], dict[str, int]]:
-    """``status.result`` of a run from its artifact (the in-process keys plus per-kind counts),
-    and the deleted files per kind (for the metrics)."""
-    planned = sum(artifact.planned_files.values())
-    result: dict[str, Any] = {
-        "dryRun": artifact.dry_run,
-        "plannedFiles": planned,
-        "plannedBytes": sum(artifact.planned_bytes.values()),
-        "deletedFiles": artifact.total_deleted,
-        "reclaimedBytes": sum(artifact.deleted_bytes.values()),
-        "missingFiles": sum(artifact.missing.values()),
-        "failures": artifact.failed_count,
-        "planned": {"files": dict(artifact.planned_files), "bytes": dict(artifact.planned_bytes)},
-        "executed": {"deleted": dict(artifact.deleted), "deletedBytes": dict(artifact.deleted_bytes),
-                     "missing": dict(artifact.missing)},
-        "sample": list(artifact.sample[:engines.SAMPLE_MAX]),
-    }
-    if run_type == "ExpireSnapshots":
-        result["expiredSnapshots"] = int(artifact.planned_files.get("snapshot", 0))
-        if "changelog" in artifact.details:  # the job's second step (with_changelog) ran
-            result["expiredChangelogs"] = int(artifact.planned_files.get("changelog-meta", 0))
-    elif run_type == "RemoveOrphanFiles":
-        result["orphanFiles"] = planned
-    if artifact.failure_sample:
-        result["failureSample"] = [dict(x) for x in artifact.failure_sample[:engines.SAMPLE_MAX]]
-    return result, dict(artifact.deleted)

@@ -29,6 +29,7 @@ from tablekeeper.core import (
     errors,
     execution,
     expire,
+    expire_batches,
     orphans,
     partitions,
     plans,
@@ -42,7 +43,7 @@ from tablekeeper.core.policy.durations import Duration
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.desired import DesiredState
 from tablekeeper.reconcile.opener import Opener
-from tablekeeper.reconcile.planner import INT_MAX, ReconcileConfig, ReconcilePlan, TablePlan, plan, with_sizes
+from tablekeeper.reconcile.planner import ReconcileConfig, ReconcilePlan, TablePlan, plan, with_sizes
 from tablekeeper.reconcile.records import BranchRecord, RecordStore, TableRecords, TagRecord
 
 __all__ = ["ActionResult", "ApplyResult", "ConvergeResult", "apply", "converge"]
@@ -337,49 +338,36 @@ def _expire_partitions(run: _Run, a: A.ExpirePartitions) -> tuple[Status, str]:
 
 def _expire_snapshots(run: _Run, a: A.ExpireSnapshots) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
-    options = t.options()
-    config = expire.ExpireConfig(
-        retain_min=a.retain_min, retain_max=a.retain_max or INT_MAX, time_retained=Duration(a.time_retained).to_timedelta(),
-        expire_limit=a.expire_limit, clean_empty_directories=a.clean_empty_directories,
-        changelog_decoupled=a.changelog_decoupled, changelog_producer=options.get("changelog-producer", "none"),
-        consumer_changelog_only=options.get("consumer.changelog-only", "false").lower() == "true")
-    expired = 0
-    batches = 0
-    for _ in range(run.config.max_batches):
+    config = expire.expire_config(a.retention, t.options())
+
+    def batch(_n: int) -> int | None:
         eplan = expire.plan_expire(t, config, _ms(run.now))
         if eplan.is_empty:
-            break
+            return None
         run.execute(eplan, t)
-        batches += 1
-        count = int(dict(eplan.details).get("expired_snapshots") or 0)
-        expired += count
-        if count == 0:
-            break
-    run.expired = expired
-    if not batches:
+        return int(dict(eplan.details).get("expired_snapshots") or 0)
+    done = expire_batches.run_batches(batch, run.config.max_batches)
+    run.expired = done.expired
+    if not done.batches:
         return "unchanged", "nothing expires any more"
-    return "applied", f"expired {expired} snapshot(s) in {batches} batch(es)"
+    return "applied", f"expired {done.expired} snapshot(s) in {done.batches} batch(es)"
 
 
 def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
-    options = t.options()
-    config = expire.ChangelogConfig(
-        retain_min=a.retain_min, retain_max=a.retain_max or INT_MAX,
-        time_retained=Duration(a.time_retained).to_timedelta(),
-        expire_limit=int(options.get("snapshot.expire.limit", "50")),
-        changelog_producer=options.get("changelog-producer", "none"))
-    expired = 0
-    for _ in range(run.config.max_batches):
+    config = expire.changelog_config(a.retention, t.options())  # the planned limit, not the table option's
+
+    def batch(_n: int) -> int | None:
         cplan = expire.plan_expire_changelog(t, config, _ms(run.now))
         if cplan.is_empty:
-            break
+            return None
         run.execute(cplan, t)
-        expired += int(dict(cplan.details).get("expired_changelogs") or 0)
-    run.expired = expired
-    if not expired:
+        return int(dict(cplan.details).get("expired_changelogs") or 0)
+    done = expire_batches.run_batches(batch, run.config.max_batches)
+    run.expired = done.expired
+    if not done.expired:
         return "unchanged", "nothing expires any more"
-    return "applied", f"expired {expired} changelog(s)"
+    return "applied", f"expired {done.expired} changelog(s)"
 
 
 def _clean_orphans(run: _Run, a: A.CleanOrphans) -> tuple[Status, str]:

@@ -27,7 +27,17 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from tablekeeper.core import errors, expire, orphans, partitions, plans, table_options, tag_auto, tags
+from tablekeeper.core import (
+    errors,
+    expire,
+    orphans,
+    partitions,
+    plans,
+    retention_settings,
+    table_options,
+    tag_auto,
+    tags,
+)
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.policy.durations import Duration
@@ -36,6 +46,7 @@ from tablekeeper.core.policy.retention import PAIMON_OPTIONS
 from tablekeeper.core.policy.validation import InvalidSpecError
 from tablekeeper.core.storage import FileIO
 from tablekeeper.reconcile import actions as A
+from tablekeeper.reconcile import enabled_jobs
 from tablekeeper.reconcile.desired import BranchTarget, DesiredState, TableTarget, TagTarget, describe
 from tablekeeper.reconcile.manifests import ManifestError, Problem
 from tablekeeper.reconcile.observe import TableState, observe
@@ -59,7 +70,7 @@ __all__ = [
     "writer_zone",
 ]
 
-INT_MAX = expire.INT_MAX
+INT_MAX = retention_settings.INT_MAX
 #: The label of PaimonTags the operator materialised for policy auto tags (value ``Policy``):
 #: the policy still expires those tags; other declared tags are never count-expired.
 POLICY_TRIGGER_LABEL = "tablekeeper.io/trigger-type"
@@ -322,7 +333,7 @@ def _plan_tag(ctx: _Ctx, t: TagTarget, planned_tags: dict[tuple[str, str], int])
     ttl_policy = {"timeRetained": f"{t.spec.time_retained} (spec)"} if t.spec.time_retained else \
         ctx.policy_of("tags.defaultTimeRetained") if ttl is not None else {}
     if not state.has_branch(t.branch):
-        return [A.Skipped(**base, what=f"tag {t.tag}",
+        return [A.Skipped(**base, what=f"tag {t.tag}", cause="BranchNotFound",
                           reason=f"branch {t.branch!r} is created by this plan; the tag follows on the next pass")]
     sid, why = _resolve_tag_snapshot(t, state)
     if existing is not None:
@@ -346,10 +357,10 @@ def _plan_tag(ctx: _Ctx, t: TagTarget, planned_tags: dict[tuple[str, str], int])
     # the tag does not exist
     policy_tag = t.resource.labels.get(POLICY_TRIGGER_LABEL) == "Policy"
     if rec is not None and policy_tag:
-        return [A.Skipped(**base, what=f"tag {t.tag}",
+        return [A.Skipped(**base, what=f"tag {t.tag}", cause="TagExpired",
                           reason="policy tag expired by the policy; not recreated")]
-    if rec is not None and (rec.expired or (rec.expires_ms is not None and _ms(ctx.now) >= rec.expires_ms)):
-        return [A.Skipped(**base, what=f"tag {t.tag}",
+    if rec is not None and rec.ttl_expired(_ms(ctx.now)):
+        return [A.Skipped(**base, what=f"tag {t.tag}", cause="TagExpired",
                           reason="expired by its TTL; not recreated (remove the manifest to forget it)")]
     if sid is None:
         if rec is not None:
@@ -358,7 +369,9 @@ def _plan_tag(ctx: _Ctx, t: TagTarget, planned_tags: dict[tuple[str, str], int])
                                          "recreated at another snapshot")]
         if t.spec.snapshot_id is not None:
             return [A.TagConflict(**base, tag=t.tag, conflict="SnapshotNotFound", reason=f"{why}")]
-        return [A.Skipped(**base, what=f"tag {t.tag}", reason=f"waiting: {why}")]
+        # a fixed snapshot id returned above; a timestamp waits for a snapshot, else for the branch's first
+        cause: A.SkipCause = "SnapshotNotFound" if t.spec.from_timestamp is not None else "BranchNotFound"
+        return [A.Skipped(**base, what=f"tag {t.tag}", cause=cause, reason=f"waiting: {why}")]
     handler = _auto_handler(ctx)
     notes = []
     if handler is not None and handler.is_auto_tag(t.tag):
@@ -627,8 +640,7 @@ def _plan_auto(ctx: _Ctx) -> tuple[list[A.Action], list[tag_auto.ExpiredTag], li
 def _plan_expiry(ctx: _Ctx, auto_expired: Sequence[tag_auto.ExpiredTag], planned: Sequence[A.Action]
                  ) -> list[A.Action]:
     """One ExpireTags per branch: TTL everywhere, ``num-retained-max`` on main."""
-    v = ctx.policy.values
-    if v["tags.state"] == "Disabled":
+    if not enabled_jobs.enabled("ExpireTags", ctx.target.spec.enforcement, ctx.policy):
         return []
     deleting = {(a.branch, a.tag) for a in planned if isinstance(a, A.DeleteTag)}
     dropped = {a.name for a in planned if isinstance(a, A.DropBranch)}
@@ -687,11 +699,6 @@ def writers_enforce(target: TableTarget, state: TableState, policy: EffectivePol
     return f"the latest commit is {age_ms // 60_000} min old, within snapshots.maxAge {max_age}"
 
 
-def _managed(policy: EffectivePolicy, *sections: str) -> bool:
-    """A retention section is managed when some level explicitly set one of its fields."""
-    return any(path.split(".", 1)[0] in sections for path in policy.explicit_paths())
-
-
 def _engine(target: TableTarget, estimate: A.Estimate, config: ReconcileConfig) -> A.Engine:
     wanted = target.spec.maintenance.engine if target.spec.maintenance is not None else "Auto"
     if wanted == "Python":
@@ -708,8 +715,11 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig,
 
     def wanted(kind: str) -> bool:
         return kinds is None or kind in kinds
+
+    def on(kind: str) -> bool:
+        return enabled_jobs.enabled(kind, target.spec.enforcement, policy)
     if target.spec.enforcement == "TableOptions":
-        managed = [s for s in ("partitions", "snapshots", "changelog", "orphanFiles") if _managed(policy, s)]
+        managed = [s for s in ("partitions", "snapshots", "changelog", "orphanFiles") if enabled_jobs.managed(policy, s)]
         if not managed:
             return []
         return [A.Skipped(**base, what="maintenance",
@@ -718,7 +728,7 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig,
     deferred = None if config.ignore_schedules else writers_enforce(target, ctx.state, policy, ctx.now)
     if deferred is not None:  # enforcement Both, on a table whose writers expire it
         kinds = [k for k in (kinds or A.MAINTENANCE_KINDS) if k == "CleanOrphans"]
-        managed = [s for s in ("partitions", "snapshots", "changelog") if _managed(policy, s)]
+        managed = [s for s in ("partitions", "snapshots", "changelog") if enabled_jobs.managed(policy, s)]
         if managed:
             out_skip: list[A.Action] = [A.Skipped(**base, what="maintenance", reason=(
                 f"enforcement Both: {', '.join(managed)} left to the writers ({deferred}); "
@@ -747,8 +757,7 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig,
         return estimate_plan(p, table.file_io) if config.estimate else A.Estimate(files=len(p.files))
 
     # partitions
-    if wanted("ExpirePartitions") and v["partitions.state"] != "Disabled" and v["partitions.expiration"] is not None \
-            and _managed(policy, "partitions") and due("ExpirePartitions", schedule):
+    if wanted("ExpirePartitions") and on("ExpirePartitions") and due("ExpirePartitions", schedule):
         pconf = partitions.PartitionConfig(
             expiration_time=v["partitions.expiration"].to_timedelta(), strategy=v["partitions.strategy"],
             timestamp_formatter=v["partitions.timestampFormatter"], timestamp_pattern=v["partitions.timestampPattern"],
@@ -756,14 +765,13 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig,
         pplan = partitions.plan_partition_expiry(table, pconf, _wall(ctx.now, ctx.zone))
         if pplan.expired:
             files = sum(p.file_count for p in pplan.expired)
-            more = next((int(n.split()[0]) for n in pplan.notes if n.endswith("left for the next run")), 0)
             est = A.Estimate(files=files, bytes=0, note="files leave the latest snapshot now and are deleted by "
                                                         "snapshot expiration once nothing retained reads them")
             out.append(A.ExpirePartitions(
                 **base, expiration=str(v["partitions.expiration"]), strategy=pconf.strategy,
                 timestamp_formatter=pconf.timestamp_formatter, timestamp_pattern=pconf.timestamp_pattern,
                 max_per_run=pconf.max_expires, zone_known=pconf.zone_known,
-                partitions=tuple(p.name for p in pplan.expired), more=more, estimate=est,
+                partitions=tuple(p.name for p in pplan.expired), more=pplan.left_for_next_run, estimate=est,
                 engine=_engine(target, est, config),
                 policy=ctx.policy_of("partitions.expiration", "partitions.strategy", "partitions.maxPerRun",
                                      "partitions.timestampFormatter", "partitions.timestampPattern"),
@@ -772,15 +780,9 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig,
     # snapshots
     snapshot_paths = ("snapshots.minRetained", "snapshots.maxRetained", "snapshots.maxAge", "snapshots.expireLimit",
                       "snapshots.cleanEmptyDirectories")
-    if wanted("ExpireSnapshots") and v["snapshots.state"] != "Disabled" and _managed(policy, "snapshots") \
-            and due("ExpireSnapshots", schedule):
-        decoupled = _decoupled(v)
-        econf = expire.ExpireConfig(
-            retain_min=v["snapshots.minRetained"], retain_max=v["snapshots.maxRetained"] or INT_MAX,
-            time_retained=v["snapshots.maxAge"].to_timedelta(), expire_limit=v["snapshots.expireLimit"],
-            clean_empty_directories=bool(v["snapshots.cleanEmptyDirectories"]), changelog_decoupled=decoupled,
-            changelog_producer=ctx.state.options.get("changelog-producer", "none"),
-            consumer_changelog_only=ctx.state.options.get("consumer.changelog-only", "false").lower() == "true")
+    if wanted("ExpireSnapshots") and on("ExpireSnapshots") and due("ExpireSnapshots", schedule):
+        retention = retention_settings.from_policy(v)
+        econf = expire.expire_config(retention, ctx.state.options)
         eplan = expire.plan_expire(table, econf, now_ms)
         if not eplan.is_empty:
             total = expire.compute_range(table, replace(econf, expire_limit=INT_MAX), now_ms)
@@ -791,9 +793,7 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig,
                 est = est.model_copy(update={"partial": True,
                                              "note": f"first of {batches} batches of {econf.expire_limit}"})
             out.append(A.ExpireSnapshots(
-                **base, retain_min=econf.retain_min, retain_max=v["snapshots.maxRetained"],
-                time_retained=str(v["snapshots.maxAge"]), expire_limit=econf.expire_limit,
-                clean_empty_directories=econf.clean_empty_directories, changelog_decoupled=decoupled,
+                **base, retention=retention,
                 first_snapshot=total.earliest if count else None,
                 last_snapshot=(total.end_exclusive - 1) if count and total.end_exclusive else None,
                 snapshots=count, batches=batches, estimate=est, engine=_engine(target, est, config),
@@ -801,26 +801,21 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig,
                 reason=(f"{count} snapshot(s) past retention (stop: {total.reason})" if count
                         else "only the missing EARLIEST hint is written")))
     # changelog
-    if wanted("ExpireChangelog") and v["changelog.state"] != "Disabled" \
-            and _managed(policy, "changelog", "snapshots") and table.changelog_ids() \
+    if wanted("ExpireChangelog") and on("ExpireChangelog") and table.changelog_ids() \
             and due("ExpireChangelog", schedule):
-        cconf = expire.ChangelogConfig(
-            retain_min=v["changelog.minRetained"], retain_max=v["changelog.maxRetained"] or INT_MAX,
-            time_retained=v["changelog.maxAge"].to_timedelta(), expire_limit=v["snapshots.expireLimit"],
-            changelog_producer=ctx.state.options.get("changelog-producer", "none"))
-        cplan = expire.plan_expire_changelog(table, cconf, now_ms)
+        retention = retention_settings.from_policy(v)
+        cplan = expire.plan_expire_changelog(table, expire.changelog_config(retention, ctx.state.options), now_ms)
         if not cplan.is_empty:
             est = sized(cplan)
             out.append(A.ExpireChangelog(
-                **base, retain_min=cconf.retain_min, retain_max=v["changelog.maxRetained"],
-                time_retained=str(v["changelog.maxAge"]), changelogs=int(dict(cplan.details).get("expired_changelogs",
-                                                                                                 0)),
+                **base, retention=retention,
+                changelogs=int(dict(cplan.details).get("expired_changelogs", 0)),
                 estimate=est, engine=_engine(target, est, config),
-                policy=ctx.policy_of("changelog.minRetained", "changelog.maxRetained", "changelog.maxAge"),
+                policy=ctx.policy_of("changelog.minRetained", "changelog.maxRetained", "changelog.maxAge",
+                                     "snapshots.expireLimit"),
                 reason="long-lived changelogs past retention"))
     # orphans
-    if wanted("CleanOrphans") and v["orphanFiles.state"] == "Enabled" \
-            and due("CleanOrphans", v["orphanFiles.schedule"] or schedule):
+    if wanted("CleanOrphans") and on("CleanOrphans") and due("CleanOrphans", v["orphanFiles.schedule"] or schedule):
         older = v["orphanFiles.olderThan"]
         threshold = orphans.resolve_older_than(now_ms, older_than_age=older.to_timedelta())
         oplan = orphans.plan_orphan_clean(table, orphans.OrphanConfig(threshold))
@@ -837,13 +832,6 @@ def _maintenance(ctx: _Ctx, table: Table, config: ReconcileConfig,
                 reason=(f"{len(oplan.files)} file(s) older than {older} referenced by nothing"
                         + (" (dryRun: reported only; set orphanFiles.dryRun: false to delete)" if dry else ""))))
     return out_skip + out + skipped
-
-
-def _decoupled(v: Mapping[str, Any]) -> bool:
-    s_max = v["snapshots.maxRetained"] or INT_MAX
-    c_max = v["changelog.maxRetained"] or INT_MAX
-    return bool(c_max > s_max or v["changelog.minRetained"] > v["snapshots.minRetained"]
-                or v["changelog.maxAge"].to_timedelta() > v["snapshots.maxAge"].to_timedelta())
 
 
 def _size_tag_deletions(actions: list[A.Action], table: Table, config: ReconcileConfig) -> list[A.Action]:

@@ -19,16 +19,27 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from tablekeeper.core import durations, errors, execution, expire, orphans, plans, safety
+from tablekeeper.core import (
+    durations,
+    errors,
+    execution,
+    expire,
+    expire_batches,
+    orphans,
+    plans,
+    retention_settings,
+    safety,
+)
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table, open_table
+from tablekeeper.core.retention_settings import Retention
 from tablekeeper.spark import launch
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 __all__ = ["DEFAULT_SPARK_THRESHOLD", "EngineChoice", "spark_threshold", "estimate_plan_size", "choose_engine",
-           "run", "run_local", "plan_local", "orphan_threshold", "expire_config", "changelog_config",
+           "run", "run_local", "plan_local", "orphan_threshold", "retention_of", "expire_config", "changelog_config",
            "changelog_range", "changelog_due", "merge_step", "now_ms", "versions", "BATCH_UNIT"]
 
 #: Estimated live data files above which ``auto`` picks Spark. On one machine the in-process
@@ -84,46 +95,20 @@ def orphan_threshold(request: launch.JobRequest, now: int) -> int:
     return orphans.resolve_older_than(now, older_than_ms=at, older_than_age=age, force=request.force)
 
 
-def _has_changelog_overrides(request: launch.JobRequest) -> bool:
-    return any(v is not None for v in (request.changelog_retain_min, request.changelog_retain_max,
-                                       request.changelog_time_retained))
+def retention_of(request: launch.JobRequest, table: Table) -> Retention:
+    """The retention ``request`` expires with: the one it carries (resolved and validated where
+    the request was made), else the table's own options."""
+    return request.retention if request.retention is not None else retention_settings.from_options(table.options())
 
 
 def expire_config(request: launch.JobRequest, table: Table) -> expire.ExpireConfig:
-    """Snapshot expiration: the table's options with the request's overrides. With changelog
-    retention in the request, the changelog is decoupled when it retains more than the snapshots
-    (longer, or more at minimum or maximum), as the operator's planner decides."""
-    time_retained = (durations.parse_duration(request.time_retained, field="--time-retained")
-                     if request.time_retained is not None else None)
-    config = expire.config_from_options(table.options(), retain_min=request.retain_min,
-                                        retain_max=request.retain_max, time_retained=time_retained,
-                                        expire_limit=request.expire_limit)
-    if not _has_changelog_overrides(request):
-        return config
-    log = changelog_config(request, table)
-    decoupled = (log.retain_max > config.retain_max or log.retain_min > config.retain_min
-                 or log.time_retained > config.time_retained)
-    return dataclasses.replace(config, changelog_decoupled=decoupled)
+    """Snapshot expiration of ``request``: its retention plus the table's facts."""
+    return expire.expire_config(retention_of(request, table), table.options())
 
 
 def changelog_config(request: launch.JobRequest, table: Table) -> expire.ChangelogConfig:
-    """Changelog expiration: the table's ``changelog.*`` options (falling back to ``snapshot.*``)
-    with the request's ``changelog_*`` overrides.
-
-    Raises:
-        UnsafePolicyError: minimum below 1 or above the maximum.
-    """
-    config = expire.changelog_config_from_options(table.options())
-    time_retained = (durations.parse_duration(request.changelog_time_retained, field="--changelog-time-retained")
-                     if request.changelog_time_retained is not None else config.time_retained)
-    config = dataclasses.replace(
-        config, retain_min=config.retain_min if request.changelog_retain_min is None else request.changelog_retain_min,
-        retain_max=config.retain_max if request.changelog_retain_max is None else request.changelog_retain_max,
-        time_retained=time_retained)
-    if config.retain_min < safety.MIN_RETAIN_MIN or config.retain_max < config.retain_min:
-        raise errors.UnsafePolicyError("changelog retention: minimum must be >= 1 and <= the maximum",
-                                       fix="fix --changelog-retain-min / --changelog-retain-max")
-    return config
+    """Changelog expiration of ``request``: its retention's ``changelog_*`` values and expire limit."""
+    return expire.changelog_config(retention_of(request, table), table.options())
 
 
 #: The range rule of ``expire.plan_expire_changelog``, for the job's planning.
@@ -209,10 +194,19 @@ BATCH_UNIT: dict[str, str] = {"expire": plans.FileKind.SNAPSHOT.value,
                               "expire-changelog": plans.FileKind.CHANGELOG_META.value}
 
 
+def step_name(name: str, n: int) -> str:
+    """Where a step's details go in the first step's result: ``batch N`` for snapshot batches
+    2.., ``changelog`` / ``changelog batch N`` for the changelog's."""
+    if name == "batch":
+        return f"batch {n}"
+    return name if n == 1 else f"{name} batch {n}"
+
+
 def run_local(request: launch.JobRequest) -> launch.RunResult:
-    """Plan with the core planner and execute in process (thread pool), as the CLI does. With
-    ``with_changelog``, changelog expiration follows when it was due before the snapshot
-    expiration (see :func:`changelog_due`), re-planned on the table as the first step left it.
+    """Plan with the core planner and execute in process (thread pool), as the CLI does, in up to
+    ``request.batches`` batches (``core.expire_batches``). With ``with_changelog``, changelog
+    expiration follows when it was due before the snapshot expiration (see
+    :func:`changelog_due`), re-planned on the table as the snapshot batches left it.
 
     Raises:
         TablekeeperError: planning failed (nothing was deleted).
@@ -223,19 +217,26 @@ def run_local(request: launch.JobRequest) -> launch.RunResult:
     if request.with_changelog:
         table = open_request_table(request)
         due = changelog_due(table, changelog_config(request, table), now)
-    result = _run_local_step(request, request.operation, now)
-    last = result
-    unit = BATCH_UNIT.get(request.operation)
-    for n in range(2, request.batches + 1):  # as job.run: while the previous batch expired something
-        if unit is None or request.dry_run or not last.planned_files.get(unit):
-            break
-        last = _run_local_step(request, request.operation, now)
-        merge_step(result, last, f"batch {n}")
-        result.details["batches"] = n
-    if due:
-        step = _run_local_step(request, "expire-changelog", now)
-        merge_step(result, step, "changelog")
-        result.timings["totalSeconds"] = round(result.timings["totalSeconds"] + step.timings["totalSeconds"], 3)
+    steps: list[launch.RunResult] = []
+
+    def batch_of(operation: launch.Operation, name: str) -> expire_batches.Batch:
+        def batch(n: int) -> int:
+            step = _run_local_step(request, operation, now)
+            if steps:
+                merge_step(steps[0], step, step_name(name, n))
+                if operation == request.operation:
+                    steps[0].details["batches"] = n
+            steps.append(step)
+            return step.planned_files.get(BATCH_UNIT[operation], 0)
+        return batch
+
+    if request.operation in BATCH_UNIT:
+        expire_batches.run_with_changelog(batch_of(request.operation, "batch"), batch_of("expire-changelog", "changelog"),
+                                          changelog_due=due, max_batches=request.batches, dry_run=request.dry_run)
+    else:
+        steps.append(_run_local_step(request, request.operation, now))
+    result = steps[0]
+    result.timings["totalSeconds"] = round(sum(s.timings["totalSeconds"] for s in steps), 3)
     result.started_at = _iso(started)
     result.finished_at = _iso(now_ms())
     return result

@@ -46,7 +46,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tablekeeper.core import errors, execution, expire, orphans, plans, safety
+from tablekeeper.core import errors, execution, expire, expire_batches, orphans, plans, safety
 from tablekeeper.core.paimon import hints, layout
 from tablekeeper.core.paimon.pypaimon_adapter import PartitionPathResolver
 from tablekeeper.core.paimon.snapshot import Snapshot
@@ -857,17 +857,26 @@ def run(spark: SparkSession, request: launch.JobRequest, *, fault: Mapping[str, 
     _PHASES.clear()
     try:
         due = request.with_changelog and _changelog_due(request)
-        _OPERATIONS[request.operation](ctx)
-        _more_batches(spark, request, result, fault, first=result)
-        if due:  # second step: the decoupled changelog, on the table as the first step left it
-            ctx.release()
-            step = launch.RunResult(operation="expire-changelog", table=request.table, branch=request.branch,
-                                    dry_run=request.dry_run, engine="spark", run_name=request.run_name,
-                                    warehouse=request.warehouse)
-            try:
-                _expire_changelog(_Ctx(spark, request, step, fault))
-            finally:
-                engine.merge_step(result, step, "changelog")
+        if request.operation not in engine.BATCH_UNIT:
+            _OPERATIONS[request.operation](ctx)
+        else:
+            unit = engine.BATCH_UNIT[request.operation]
+
+            def first(n: int) -> int:
+                if n == 1:
+                    _OPERATIONS[request.operation](ctx)
+                    return result.planned_files.get(unit, 0)
+                ctx.release()
+                count = _next_step(spark, request, result, fault, request.operation, engine.step_name("batch", n))
+                result.details["batches"] = n
+                return count
+
+            def changelog(n: int) -> int:  # on the table as the snapshot batches left it
+                ctx.release()
+                return _next_step(spark, request, result, fault, "expire-changelog", engine.step_name("changelog", n))
+
+            expire_batches.run_with_changelog(first, changelog, changelog_due=due, max_batches=request.batches,
+                                              dry_run=request.dry_run)
     finally:
         ctx.release()
         result.timings.update({f"phase {k}": round(v, 3) for k, v in _PHASES.items()})
@@ -876,27 +885,21 @@ def run(spark: SparkSession, request: launch.JobRequest, *, fault: Mapping[str, 
     return result
 
 
-def _more_batches(spark: SparkSession, request: launch.JobRequest, result: launch.RunResult,
-                  fault: Mapping[str, Any] | None, *, first: launch.RunResult) -> None:
-    """Batches 2..``request.batches`` of ``expire``/``expire-changelog``, each on the table as the
-    previous one left it, while the previous one expired something (counts summed into
-    ``result``, details under ``details["batch N"]``). A dry run stops after the first."""
-    unit = engine.BATCH_UNIT.get(request.operation)
-    last = first
-    for n in range(2, request.batches + 1):
-        if unit is None or request.dry_run or not last.planned_files.get(unit):
-            return
-        step = launch.RunResult(operation=request.operation, table=request.table, branch=request.branch,
-                                dry_run=request.dry_run, engine="spark", run_name=request.run_name,
-                                warehouse=request.warehouse)
-        step_ctx = _Ctx(spark, request, step, fault)
-        try:
-            _OPERATIONS[request.operation](step_ctx)
-        finally:
-            step_ctx.release()
-            engine.merge_step(result, step, f"batch {n}")
-        result.details["batches"] = n
-        last = step
+def _next_step(spark: SparkSession, request: launch.JobRequest, result: launch.RunResult,
+               fault: Mapping[str, Any] | None, operation: launch.Operation, name: str) -> int:
+    """One more batch of ``operation`` (a later snapshot batch, or the changelog's) on the table as
+    the previous step left it, summed into ``result`` (its details under ``details[name]``), even
+    when it fails part way; returns what it expired (snapshots or changelogs)."""
+    step = launch.RunResult(operation=operation, table=request.table, branch=request.branch,
+                            dry_run=request.dry_run, engine="spark", run_name=request.run_name,
+                            warehouse=request.warehouse)
+    step_ctx = _Ctx(spark, request, step, fault)
+    try:
+        _OPERATIONS[operation](step_ctx)
+    finally:
+        step_ctx.release()
+        engine.merge_step(result, step, name)
+    return step.planned_files.get(engine.BATCH_UNIT[operation], 0)
 
 
 def _changelog_due(request: launch.JobRequest) -> bool:

@@ -35,6 +35,7 @@ from typing import Any, Literal, cast
 from tablekeeper.core import errors, safety
 from tablekeeper.core.paimon import layout, manifests
 from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.retention_settings import Retention
 from tablekeeper.core.storage import FileIO, join
 
 __all__ = [
@@ -122,10 +123,10 @@ class JobRequest:
     older_than: str | None = None
     force: bool = False
     now_ms: int | None = None
-    retain_min: int | None = None
-    retain_max: int | None = None
-    time_retained: str | None = None
-    expire_limit: int | None = None
+    #: ``expire`` / ``expire-changelog``: the resolved retention to expire with (the operator's
+    #: from the table's effective policy, the CLI's from the table's options and its flags);
+    #: None = the table's own options (``retention_settings.from_options``), read when the job runs.
+    retention: Retention | None = None
     parallelism: int | None = None
     batch_size: int = safety.DELETE_BATCH_DEFAULT
     run_name: str | None = None
@@ -134,14 +135,10 @@ class JobRequest:
     #: job, as the operator's ``ExpireSnapshots`` runs do in process (ExpireSnapshots +
     #: ExpireChangelog); the artifact sums both steps (``details["changelog"]`` has the second's).
     with_changelog: bool = False
-    #: Changelog retention (``changelog.num-retained.*``, ``changelog.time-retained``); None = the
-    #: table's options. Given, they also decide whether the changelog is decoupled for ``expire``.
-    changelog_retain_min: int | None = None
-    changelog_retain_max: int | None = None
-    changelog_time_retained: str | None = None
-    #: ``expire`` / ``expire-changelog``: run up to this many batches (``--max-deletes`` snapshots
-    #: or changelogs each) while the previous one expired something, as the operator's in-process
-    #: runs do; a dry run plans one.
+    #: ``expire`` / ``expire-changelog``: run up to this many batches (``retention.expire_limit``
+    #: snapshots or changelogs each) while the previous one expired something, as the operator's
+    #: in-process runs do (``core.expire_batches``), for the snapshots and then the changelog; a
+    #: dry run plans one.
     batches: int = 1
 
     def __post_init__(self) -> None:
@@ -161,10 +158,9 @@ class JobRequest:
         if self.with_changelog and self.operation != "expire":
             raise errors.InvalidInputError("--with-changelog goes with --operation expire",
                                            fix="use --operation expire-changelog for the changelog alone")
-        changelog = (self.changelog_retain_min, self.changelog_retain_max, self.changelog_time_retained)
-        if self.operation == "clean-orphans" and any(v is not None for v in changelog):
-            raise errors.InvalidInputError("changelog retention is for expire and expire-changelog",
-                                           fix="drop the --changelog-* options")
+        if self.operation == "clean-orphans" and self.retention is not None:
+            raise errors.InvalidInputError("retention is for expire and expire-changelog",
+                                           fix="drop --retention")
 
     def to_args(self) -> list[str]:
         """The command line of ``python -m tablekeeper.spark`` for this request."""
@@ -182,12 +178,10 @@ class JobRequest:
         if self.with_changelog:
             args.append("--with-changelog")
         valued: tuple[tuple[str, object], ...] = (
-            ("--now", self.now_ms), ("--retain-min", self.retain_min), ("--retain-max", self.retain_max),
-            ("--time-retained", self.time_retained), ("--max-deletes", self.expire_limit),
-            ("--parallelism", self.parallelism), ("--run-name", self.run_name), ("--result", self.result),
-            ("--changelog-retain-min", self.changelog_retain_min),
-            ("--changelog-retain-max", self.changelog_retain_max),
-            ("--changelog-time-retained", self.changelog_time_retained))
+            ("--now", self.now_ms), ("--parallelism", self.parallelism), ("--run-name", self.run_name),
+            ("--result", self.result),
+            ("--retention", None if self.retention is None
+             else json.dumps(self.retention.to_dict(), sort_keys=True, separators=(",", ":"))))
         for flag, val in valued:
             if val is not None:
                 args += [flag, str(val)]
@@ -225,15 +219,11 @@ def argument_parser() -> argparse.ArgumentParser:
     p.add_argument("--older-than", help="clean-orphans: an age ('2 d') or a time (ISO/epoch ms); default 1 day.")
     p.add_argument("--force", action="store_true", help="clean-orphans: allow thresholds under 1 hour ago.")
     p.add_argument("--now", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--retain-min", type=int)
-    p.add_argument("--retain-max", type=int)
-    p.add_argument("--time-retained")
-    p.add_argument("--max-deletes", type=int, dest="expire_limit")
+    p.add_argument("--retention", metavar="JSON",
+                   help="expire/expire-changelog: the retention to expire with, as Retention.to_dict() writes it "
+                        "(default: the table's options).")
     p.add_argument("--with-changelog", action="store_true",
                    help="expire: then expire the decoupled changelog too (one artifact for both).")
-    p.add_argument("--changelog-retain-min", type=int)
-    p.add_argument("--changelog-retain-max", type=int)
-    p.add_argument("--changelog-time-retained")
     p.add_argument("--batches", type=int, default=1,
                    help="expire/expire-changelog: up to N batches while the previous one expired something.")
     p.add_argument("--parallelism", type=int, help="Partitions of every I/O stage (default: Spark's parallelism).")
@@ -256,17 +246,26 @@ def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
     return out
 
 
+def _retention(text: str | None) -> Retention | None:
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        raise errors.InvalidInputError(f"--retention is not JSON: {e}", fix="pass Retention.to_dict() as JSON") from e
+    if not isinstance(data, dict):
+        raise errors.InvalidInputError("--retention is not a JSON object", fix="pass Retention.to_dict() as JSON")
+    return Retention.from_dict(data)
+
+
 def parse_args(argv: Sequence[str]) -> tuple[JobRequest, dict[str, Any]]:
     """(request, launcher settings {"master", "conf"}) from a command line."""
     ns = argument_parser().parse_args(list(argv))
     request = JobRequest(
         operation=ns.operation, warehouse=ns.warehouse, table=ns.table, branch=ns.branch,
         options=_pairs(ns.option, "--option"), dry_run=ns.dry_run, older_than=ns.older_than, force=ns.force,
-        now_ms=ns.now, retain_min=ns.retain_min, retain_max=ns.retain_max, time_retained=ns.time_retained,
-        expire_limit=ns.expire_limit, parallelism=ns.parallelism, batch_size=ns.batch_size,
-        run_name=ns.run_name, result=ns.result, with_changelog=ns.with_changelog,
-        changelog_retain_min=ns.changelog_retain_min, changelog_retain_max=ns.changelog_retain_max,
-        changelog_time_retained=ns.changelog_time_retained, batches=ns.batches)
+        now_ms=ns.now, retention=_retention(ns.retention), parallelism=ns.parallelism, batch_size=ns.batch_size,
+        run_name=ns.run_name, result=ns.result, with_changelog=ns.with_changelog, batches=ns.batches)
     return request, {"master": ns.master, "conf": _pairs(ns.conf, "--conf")}
 
 

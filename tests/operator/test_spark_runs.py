@@ -21,6 +21,7 @@ import os
 import shutil
 import threading
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +158,9 @@ async def test_spark_operator_run_launches_and_completes_with_the_spark_artifact
     request, _ = launch.parse_args(spec["arguments"])
     assert (request.operation, request.warehouse, request.table, request.dry_run) == \
         ("expire", str(warehouse), "sales.orders", False)
-    assert (request.retain_min, request.retain_max, request.time_retained) == (1, 2, "1 h")
+    assert request.retention is not None
+    assert (request.retention.retain_min, request.retention.retain_max,
+            request.retention.time_retained) == (1, 2, timedelta(hours=1))
     assert (request.run_name, request.result) == (name, artifact_uri)
     status = await wait_phase(h, run_name, "Running")
     await eventually(lambda: run_status(h, run_name).get("sparkApplicationRef"))
@@ -521,7 +524,8 @@ async def test_spark_expire_snapshots_run_expires_the_decoupled_changelog_like_t
         [body] = [a for a in launched(h, SPARK_APPS) if a["metadata"]["name"] == ref["name"]]
         request, _ = launch.parse_args(body["spec"]["arguments"])
         assert request.operation == "expire" and request.with_changelog
-        assert (request.changelog_retain_min, request.changelog_retain_max) == (1, 4)
+        assert request.retention is not None
+        assert (request.retention.changelog_retain_min, request.retention.changelog_retain_max) == (1, 4)
         result = await asyncio.to_thread(spark_job.run_to_result, spark, request)
         assert result.status == "Succeeded", result.errors
         assert request.result

@@ -38,11 +38,6 @@ def _decoupled_history(demo_wh: Path, examples: Path, now: datetime) -> Path:
     return m
 
 
-_BUG = pytest.mark.xfail(strict=True, reason="issue #11: ExpireChangelog carries no limit; the applier and the Spark "
-                                              "request run it with the table option snapshot.expire.limit (50)")
-
-
-@_BUG
 def test_applier_expires_the_changelog_with_the_planned_limit(demo_wh: Path, examples: Path) -> None:
     now = datetime.now(UTC)
     m = _decoupled_history(demo_wh, examples, now)
@@ -57,7 +52,6 @@ def test_applier_expires_the_changelog_with_the_planned_limit(demo_wh: Path, exa
     assert open_table(str(demo_wh), demo.EVENTS).changelog_ids() == [28, 29, 30]
 
 
-@_BUG
 def test_spark_request_expires_the_changelog_with_the_policy_limit(demo_wh: Path, examples: Path) -> None:
     """The operator's Spark request for ExpireSnapshots (snapshots, then the changelog), run by the
     in-process evaluator of the same request with one batch: one changelog, as planned."""

@@ -8,6 +8,7 @@ copies).
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from tests.maintenance.helpers import (
     build_mixed,
     copy_tree,
     handle,
+    job_request,
     now_ms,
     pk_table,
     plant,
@@ -44,8 +46,10 @@ PARALLELISM = 2
 
 
 def request(wh: str, operation: launch.Operation, **kw: Any) -> launch.JobRequest:
+    """Retention flags (``retain_min=1``...) resolved over the table's options, as the CLI does."""
     kw.setdefault("parallelism", PARALLELISM)
-    return launch.JobRequest(operation=operation, warehouse=wh, table=IDENT, **kw)
+    request: launch.JobRequest = job_request(wh, operation, IDENT, **kw)
+    return request
 
 
 def names(root: str) -> set[str]:
@@ -273,8 +277,10 @@ def test_entry_point_writes_the_result_artifact(spark: Any, two_copies: tuple[st
     local_wh, spark_wh = two_copies
     at = str(now_ms() + 1000)
     out = tmp_path / "results" / "run.json"
-    code = spark_main.main(["--operation", "expire", "--warehouse", spark_wh, "--table", IDENT, "--retain-min", "2",
-                            "--time-retained", "0 ms", "--now", at, "--parallelism", "2", "--run-name",
+    retention = request(spark_wh, "expire", retain_min=2, time_retained="0 ms").retention
+    assert retention is not None
+    code = spark_main.main(["--operation", "expire", "--warehouse", spark_wh, "--table", IDENT, "--retention",
+                            json.dumps(retention.to_dict()), "--now", at, "--parallelism", "2", "--run-name",
                             "tk-12345678-exp-abcd", "--result", str(out)])
     assert code == 0
     assert '"status": "Succeeded"' in capsys.readouterr().out
@@ -295,8 +301,6 @@ def test_entry_point_writes_the_result_artifact(spark: Any, two_copies: tuple[st
 
 def test_cli_engine_spark_reports_the_in_process_plan(spark: Any, two_copies: tuple[str, str],
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    import json
-
     from tablekeeper.cli.main import main as cli_main
 
     local_wh, spark_wh = two_copies

@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tablekeeper.core import errors, safety
+from tablekeeper.core.retention_settings import Retention, RetentionFlags, from_options
 from tablekeeper.spark import engine, launch
-from tests.maintenance.helpers import IDENT, build_mixed, check_retained, now_ms, views
+from tests.maintenance.helpers import IDENT, build_mixed, check_retained, job_request, now_ms, views
 
 OWNER = launch.OwnerReference(name="orders-expire-1", uid="0b6e3c7a-1111-2222-3333-444455556666")
 
@@ -88,18 +90,24 @@ def test_request_round_trips_through_the_command_line() -> None:
     parsed, settings = launch.parse_args([*r.to_args(), "--master", "local[2]", "--conf", "a.b=c"])
     assert parsed == r
     assert settings == {"master": "local[2]", "conf": {"a.b": "c"}}
-    e = req(branch="b1", retain_min=2, retain_max=9, time_retained="1 h", expire_limit=5, batches=100)
+    kept = from_options({}, RetentionFlags(retain_min=2, retain_max=9, time_retained=timedelta(hours=1),
+                                           expire_limit=5))
+    assert not kept.changelog_decoupled  # unset changelog values follow the snapshot values
+    e = req(branch="b1", retention=kept, batches=100)
     assert "--batches" in e.to_args() and launch.parse_args(e.to_args())[0] == e
-    c = req(operation="expire", with_changelog=True, changelog_retain_min=3, changelog_retain_max=40,
-            changelog_time_retained="2 d")
+    c = req(operation="expire", with_changelog=True, retention=Retention(
+        changelog_retain_min=30, changelog_retain_max=40, changelog_time_retained=timedelta(days=2)))
+    assert c.retention is not None and c.retention.changelog_decoupled
     assert "--with-changelog" in c.to_args() and launch.parse_args(c.to_args())[0] == c
+    with pytest.raises(errors.InvalidInputError):
+        launch.parse_args([*req().to_args(), "--retention", "[1]"])
 
 
 @pytest.mark.parametrize("bad", [{"operation": "compact"}, {"batch_size": 0}, {"batches": 0},
                                  {"batch_size": safety.DELETE_BATCH_MAX + 1}, {"parallelism": 0},
                                  {"operation": "clean-orphans", "branch": "b1"},
                                  {"operation": "expire-changelog", "with_changelog": True},
-                                 {"operation": "clean-orphans", "changelog_retain_min": 2}])
+                                 {"operation": "clean-orphans", "retention": Retention()}])
 def test_bad_requests_are_rejected(bad: dict[str, Any]) -> None:
     with pytest.raises(errors.InvalidInputError):
         req(**bad)
@@ -236,8 +244,8 @@ def test_auto_engine_uses_the_plan_size_threshold(tmp_path: Path, monkeypatch: p
     with pytest.raises(errors.InvalidInputError):
         engine.spark_threshold()
     monkeypatch.delenv(engine.THRESHOLD_ENV)
-    result = engine.run(launch.JobRequest("expire", wh, IDENT, dry_run=True, retain_min=1, time_retained="0 ms",
-                                          now_ms=now_ms() + 1000), engine="auto")
+    result = engine.run(job_request(wh, "expire", IDENT, dry_run=True, retain_min=1, time_retained="0 ms",
+                                    now_ms=now_ms() + 1000), engine="auto")
     assert result.engine == "local" and result.details["estimatedFiles"] == size
     assert result.planned_files["snapshot"] == 6 and result.deleted == {}
 
@@ -261,7 +269,7 @@ def test_a_real_spark_submit_process_runs_the_job(tmp_path: Path) -> None:
     build_mixed(wh)
     before = views(wh)
     result = tmp_path / "out" / "result.json"
-    r = launch.JobRequest("expire", wh, IDENT, retain_min=1, time_retained="0 ms", now_ms=now_ms() + 1000,
+    r = job_request(wh, "expire", IDENT, retain_min=1, time_retained="0 ms", now_ms=now_ms() + 1000,
                           parallelism=2, result=str(result), run_name=launch.run_name(IDENT, "expire"))
     argv = launch.spark_submit_argv(r, spark_submit=launch.default_spark_submit(), master="local[2]",
                                     py_files=[launch.build_pyfiles_zip(tmp_path)],

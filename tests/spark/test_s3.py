@@ -14,7 +14,7 @@ import pytest
 
 from tablekeeper.spark import __main__ as spark_main
 from tablekeeper.spark import engine, job, launch
-from tests.maintenance.helpers import IDENT, build_mixed, now_ms, plant, table_root
+from tests.maintenance.helpers import IDENT, build_mixed, job_request, now_ms, plant, table_root
 from tests.support.s3 import put_objects
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
@@ -72,8 +72,8 @@ def test_orphans_then_expire_on_s3_match_in_process(spark: Any, s3: Any, s3_buck
     assert "testing" not in s3.cat_file(f"{s3_bucket}/results/orphans.json").decode()
 
     kw: dict[str, Any] = {"options": s3_options, "retain_min": 1, "time_retained": "0 ms", "now_ms": now_ms() + 1000}
-    local = engine.run_local(launch.JobRequest("expire", local_wh, IDENT, **kw))
-    remote = job.run(spark, launch.JobRequest("expire", spark_wh, IDENT, parallelism=2, **kw))
+    local = engine.run_local(job_request(local_wh, "expire", IDENT, **kw))
+    remote = job.run(spark, job_request(spark_wh, "expire", IDENT, parallelism=2, **kw))
     assert remote.planned_files == local.planned_files and remote.deleted == local.deleted
     assert remote.deleted["data"] > 0 and remote.failed_count == local.failed_count == 0
     assert keys(s3, s3_bucket, "spark") == keys(s3, s3_bucket, "local")
