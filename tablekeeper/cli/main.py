@@ -27,6 +27,7 @@ from tablekeeper.core import (
     plans,
     retention_settings,
     tags,
+    timestamps,
 )
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table, open_table, open_table_path
@@ -82,16 +83,7 @@ def _duration(value: str | None, field: str) -> Any:
 
 
 def _timestamp_ms(value: str | None) -> int | None:
-    if value is None:
-        return None
-    if value.isdigit():
-        return int(value)
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError as e:
-        raise errors.InvalidInputError(f"--timestamp {value!r} is neither epoch ms nor ISO-8601",
-                                       fix="write e.g. 2026-01-31T23:00:00 or 1769900400000") from e
-    return int(parsed.timestamp() * 1000)
+    return None if value is None else timestamps.parse_instant_ms(value, flag="--timestamp")
 
 
 def _run_plan(plan: plans.Plan, table: Table, dry_run: bool, output: str, parallelism: int | None) -> None:
@@ -332,8 +324,7 @@ def branch_list(table: str, warehouse: str | None, options: tuple[str, ...], out
 
 # ---------------------------------------------------------------------------- maintenance
 def _now_ms(now: str | None) -> int:
-    parsed = _timestamp_ms(now)
-    return parsed if parsed is not None else int(datetime.now().timestamp() * 1000)
+    return timestamps.now_ms() if now is None else timestamps.parse_instant_ms(now, flag="--now")
 
 
 @cli.command("expire")
@@ -451,13 +442,7 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
                       parallelism=parallelism, now_ms=_now_ms(now) if now else None)
         return
     now_ms = _now_ms(now)
-    age = None
-    at = None
-    if older_than is not None:
-        if older_than.isdigit() or "T" in older_than or older_than.count("-") >= 2:
-            at = _timestamp_ms(older_than)
-        else:
-            age = durations.parse_duration(older_than, field="--older-than")
+    at, age = timestamps.parse_time_or_age(older_than, flag="--older-than") if older_than is not None else (None, None)
     threshold = orphans.resolve_older_than(now_ms, older_than_ms=at, older_than_age=age, force=force)
     config = orphans.OrphanConfig(threshold, processes=plan_processes)
     _run_plan(orphans.plan_orphan_clean(t, config), t, dry_run, output, parallelism)

@@ -24,21 +24,22 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import datetime, timedelta
 
 from tablekeeper.core import errors as core_errors
+from tablekeeper.core import timestamps
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
 from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.operator import (
     cluster,
     conditions,
-    engines,
     kopfcompat,
     markers,
     metrics,
     objects,
+    run_engines,
     run_report,
+    run_types,
     scopes,
     sparkruns,
 )
@@ -49,19 +50,10 @@ from tablekeeper.operator.maintenance import TERMINAL
 from tablekeeper.operator.run_report import RunReport
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import Outcome, url_of
-from tablekeeper.reconcile import planner
+from tablekeeper.reconcile import maintenance_planner
 from tablekeeper.spark import launch
 
 __all__ = ["start_run", "execute_run", "check_run", "duration_text"]
-
-
-def _ts(when: datetime) -> str:
-    return conditions.timestamp(when)
-
-
-def _parse(text: Any) -> datetime | None:
-    ms = scopes.parse_time_ms(text)
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 def duration_text(seconds: float) -> str:
@@ -89,7 +81,7 @@ def _finished(obj: Obj, now: datetime, ok: bool, reason: str, message: str, *, s
     """The terminal status; ``status.result`` is ``report.to_status()`` (with ``rendered`` and no
     report: an empty result)."""
     out = Outcome(generation=obj.generation)
-    out.fields.update(phase="Succeeded" if ok else "Failed", completionTime=_ts(now), message=message,
+    out.fields.update(phase="Succeeded" if ok else "Failed", completionTime=timestamps.rfc3339(now), message=message,
                       duration=duration_text((now - started).total_seconds()) if started else None)
     if report is not None or rendered:
         out.fields["result"] = report.to_status() if report is not None else {}
@@ -143,7 +135,7 @@ async def start_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) ->
     except core_errors.InvalidInputError as e:
         return _finished(obj, now, False, Reason.INVALID_SPEC, e.message, started=None)
     out = Outcome(labels=_labels(obj, spec))
-    created = _parse(obj.created) or now
+    created = timestamps.parse_rfc3339(obj.created) or now
     if now - created > timedelta(seconds=_deadline(obj, spec, view)):
         result = _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "never started within activeDeadlineSeconds",
                            started=None)
@@ -175,10 +167,10 @@ async def start_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) ->
     if sparkruns.wants_spark(rt.config.spark, requested, spec):
         engine_name, note = str(requested), ""  # resolved (Auto) and launched by the execute step
     else:
-        engine, note = engines.select(requested, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
+        engine, note = run_engines.select(requested, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
         engine_name = engine.name
     out.generation = obj.generation
-    out.fields.update(phase="Running", startTime=_ts(now), engine=engine_name,
+    out.fields.update(phase="Running", startTime=timestamps.rfc3339(now), engine=engine_name,
                       attempts=int(obj.status.get("attempts") or 0) + 1, message=note or "running")
     out.conditions = [
         conditions.condition(conditions.COMPLETE, False, Reason.RUNNING, note, generation=obj.generation, now=now),
@@ -202,7 +194,7 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
     assert isinstance(spec, PaimonMaintenanceRunSpec)
     if sparkruns.Ref.of(obj.status) is not None:
         return Outcome()  # launched: the periodic check observes it (and enforces the deadline)
-    started = _parse(obj.status.get("startTime")) or now
+    started = timestamps.parse_rfc3339(obj.status.get("startTime")) or now
     if now - started > timedelta(seconds=_deadline(obj, spec, view)):
         _release(rt, obj, spec)
         return _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "activeDeadlineSeconds exceeded", started=started)
@@ -225,14 +217,14 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
             return _finished(obj, rt.config.now(), False, failure.reason, failure.message, started=started)
         if launched is not None:
             return _launched(obj, launched, now)
-    engine, note = engines.select(requested, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
+    engine, note = run_engines.select(requested, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     try:
         scope = await objects.child_scope(rt, view, obj, spec.table_ref.name)
         await rt.step("run/execute", obj.ref)
         opener = rt.opener(scope.location.warehouse, scope.options)
-        request = engines.RunRequest(obj.name, spec, scope, opener, now)
+        request = run_types.RunRequest(obj.name, spec, scope, opener, now)
         async with rt.table_lock(scope.identity):
             result = await asyncio.to_thread(engine.run, request)
     except (OperatorError, core_errors.TablekeeperError, OSError) as e:
@@ -240,7 +232,7 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
         if retried is not None:
             return retried
         failure = classify(e)
-        result = engines.RunResult(False, failure.reason, failure.message)
+        result = run_types.RunResult(False, failure.reason, failure.message)
     seconds = loop.time() - t0
     end = rt.config.now()
     _release(rt, obj, spec)
@@ -277,7 +269,7 @@ async def _deferred_to_writers(rt: Runtime, view: cluster.View, obj: Obj, spec: 
     scope = await objects.child_scope(rt, view, obj, spec.table_ref.name)
     opener = rt.opener(scope.location.warehouse, scope.options)
     plan = await asyncio.to_thread(scopes.plan_scope, scope, opener, now, objects=False)
-    why = planner.writers_enforce(plan.target, plan.state, plan.policy, now)
+    why = maintenance_planner.writers_enforce(plan.target, plan.state, plan.policy, now)
     return None if why is None else f"enforcement Both: left to the writers ({why}); nothing run"
 
 
@@ -344,7 +336,7 @@ async def check_run(rt: Runtime, view: cluster.View, obj: Obj) -> Outcome | None
     ref = sparkruns.Ref.of(obj.status)
     if phase in TERMINAL:
         _release(rt, obj, spec)
-        done = _parse(obj.status.get("completionTime"))
+        done = timestamps.parse_rfc3339(obj.status.get("completionTime"))
         ttl = spec.ttl_seconds_after_finished
         if ttl is not None and done is not None and now - done >= timedelta(seconds=ttl):
             if ref is not None and ref.namespace != obj.namespace:  # not garbage-collected with the run
@@ -352,7 +344,7 @@ async def check_run(rt: Runtime, view: cluster.View, obj: Obj) -> Outcome | None
             await rt.api.delete(url_of("paimonmaintenanceruns", obj.namespace, obj.name))
             return None
         return Outcome()
-    started = _parse(obj.status.get("startTime")) or _parse(obj.created)
+    started = timestamps.parse_rfc3339(obj.status.get("startTime")) or timestamps.parse_rfc3339(obj.created)
     if ref is not None and phase == "Running":
         return await _check_launched(rt, view, obj, spec, ref, started or now)
     if started is not None and now - started > timedelta(seconds=_deadline(obj, spec, view)):

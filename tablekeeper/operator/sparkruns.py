@@ -8,8 +8,8 @@ The run controller (:mod:`tablekeeper.operator.runs`) drives three steps:
    ``TABLEKEEPER_SPARK_THRESHOLD``: then ``TABLEKEEPER_SPARK_ENGINE``; its default ``Detect``
    picks ``SparkOperator`` when the Spark Operator's ``SparkApplication`` CRD is installed, else
    ``SparkJob``, see :func:`auto_engine`), build the job request from
-   the table's effective policy (:func:`tablekeeper.operator.engines.launch_request`) and create
-   the object (:func:`tablekeeper.operator.engines.launch_manifest`). Its name is derived from the
+   the table's effective policy (:func:`launch_request`) and create
+   the object (:func:`launch_manifest`). Its name is derived from the
    run's uid and attempt (``tk-<table-hash8>-<op3>-<hash4>``), so an operator restarted between the
    create and the status write finds the object it made: an object of that name that carries the
    run's uid (annotation ``tablekeeper.io/run-uid``) is **adopted**, never created a second time.
@@ -50,23 +50,26 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
+from tablekeeper.core import retention_settings
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
 from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.core.storage import join
-from tablekeeper.operator import cluster, engines, kopfcompat, maintenance, objects, scopes
+from tablekeeper.operator import cluster, kopfcompat, maintenance, objects, run_engines, scopes
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.errors import OperatorError
+from tablekeeper.operator.run_types import dry_run_of
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.settings import SparkConfig
 from tablekeeper.spark import launch
 
 __all__ = ["KINDS", "RUN_UID_ANNOTATION", "RUN_ANNOTATION", "RESULTS_DIR", "SPARK_APPLICATION_CRD", "Ref",
            "Launched", "Observation", "wants_spark", "auto_engine", "launch_name", "result_uri", "launch_run",
-           "fetch", "observe", "delete", "read_artifact"]
+           "fetch", "observe", "delete", "read_artifact", "launch_request", "launch_manifest"]
 
 #: engine -> (kind, API prefix, plural) of the launched object.
 KINDS: Mapping[str, tuple[str, str, str]] = {
@@ -148,10 +151,66 @@ class Observation:
     message: str = ""
 
 
+# -- building the request and the object ---------------------------------------------------------
+_OPERATIONS: Mapping[str, launch.Operation] = {"ExpireSnapshots": "expire", "RemoveOrphanFiles": "clean-orphans"}
+
+
+def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: str, options: Mapping[str, str], *,
+                   dry_run: bool, run_name: str | None = None, policy: Mapping[str, Any] | None = None,
+                   result: str | None = None) -> launch.JobRequest | None:
+    """The Spark job request of a run, or None for types the Spark job does not do. Options
+    carrying credentials are left out (they come from a Secret in the pod). ``policy``: the
+    table's effective policy values (``snapshots.minRetained``...), passed on as the job's
+    thresholds; ``result``: where the job writes its artifact.
+
+    ``ExpireSnapshots`` does what the in-process run does (:data:`RUN_KINDS`): snapshot
+    expiration, then (unless ``changelog.state`` is ``Disabled``) expiration of the decoupled
+    changelog, in one job (``with_changelog``), both with the retention the planner plans them with
+    (``retention_settings.from_policy``: values, limit, decoupled rule) and in as many
+    ``expireLimit`` batches as an in-process run (``batches``)."""
+    operation = _OPERATIONS.get(spec.type)
+    if operation is None:
+        return None
+    safe = {k: v for k, v in options.items() if not launch.is_secret_option(k)}
+    v = policy or {}
+    extra: dict[str, Any] = {}
+    if operation == "expire":
+        extra["batches"] = reconcile.ReconcileConfig().max_batches  # as many batches as an in-process run
+    if operation == "expire" and v:
+        extra["retention"] = retention_settings.from_policy(v)  # what the planner plans ExpireSnapshots with
+        if v.get("changelog.state") != "Disabled":
+            extra["with_changelog"] = True
+    elif operation == "clean-orphans" and v.get("orphanFiles.olderThan") is not None:
+        extra["older_than"] = str(v["orphanFiles.olderThan"])
+    return launch.JobRequest(operation=operation, warehouse=warehouse, table=identifier, branch=spec.branch,
+                             options=safe, dry_run=dry_run, run_name=run_name, result=result, **extra)
+
+
+def launch_manifest(request: launch.JobRequest, *, engine: str, name: str, namespace: str, owner_name: str,
+                    owner_uid: str, image: str, service_account: str, active_deadline_seconds: int,
+                    ttl_seconds_after_finished: int = 604800, spark_version: str = "4.0.1",
+                    credentials_secret: str | None = None, driver: launch.SparkResources | None = None,
+                    executor: launch.SparkResources | None = None,
+                    spark_conf: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``batch/v1`` Job (``SparkJob``) or ``SparkApplication`` (``SparkOperator``) that runs
+    ``request``, owned by the run."""
+    owner = launch.OwnerReference(name=owner_name, uid=owner_uid)
+    if engine == "SparkOperator":
+        return launch.spark_application_manifest(
+            request, name=name, namespace=namespace, owner=owner, image=image, spark_version=spark_version,
+            service_account=service_account, active_deadline_seconds=active_deadline_seconds,
+            ttl_seconds_after_finished=ttl_seconds_after_finished, credentials_secret=credentials_secret,
+            driver=driver, executor=executor, spark_conf=spark_conf)
+    return launch.job_manifest(
+        request, name=name, namespace=namespace, owner=owner, image=image, service_account=service_account,
+        active_deadline_seconds=active_deadline_seconds, ttl_seconds_after_finished=ttl_seconds_after_finished,
+        credentials_secret=credentials_secret, driver=driver, executor=executor, spark_conf=spark_conf)
+
+
 def wants_spark(config: SparkConfig, requested: str | None, spec: PaimonMaintenanceRunSpec) -> bool:
     """Whether a run may go to Spark: Spark runs are on, the engine is not ``Python``, and the job
     does the run's type (on ``main``; the job's orphan cleanup covers the whole table)."""
-    return (config.enabled and requested not in (None, "Python") and spec.type in engines.SPARK_RUN_TYPES
+    return (config.enabled and requested not in (None, "Python") and spec.type in run_engines.SPARK_RUN_TYPES
             and spec.branch == layout.MAIN)
 
 
@@ -262,13 +321,13 @@ async def launch_run(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMain
     attempt = int(obj.status.get("attempts") or 1)
     name = launch_name(identity, operation, obj.uid, attempt)
     artifact = result_uri(config, scope.location.warehouse, obj.namespace or namespace, name)
-    dry_run = engines.dry_run_of(spec, plan.policy.values)
-    request = engines.launch_request(spec, scope.location.warehouse, scope.location.identifier, scope.options,
+    dry_run = dry_run_of(spec, plan.policy.values)
+    request = launch_request(spec, scope.location.warehouse, scope.location.identifier, scope.options,
                                      dry_run=dry_run, run_name=name, policy=plan.policy.values, result=artifact)
-    assert request is not None  # spec.type is one of engines.SPARK_RUN_TYPES
+    assert request is not None  # spec.type is one of run_engines.SPARK_RUN_TYPES
     driver, executor, conf, image, version = _resources(scope.table.spec)
     try:
-        manifest = engines.launch_manifest(
+        manifest = launch_manifest(
             request, engine=engine, name=name, namespace=namespace, owner_name=obj.name, owner_uid=obj.uid,
             image=image or config.image, service_account=config.service_account, active_deadline_seconds=deadline,
             ttl_seconds_after_finished=config.ttl_seconds, spark_version=version or config.spark_version,

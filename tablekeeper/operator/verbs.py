@@ -21,9 +21,9 @@ from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy.branch import PaimonBranchSpec
 from tablekeeper.operator import scopes
 from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.engines import RunRequest, RunResult
 from tablekeeper.operator.errors import classify
 from tablekeeper.operator.run_report import RunReport
+from tablekeeper.operator.run_types import RunRequest, RunResult
 
 __all__ = ["VERB_TYPES", "run_verb"]
 

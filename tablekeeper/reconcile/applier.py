@@ -36,14 +36,16 @@ from tablekeeper.core import (
     table_options,
     tag_auto,
     tags,
+    timestamps,
 )
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.policy.durations import Duration
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.desired import DesiredState
 from tablekeeper.reconcile.opener import Opener
-from tablekeeper.reconcile.planner import ReconcileConfig, ReconcilePlan, TablePlan, plan, with_sizes
+from tablekeeper.reconcile.plan_context import ReconcileConfig, with_sizes
+from tablekeeper.reconcile.planner import ReconcilePlan, TablePlan, plan
 from tablekeeper.reconcile.records import BranchRecord, RecordStore, TableRecords, TagRecord
 
 __all__ = ["ActionResult", "ApplyResult", "ConvergeResult", "apply", "converge"]
@@ -173,10 +175,6 @@ class _Run:
         return tag_auto.local_wall_clock(self.now, self.zone or UTC)
 
 
-def _ms(when: datetime) -> int:
-    return int(when.timestamp() * 1000)
-
-
 def _td(text: str | None) -> timedelta | None:
     return None if text is None else Duration(text).to_timedelta()
 
@@ -190,7 +188,7 @@ def _create_tag(run: _Run, a: A.CreateTag) -> tuple[Status, str]:
     ttl = _td(a.time_retained)
     previous = run.records
     if not a.auto and a.resource:
-        expires = _ms(run.now + ttl) if ttl is not None else None
+        expires = timestamps.epoch_ms(run.now + ttl) if ttl is not None else None
         run.save(run.records.with_tag(a.branch, a.tag, TagRecord(a.resource, a.snapshot_id,
                                                                  a.deletion_policy or "Delete", False, expires)))
     try:
@@ -209,7 +207,7 @@ def _adopt_tag(run: _Run, a: A.AdoptTag) -> tuple[Status, str]:
     expires = None
     if existing.create_time is not None and existing.time_retained is not None and run.zone is not None:
         local = (existing.create_time + existing.time_retained).replace(tzinfo=run.zone)
-        expires = _ms(local.astimezone(UTC))
+        expires = timestamps.epoch_ms(local.astimezone(UTC))
     run.save(run.records.with_tag(a.branch, a.tag, TagRecord(a.resource or "", existing.snapshot_id,
                                                              a.deletion_policy or "Delete", False, expires)))
     return "applied", f"adopted tag {a.tag!r} at snapshot {existing.snapshot_id}"
@@ -254,7 +252,7 @@ def _expire_tags(run: _Run, a: A.ExpireTags) -> tuple[Status, str]:
 def _create_branch(run: _Run, a: A.CreateBranch) -> tuple[Status, str]:
     fork_tag = branches.fork_tag_name(a.name, a.from_snapshot_id) if a.from_snapshot_id is not None else None
     previous = run.records
-    record = BranchRecord(a.resource or "", a.deletion_policy or "Delete", _ms(run.now), fork_tag, pending=True)
+    record = BranchRecord(a.resource or "", a.deletion_policy or "Delete", timestamps.epoch_ms(run.now), fork_tag, pending=True)
     run.save(run.records.with_branch(a.name, record))
     try:
         change = branches.create_branch(run.table, a.name, from_tag=a.from_tag, from_snapshot=a.from_snapshot_id)
@@ -308,7 +306,7 @@ def _release(run: _Run, a: A.ReleaseObject) -> tuple[Status, str]:
 
 def _set_table_options(run: _Run, a: A.SetTableOptions) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
-    result = table_options.alter_options(t, a.changed, now_ms=_ms(run.now))
+    result = table_options.alter_options(t, a.changed, now_ms=timestamps.epoch_ms(run.now))
     if result.schema_id is None:
         return "unchanged", "table options already as the policy asks"
     return "applied", (f"set {', '.join(f'{k}={v}' for k, v in result.options.items())} "
@@ -341,7 +339,7 @@ def _expire_snapshots(run: _Run, a: A.ExpireSnapshots) -> tuple[Status, str]:
     config = expire.expire_config(a.retention, t.options())
 
     def batch(_n: int) -> int | None:
-        eplan = expire.plan_expire(t, config, _ms(run.now))
+        eplan = expire.plan_expire(t, config, timestamps.epoch_ms(run.now))
         if eplan.is_empty:
             return None
         run.execute(eplan, t)
@@ -358,7 +356,7 @@ def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
     config = expire.changelog_config(a.retention, t.options())  # the planned limit, not the table option's
 
     def batch(_n: int) -> int | None:
-        cplan = expire.plan_expire_changelog(t, config, _ms(run.now))
+        cplan = expire.plan_expire_changelog(t, config, timestamps.epoch_ms(run.now))
         if cplan.is_empty:
             return None
         run.execute(cplan, t)
@@ -425,7 +423,7 @@ def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = N
             try:
                 status, message = _HANDLERS[action.kind](run, action)
                 if action.kind in A.MAINTENANCE_KINDS:
-                    run.save(run.records.with_run(action.kind, _ms(plan_.now)))
+                    run.save(run.records.with_run(action.kind, timestamps.epoch_ms(plan_.now)))
                 if engine == "spark":
                     message += " (engine spark: no Spark runner in this process, ran in-process)"
                     engine = "in-process"

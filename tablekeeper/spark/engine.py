@@ -16,11 +16,9 @@ import dataclasses
 import importlib.metadata
 import os
 import time
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from tablekeeper.core import (
-    durations,
     errors,
     execution,
     expire,
@@ -29,6 +27,7 @@ from tablekeeper.core import (
     plans,
     retention_settings,
     safety,
+    timestamps,
 )
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table, open_table
@@ -53,12 +52,7 @@ THRESHOLD_ENV = launch.THRESHOLD_ENV
 EngineChoice = Literal["auto", "local", "spark"]
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _iso(ms: float) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+now_ms = timestamps.now_ms
 
 
 def versions() -> dict[str, str]:
@@ -72,26 +66,11 @@ def versions() -> dict[str, str]:
 
 
 # -- request -> planner inputs --------------------------------------------------------------------
-def _timestamp_ms(value: str) -> int:
-    if value.isdigit():
-        return int(value)
-    try:
-        return int(datetime.fromisoformat(value).timestamp() * 1000)
-    except ValueError as e:
-        raise errors.InvalidInputError(f"--older-than {value!r} is neither an age, epoch ms nor ISO-8601",
-                                       fix="write e.g. '2 d', 2026-01-31T23:00:00 or 1769900400000") from e
-
-
 def orphan_threshold(request: launch.JobRequest, now: int) -> int:
     """The orphan age threshold, parsed like the CLI's ``--older-than`` (an age such as
     ``2 d``, or a time as ISO-8601 / epoch ms) and checked by ``orphans.resolve_older_than``."""
-    at = age = None
     value = request.older_than
-    if value is not None:
-        if value.isdigit() or "T" in value or value.count("-") >= 2:
-            at = _timestamp_ms(value)
-        else:
-            age = durations.parse_duration(value, field="--older-than")
+    at, age = timestamps.parse_time_or_age(value, flag="--older-than") if value is not None else (None, None)
     return orphans.resolve_older_than(now, older_than_ms=at, older_than_age=age, force=request.force)
 
 
@@ -237,8 +216,8 @@ def run_local(request: launch.JobRequest) -> launch.RunResult:
         steps.append(_run_local_step(request, request.operation, now))
     result = steps[0]
     result.timings["totalSeconds"] = round(sum(s.timings["totalSeconds"] for s in steps), 3)
-    result.started_at = _iso(started)
-    result.finished_at = _iso(now_ms())
+    result.started_at = timestamps.iso_ms(started)
+    result.finished_at = timestamps.iso_ms(now_ms())
     return result
 
 

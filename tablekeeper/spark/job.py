@@ -46,7 +46,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tablekeeper.core import errors, execution, expire, expire_batches, orphans, plans, safety
+from tablekeeper.core import errors, execution, expire, expire_batches, orphans, plans, safety, timestamps
 from tablekeeper.core.paimon import hints, layout
 from tablekeeper.core.paimon.pypaimon_adapter import PartitionPathResolver
 from tablekeeper.core.paimon.snapshot import Snapshot
@@ -850,7 +850,7 @@ def run(spark: SparkSession, request: launch.JobRequest, *, fault: Mapping[str, 
         engine="spark", run_name=request.run_name, warehouse=request.warehouse, versions=engine.versions())
     result.versions.setdefault("spark", spark.version)
     started = engine.now_ms()
-    result.started_at = engine._iso(started)
+    result.started_at = timestamps.iso_ms(started)
     t0 = time.perf_counter()
     ctx = _Ctx(spark, request, result, fault)
     result.details["parallelism"] = ctx.n
@@ -881,7 +881,7 @@ def run(spark: SparkSession, request: launch.JobRequest, *, fault: Mapping[str, 
         ctx.release()
         result.timings.update({f"phase {k}": round(v, 3) for k, v in _PHASES.items()})
         result.timings["totalSeconds"] = round(time.perf_counter() - t0, 3)
-        result.finished_at = engine._iso(engine.now_ms())
+        result.finished_at = timestamps.iso_ms(engine.now_ms())
     return result
 
 

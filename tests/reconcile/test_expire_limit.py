@@ -55,7 +55,7 @@ def test_applier_expires_the_changelog_with_the_planned_limit(demo_wh: Path, exa
 def test_spark_request_expires_the_changelog_with_the_policy_limit(demo_wh: Path, examples: Path) -> None:
     """The operator's Spark request for ExpireSnapshots (snapshots, then the changelog), run by the
     in-process evaluator of the same request with one batch: one changelog, as planned."""
-    from tablekeeper.operator import engines
+    from tablekeeper.operator import sparkruns
     from tablekeeper.spark import engine
 
     now = datetime.now(UTC)
@@ -65,7 +65,7 @@ def test_spark_request_expires_the_changelog_with_the_policy_limit(demo_wh: Path
     table = open_table(str(demo_wh), demo.EVENTS)
     policy = target.resolve_policy(table.options())
     spec = PaimonMaintenanceRunSpec.model_validate({"tableRef": {"name": "events"}, "type": "ExpireSnapshots"})
-    request = engines.launch_request(spec, str(demo_wh), demo.EVENTS, {}, dry_run=False, policy=policy.values)
+    request = sparkruns.launch_request(spec, str(demo_wh), demo.EVENTS, {}, dry_run=False, policy=policy.values)
     assert request is not None
     result = engine.run_local(dataclasses.replace(request, batches=1, now_ms=int(now.timestamp() * 1000)))
     assert result.details["changelog"]["expired_changelogs"] == 1

@@ -16,7 +16,7 @@ from tablekeeper.core.policy.schedule import Schedule
 from tablekeeper.core.policy.table import MaintenanceWindow
 from tablekeeper.core.tag_auto import SnapshotPoint
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile.manifests import parse_documents
+from tablekeeper.reconcile.documents import parse_documents
 from tablekeeper.reconcile.observe import BranchState, TableState, TagState
 from tablekeeper.reconcile.records import BranchRecord, TableRecords, TagRecord
 from tablekeeper.reconcile.schedules import in_window, is_due, next_fire

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from tablekeeper.core import errors, expire, expire_batches
-from tablekeeper.core.policy.durations import Duration
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.retention_settings import INT_MAX, Retention, RetentionFlags, from_options, from_policy
 
 
