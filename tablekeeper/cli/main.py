@@ -31,6 +31,7 @@ from tablekeeper.core import (
 )
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table, open_table, open_table_path
+from tablekeeper.spark import dispatch, job_request
 
 __all__ = ["main", "cli"]
 
@@ -106,17 +107,17 @@ _ENGINE_HELP = "local: plan and delete in this process; spark: the same plan dis
 def _run_on_spark(operation: str, t: Table, options: tuple[str, ...], dry_run: bool, output: str,
                   **params: Any) -> None:
     """Run a maintenance command through ``tablekeeper.spark`` (local Spark unless configured)."""
-    from tablekeeper.spark import engine as spark_engine
-    from tablekeeper.spark import launch
+
+
 
     if "." not in t.identifier or not t.root.rstrip("/").rsplit("/", 2)[-2].endswith(".db"):
         raise errors.InvalidInputError(f"--engine spark needs a warehouse table, not {t.root}",
                                        fix="pass --warehouse URI and the table as database.table")
-    request = launch.JobRequest(operation=operation,  # type: ignore[arg-type]
+    request = job_request.JobRequest(operation=operation,  # type: ignore[arg-type]
                                 warehouse=t.root.rstrip("/").rsplit("/", 2)[0], table=t.identifier,
                                 branch=t.branch, options=_parse_options(options), dry_run=dry_run, **params)
-    result = spark_engine.run(request, engine="spark")
-    payload = spark_engine.describe(result)
+    result = dispatch.run(request, engine="spark")
+    payload = dispatch.describe(result)
 
     def text() -> None:
         verb = "would delete" if dry_run else "deleted"

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablekeeper.spark import launch
+from tablekeeper.spark import result_artifact
 
 __all__ = ["SAMPLE_MAX", "RunReport", "from_artifact"]
 
@@ -70,7 +70,7 @@ class RunReport:
         return out
 
 
-def from_artifact(artifact: launch.RunResult, run_type: str) -> RunReport:
+def from_artifact(artifact: result_artifact.RunResult, run_type: str) -> RunReport:
     """The report of a Spark run from its result artifact: the in-process counts plus per-kind
     counts. ``expiredSnapshots`` / ``expiredChangelogs`` are the snapshot and ``changelog-N``
     files the job planned (and, unless a dry run, deleted)."""

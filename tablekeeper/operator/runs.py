@@ -51,7 +51,7 @@ from tablekeeper.operator.run_report import RunReport
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import Outcome, url_of
 from tablekeeper.reconcile import maintenance_planner
-from tablekeeper.spark import launch
+from tablekeeper.spark import result_artifact
 
 __all__ = ["start_run", "execute_run", "check_run", "duration_text"]
 
@@ -383,7 +383,7 @@ async def _check_launched(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimo
             out.fields[ref.field] = current.as_status()
             out.fields["message"] = f"{ref} is {seen.state}"
         return out
-    artifact: launch.RunResult | None = None
+    artifact: result_artifact.RunResult | None = None
     problem: tuple[str, str] | None = None
     uri = str(obj.status.get("artifact") or "")
     try:

@@ -65,7 +65,7 @@ from tablekeeper.operator.errors import OperatorError
 from tablekeeper.operator.run_types import dry_run_of
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.settings import SparkConfig
-from tablekeeper.spark import launch
+from tablekeeper.spark import engine_choice, job_request, k8s_manifests, result_artifact, run_names
 
 __all__ = ["KINDS", "RUN_UID_ANNOTATION", "RUN_ANNOTATION", "RESULTS_DIR", "SPARK_APPLICATION_CRD", "Ref",
            "Launched", "Observation", "wants_spark", "auto_engine", "launch_name", "result_uri", "launch_run",
@@ -152,12 +152,12 @@ class Observation:
 
 
 # -- building the request and the object ---------------------------------------------------------
-_OPERATIONS: Mapping[str, launch.Operation] = {"ExpireSnapshots": "expire", "RemoveOrphanFiles": "clean-orphans"}
+_OPERATIONS: Mapping[str, job_request.Operation] = {"ExpireSnapshots": "expire", "RemoveOrphanFiles": "clean-orphans"}
 
 
 def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: str, options: Mapping[str, str], *,
                    dry_run: bool, run_name: str | None = None, policy: Mapping[str, Any] | None = None,
-                   result: str | None = None) -> launch.JobRequest | None:
+                   result: str | None = None) -> job_request.JobRequest | None:
     """The Spark job request of a run, or None for types the Spark job does not do. Options
     carrying credentials are left out (they come from a Secret in the pod). ``policy``: the
     table's effective policy values (``snapshots.minRetained``...), passed on as the job's
@@ -171,7 +171,7 @@ def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: s
     operation = _OPERATIONS.get(spec.type)
     if operation is None:
         return None
-    safe = {k: v for k, v in options.items() if not launch.is_secret_option(k)}
+    safe = {k: v for k, v in options.items() if not job_request.is_secret_option(k)}
     v = policy or {}
     extra: dict[str, Any] = {}
     if operation == "expire":
@@ -182,26 +182,26 @@ def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: s
             extra["with_changelog"] = True
     elif operation == "clean-orphans" and v.get("orphanFiles.olderThan") is not None:
         extra["older_than"] = str(v["orphanFiles.olderThan"])
-    return launch.JobRequest(operation=operation, warehouse=warehouse, table=identifier, branch=spec.branch,
+    return job_request.JobRequest(operation=operation, warehouse=warehouse, table=identifier, branch=spec.branch,
                              options=safe, dry_run=dry_run, run_name=run_name, result=result, **extra)
 
 
-def launch_manifest(request: launch.JobRequest, *, engine: str, name: str, namespace: str, owner_name: str,
+def launch_manifest(request: job_request.JobRequest, *, engine: str, name: str, namespace: str, owner_name: str,
                     owner_uid: str, image: str, service_account: str, active_deadline_seconds: int,
                     ttl_seconds_after_finished: int = 604800, spark_version: str = "4.0.1",
-                    credentials_secret: str | None = None, driver: launch.SparkResources | None = None,
-                    executor: launch.SparkResources | None = None,
+                    credentials_secret: str | None = None, driver: k8s_manifests.SparkResources | None = None,
+                    executor: k8s_manifests.SparkResources | None = None,
                     spark_conf: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The ``batch/v1`` Job (``SparkJob``) or ``SparkApplication`` (``SparkOperator``) that runs
     ``request``, owned by the run."""
-    owner = launch.OwnerReference(name=owner_name, uid=owner_uid)
+    owner = k8s_manifests.OwnerReference(name=owner_name, uid=owner_uid)
     if engine == "SparkOperator":
-        return launch.spark_application_manifest(
+        return k8s_manifests.spark_application_manifest(
             request, name=name, namespace=namespace, owner=owner, image=image, spark_version=spark_version,
             service_account=service_account, active_deadline_seconds=active_deadline_seconds,
             ttl_seconds_after_finished=ttl_seconds_after_finished, credentials_secret=credentials_secret,
             driver=driver, executor=executor, spark_conf=spark_conf)
-    return launch.job_manifest(
+    return k8s_manifests.job_manifest(
         request, name=name, namespace=namespace, owner=owner, image=image, service_account=service_account,
         active_deadline_seconds=active_deadline_seconds, ttl_seconds_after_finished=ttl_seconds_after_finished,
         credentials_secret=credentials_secret, driver=driver, executor=executor, spark_conf=spark_conf)
@@ -244,7 +244,7 @@ def launch_name(table_identity: str, operation: str, run_uid: str, attempt: int)
     restarted operator derives the name of the object it may already have created."""
     digest = hashlib.sha256(f"{run_uid}:{attempt}".encode()).digest()
     suffix = "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:4])
-    return launch.run_name(table_identity, operation, suffix=suffix)
+    return run_names.run_name(table_identity, operation, suffix=suffix)
 
 
 def result_uri(config: SparkConfig, warehouse: str, namespace: str, name: str) -> str:
@@ -267,19 +267,19 @@ def _credentials_secret(scope: scopes.Scope, namespace: str, operator_namespace:
     return ref.name if where == namespace else None
 
 
-def _resources(table: PaimonTableSpec) -> tuple[launch.SparkResources | None, launch.SparkResources | None,
+def _resources(table: PaimonTableSpec) -> tuple[k8s_manifests.SparkResources | None, k8s_manifests.SparkResources | None,
                                                  dict[str, str], str | None, str | None]:
     """(driver, executor, conf, image, sparkVersion) from ``PaimonTable.spec.maintenance.spark``."""
     spark = table.maintenance.spark if table.maintenance is not None else None
     if spark is None:
         return None, None, {}, None, None
-    base_driver, base_executor = launch.SparkResources(instances=1), launch.SparkResources()
+    base_driver, base_executor = k8s_manifests.SparkResources(instances=1), k8s_manifests.SparkResources()
     driver = executor = None
     if spark.driver is not None:
-        driver = launch.SparkResources(cores=spark.driver.cores or base_driver.cores,
+        driver = k8s_manifests.SparkResources(cores=spark.driver.cores or base_driver.cores,
                                        memory=spark.driver.memory or base_driver.memory, instances=1)
     if spark.executor is not None:
-        executor = launch.SparkResources(cores=spark.executor.cores or base_executor.cores,
+        executor = k8s_manifests.SparkResources(cores=spark.executor.cores or base_executor.cores,
                                          memory=spark.executor.memory or base_executor.memory,
                                          instances=spark.executor.instances or base_executor.instances)
     return driver, executor, dict(spark.conf), spark.image, spark.spark_version
@@ -289,7 +289,7 @@ def _plan(scope: scopes.Scope, opener: Any, now: datetime, estimate: bool) -> tu
     """The table's effective policy (observation without a tag/branch plan) and, for ``Auto``, the
     plan-size estimate. Blocking."""
     plan = scopes.plan_scope(scope, opener, now, objects=False)
-    return plan, (launch.estimate_plan_size(plan.table) if estimate else None)
+    return plan, (engine_choice.estimate_plan_size(plan.table) if estimate else None)
 
 
 async def launch_run(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMaintenanceRunSpec, requested: str,
@@ -415,7 +415,7 @@ def observe(kind: str, body: Mapping[str, Any]) -> Observation:
     return Observation("Active" if status.get("active") else "Pending")
 
 
-def read_artifact(uri: str, options: Mapping[str, str], expected_name: str) -> launch.RunResult:
+def read_artifact(uri: str, options: Mapping[str, str], expected_name: str) -> result_artifact.RunResult:
     """Read and check the artifact of launch ``expected_name``. Blocking.
 
     Raises:
@@ -423,7 +423,7 @@ def read_artifact(uri: str, options: Mapping[str, str], expected_name: str) -> l
         FormatError: not an artifact, or one written by another launch.
         StorageError, OSError: the storage could not be read.
     """
-    artifact = launch.read_result(uri, options)
+    artifact = result_artifact.read_result(uri, options)
     if artifact.run_name != expected_name:
         raise core_errors.FormatError(f"result artifact at {uri} was written by {artifact.run_name!r}, "
                                       f"not {expected_name!r}", fix="check TABLEKEEPER_SPARK_RESULTS")

@@ -18,6 +18,7 @@ from typing import Any
 from tablekeeper.core import execution, plans
 from tablekeeper.core.paimon.table import Table, open_table
 from tablekeeper.core.storage import FileIO
+from tablekeeper.spark import job_request
 from tests.support.paimon import (
     ORDERS_SCHEMA,
     append_table,
@@ -499,12 +500,12 @@ _RETENTION_FLAGS = ("retain_min", "retain_max", "time_retained", "expire_limit",
                     "changelog_retain_min", "changelog_retain_max", "changelog_time_retained")
 
 
-def job_request(warehouse: str, operation: str, identifier: str = IDENT, **kw: Any) -> Any:
+def spark_request(warehouse: str, operation: str, identifier: str = IDENT, **kw: Any) -> Any:
     """A Spark ``JobRequest``; retention flags (``retain_min=1, time_retained="0 ms"``...) are
     resolved over the table's options (``retention_settings.from_options``), as the CLI resolves
     its own flags, and carried as the request's ``retention``."""
     from tablekeeper.core import durations, retention_settings
-    from tablekeeper.spark import launch
+
 
     flags = {k: kw.pop(k) for k in _RETENTION_FLAGS if k in kw}
     if flags:
@@ -513,4 +514,4 @@ def job_request(warehouse: str, operation: str, identifier: str = IDENT, **kw: A
                            options=dict(kw.get("options") or {}))
         kw["retention"] = retention_settings.from_options(table.options(),
                                                           retention_settings.RetentionFlags(**flags))
-    return launch.JobRequest(operation=operation, warehouse=warehouse, table=identifier, **kw)  # type: ignore[arg-type]
+    return job_request.JobRequest(operation=operation, warehouse=warehouse, table=identifier, **kw)  # type: ignore[arg-type]

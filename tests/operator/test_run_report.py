@@ -13,11 +13,11 @@ from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.operator import maintenance
 from tablekeeper.operator.run_report import RunReport, from_artifact
 from tablekeeper.reconcile import enabled_jobs
-from tablekeeper.spark import launch
+from tablekeeper.spark import result_artifact
 
 
 def test_a_spark_artifact_and_an_in_process_report_render_the_same_keys() -> None:
-    artifact = launch.RunResult(operation="expire", table="s.o", branch="main", dry_run=False, engine="spark",
+    artifact = result_artifact.RunResult(operation="expire", table="s.o", branch="main", dry_run=False, engine="spark",
                                 planned_files={"snapshot": 4, "data": 3, "changelog-meta": 2},
                                 planned_bytes={"snapshot": 40, "data": 300}, deleted={"snapshot": 4, "data": 3},
                                 deleted_bytes={"snapshot": 40, "data": 300}, sample=["a", "b"],
@@ -34,7 +34,7 @@ def test_a_spark_artifact_and_an_in_process_report_render_the_same_keys() -> Non
     assert set(local) <= set(spark)
     assert {k: local[k] for k in ("expiredSnapshots", "expiredChangelogs", "deletedFiles", "reclaimedBytes")} == \
         {k: spark[k] for k in ("expiredSnapshots", "expiredChangelogs", "deletedFiles", "reclaimedBytes")}
-    orphans = from_artifact(launch.RunResult(operation="clean-orphans", table="s.o", branch="main", dry_run=True,
+    orphans = from_artifact(result_artifact.RunResult(operation="clean-orphans", table="s.o", branch="main", dry_run=True,
                                              engine="spark", planned_files={"data": 1}), "RemoveOrphanFiles")
     assert orphans.to_status()["orphanFiles"] == 1 and "expiredSnapshots" not in orphans.to_status()
     assert RunReport(dry_run=True, planned_files=0, planned_bytes=0).to_status() == \

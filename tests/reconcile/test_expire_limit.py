@@ -19,6 +19,7 @@ from tablekeeper.cli import demo
 from tablekeeper.core.paimon.table import open_table
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
 from tablekeeper.reconcile import actions as A
+from tablekeeper.spark import dispatch
 
 from .test_planner import _manifests
 
@@ -56,7 +57,7 @@ def test_spark_request_expires_the_changelog_with_the_policy_limit(demo_wh: Path
     """The operator's Spark request for ExpireSnapshots (snapshots, then the changelog), run by the
     in-process evaluator of the same request with one batch: one changelog, as planned."""
     from tablekeeper.operator import sparkruns
-    from tablekeeper.spark import engine
+
 
     now = datetime.now(UTC)
     m = _decoupled_history(demo_wh, examples, now)
@@ -67,7 +68,7 @@ def test_spark_request_expires_the_changelog_with_the_policy_limit(demo_wh: Path
     spec = PaimonMaintenanceRunSpec.model_validate({"tableRef": {"name": "events"}, "type": "ExpireSnapshots"})
     request = sparkruns.launch_request(spec, str(demo_wh), demo.EVENTS, {}, dry_run=False, policy=policy.values)
     assert request is not None
-    result = engine.run_local(dataclasses.replace(request, batches=1, now_ms=int(now.timestamp() * 1000)))
+    result = dispatch.run_local(dataclasses.replace(request, batches=1, now_ms=int(now.timestamp() * 1000)))
     assert result.details["changelog"]["expired_changelogs"] == 1
     assert open_table(str(demo_wh), demo.EVENTS).changelog_ids() == [28, 29, 30]
 
