@@ -448,6 +448,15 @@ public final class PaimonDriver {
         b.snapshotRetainMin(r.path("retain_min").asInt(1));
         b.snapshotTimeRetain(Duration.ofMillis(r.path("older_than_ms").asLong(0)));
         b.snapshotMaxDeletes(r.path("max_deletes").asInt(Integer.MAX_VALUE));
+        if (r.path("changelog_like_snapshots").asBoolean(false)) {
+            // bench/peer.py: changelog retention = this snapshot retention (not decoupled), so that
+            // Java deletes the data files of expired snapshots itself instead of leaving APPEND files
+            // to ExpireChangelogImpl, as a table without changelog.* options behaves.
+            b.changelogRetainMax(r.path("retain_max").asInt(Integer.MAX_VALUE));
+            b.changelogRetainMin(r.path("retain_min").asInt(1));
+            b.changelogTimeRetain(Duration.ofMillis(r.path("older_than_ms").asLong(0)));
+            return t.newExpireSnapshots().config(b.build()).expire();
+        }
         // Keep the table's own changelog settings (decoupled changelogs) as Paimon's procedure does.
         org.apache.paimon.CoreOptions o = t.coreOptions();
         b.changelogRetainMax(o.changelogNumRetainMax());

@@ -58,10 +58,13 @@ def classpath_or_skip(version: str) -> str:
 class JavaPaimon:
     """One JVM running the driver; ``call`` sends one request and returns Java's result."""
 
-    def __init__(self, classpath: str, version: str) -> None:
+    def __init__(self, classpath: str, version: str,
+                 jvm_args: tuple[str, ...] = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx1g")) -> None:
+        """``jvm_args``: tests start fast (C1 only, serial GC); ``bench/peer.py`` passes the JVM's
+        defaults with a larger heap so that Java is measured at full speed."""
         self.version = version
         self.proc = subprocess.Popen(
-            ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx1g", "-cp", classpath, "PaimonDriver"],
+            ["java", *jvm_args, "-cp", classpath, "PaimonDriver"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
         got = self.call("ping")
         if got != version:

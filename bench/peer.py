@@ -1,0 +1,229 @@
+"""Peer benchmark (issue 13, point 7): tablekeeper against Java Paimon's own maintenance.
+
+Builds one synthetic Paimon table (``bench/_synth.py``; by default >= 100,000 data files and
+1,200 snapshots, Java's merged-manifest layout, tags every 150 commits) with planted orphan data
+files and manifests, ages every file by two days and makes two identical copies (hard links for
+the files nobody rewrites; the snapshot directory is copied, because both sides rewrite hints).
+
+- copy A, Java Paimon (paimon-bundle via ``scripts/javapaimon-setup``): ``ExpireSnapshots``
+  (what ``CALL sys.expire_snapshots`` runs) and ``LocalOrphanFilesClean`` (what
+  ``CALL sys.remove_orphan_files`` runs), each timed as one request round trip to a warm JVM
+  (default JIT and GC, ``-Xmx4g``; JVM start and a warm-up run of both operations on a small
+  table are excluded);
+- copy B, tablekeeper: whole ``tablekeeper expire`` and ``tablekeeper clean-orphans`` CLI
+  processes (Python start-up included).
+
+Same retention on both: ``retain_min 10``, ``retain_max R``, time retained 0, no delete limit;
+orphans older than one fixed epoch-ms threshold (one day before the run). Before and after each
+operation the table's files are listed on each copy; the benchmark prints both times, the ratio
+(goal: tablekeeper >= 3x faster) and whether both deleted the same files, listing any difference
+by directory. Timings are printed, never asserted.
+
+    .venv/bin/python bench/peer.py [--snapshots N] [--files N] [--retain-max R] [--scale X]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _synth  # noqa: E402
+import orphans as orphans_bench  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "support"))
+import javapaimon  # noqa: E402
+
+GOAL = 3.0
+AGE_S = 2 * 86_400
+JVM_ARGS = ("-Xmx4g",)
+
+
+def spec_for(snapshots: int, files: int, orphan_files: int, orphan_manifests: int, writer: str) -> _synth.SynthSpec:
+    spec = orphans_bench.spec_for(snapshots, files, orphan_files, orphan_manifests, writer)
+    return _synth.SynthSpec(**{**spec.__dict__, "tag_every": max(5, snapshots // 8), "seed": 13})
+
+
+def build(warehouse: str, spec: _synth.SynthSpec) -> _synth.SynthTable:
+    built = _synth.build_table(warehouse, spec)
+    orphans_bench.age_table(built, AGE_S)
+    return built
+
+
+def split_copy(src: str, dst: str) -> None:
+    """``cp -al`` then give ``dst`` its own snapshot directory (hints are rewritten by both)."""
+    _synth.copy_tree(src, dst)
+    for dirpath, _dirs, names in os.walk(dst):
+        if os.path.basename(dirpath) != "snapshot":
+            continue
+        for name in names:
+            path = os.path.join(dirpath, name)
+            tmp = path + ".peer-copy"
+            shutil.copy2(path, tmp)
+            os.replace(tmp, path)
+
+
+def files_of(root: str) -> set[str]:
+    return {os.path.relpath(os.path.join(d, n), root) for d, _s, names in os.walk(root) for n in names}
+
+
+def kind(rel: str) -> str:
+    top = rel.split("/", 1)[0]
+    if top in ("snapshot", "manifest", "tag", "schema", "changelog", "index", "statistics", "branch"):
+        return top
+    return "data"
+
+
+def by_kind(paths: set[str]) -> str:
+    counts: dict[str, int] = {}
+    for p in paths:
+        counts[kind(p)] = counts.get(kind(p), 0) + 1
+    return ", ".join(f"{k} {v:,}" for k, v in sorted(counts.items())) or "none"
+
+
+def tk_cli(*args: str) -> float:
+    exe = str(Path(sys.executable).parent / "tablekeeper")
+    start = time.perf_counter()
+    subprocess.run([exe, *args, "-o", "json"], check=True, capture_output=True, text=True)
+    return time.perf_counter() - start
+
+
+def java_call(java: javapaimon.JavaPaimon, op: str, **args: Any) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = java.call(op, **args)
+    return time.perf_counter() - start, result
+
+
+def run(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--snapshots", type=int, default=1_200, help="snapshots written (default 1200)")
+    parser.add_argument("--files", type=int, default=100_000, help="level-0 data files written (default 100000)")
+    parser.add_argument("--retain-max", type=int, default=200, help="snapshots kept by both (default 200)")
+    parser.add_argument("--orphans", type=int, default=2_000, help="planted orphan data files (default 2000)")
+    parser.add_argument("--orphan-manifests", type=int, default=20, help="planted orphan manifests (default 20)")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply snapshots, files, retain-max, orphans")
+    parser.add_argument("--writer", choices=("pypaimon", "java"), default="java",
+                        help="manifest layout: java (merged, default) or pypaimon (never merged)")
+    parser.add_argument("--version", default="1.4.2", help="Java Paimon version (default 1.4.2)")
+    parser.add_argument("--workdir", default=None, help="where to build (default: a temp dir, removed)")
+    args = parser.parse_args(argv)
+    s = args.scale
+    spec = spec_for(max(20, int(args.snapshots * s)), max(200, int(args.files * s)), max(1, int(args.orphans * s)),
+                    max(1, int(args.orphan_manifests * s)), args.writer)
+    retain_max = max(10, int(args.retain_max * s))
+    workdir = args.workdir or tempfile.mkdtemp(prefix="tk-bench-peer-")
+    os.makedirs(workdir, exist_ok=True)
+    classpath = javapaimon.setup_classpath(args.version)
+    try:
+        return _run(workdir, spec, retain_max, classpath, args.version)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _run(workdir: str, spec: _synth.SynthSpec, retain_max: int, classpath: str, version: str) -> dict[str, Any]:
+    started = time.perf_counter()
+    wh_java, wh_tk, wh_warm = (os.path.join(workdir, n) for n in ("wh-java", "wh-tk", "wh-warm"))
+    built = build(wh_java, spec)
+    split_copy(wh_java, wh_tk)
+    warm_spec = spec_for(40, 2_000, 20, 2, spec.writer)
+    build(wh_warm, warm_spec)
+    root_java, root_tk = (os.path.join(w, f"{_synth.DB}.db", _synth.TABLE) for w in (wh_java, wh_tk))
+    n_files = len(files_of(root_java))
+    print(f"synthetic table ({spec.writer} manifests): {spec.snapshots:,} snapshots, {len(built.tags)} tags, "
+          f"{n_files:,} files ({built.data_files:,} data files incl. {spec.orphan_files:,} planted orphans, "
+          f"{built.manifest_files:,} manifest files incl. {spec.orphan_manifests} planted); "
+          f"built in {built.build_seconds:.1f}s; two copies")
+    print(f"retention on both: retain_min 10, retain_max {retain_max}, time retained 0, no delete limit "
+          f"(expires snapshots 1..{spec.snapshots - retain_max}); orphans older than 1 day")
+    threshold_ms = int(time.time() * 1000) - 86_400_000
+    ident = _synth.IDENTIFIER
+    expire_args = {"retain_min": 10, "retain_max": retain_max, "older_than_ms": 0, "max_deletes": 2_000_000_000,
+                   "changelog_like_snapshots": True}
+
+    java = javapaimon.JavaPaimon(classpath, version, jvm_args=JVM_ARGS)
+    try:
+        # warm-up: both operations once on a small table (class loading, JIT), not timed
+        java.call("expire_snapshots", warehouse=wh_warm, table=ident, **{**expire_args, "retain_max": 10, "retain_min": 5})
+        java.call("remove_orphan_files", warehouse=wh_warm, table=ident, older_than_epoch_ms=threshold_ms)
+        os.sync()
+        results: dict[str, Any] = {}
+        before_j, before_t = files_of(root_java), files_of(root_tk)
+        assert before_j == before_t, "the copies differ"
+        t_java, _ = java_call(java, "expire_snapshots", warehouse=wh_java, table=ident, **expire_args)
+        mid_j = files_of(root_java)
+        os.sync()
+        t_tk = tk_cli("expire", "-w", wh_tk, ident, "--retain-min", "10", "--retain-max", str(retain_max),
+                      "--time-retained", "0 s", "--max-deletes", "2000000000")
+        mid_t = files_of(root_tk)
+        results["expire"] = compare("expire (ExpireSnapshots vs tablekeeper expire)", t_java, t_tk,
+                                    before_j - mid_j, before_t - mid_t)
+        os.sync()
+        t_java, _ = java_call(java, "remove_orphan_files", warehouse=wh_java, table=ident,
+                              older_than_epoch_ms=threshold_ms)
+        after_j = files_of(root_java)
+        os.sync()
+        t_tk = tk_cli("clean-orphans", "-w", wh_tk, ident, "--older-than", str(threshold_ms))
+        after_t = files_of(root_tk)
+        results["orphans"] = compare("orphans (LocalOrphanFilesClean vs tablekeeper clean-orphans)", t_java, t_tk,
+                                     mid_j - after_j, mid_t - after_t)
+        planted = {os.path.relpath(p, root_java) for p in built.orphan_paths}
+        results["orphans"]["planted_deleted_by_tk"] = planted <= (mid_t - after_t)
+        # Java's own orphan clean (dry run) reads every manifest of every retained snapshot and tag of
+        # tablekeeper's copy: it must find every file it needs and nothing left to delete
+        left = java.call("remove_orphan_files", warehouse=wh_tk, table=ident, older_than_epoch_ms=threshold_ms,
+                         dry_run=True)
+        latest = java.call("latest_snapshot", warehouse=wh_tk, table=ident)
+        results["java_after_tk"] = {"latest": latest, "orphans_left": left["count"]}
+        print(f"\nJava Paimon on tablekeeper's copy afterwards: latest snapshot {latest}, its remove_orphan_files "
+              f"(dry run, reads every retained manifest) finds {left['count']} more to delete")
+    finally:
+        java.close()
+    print(f"bench wall time: {time.perf_counter() - started:.0f}s")
+    return results
+
+
+def compare(label: str, t_java: float, t_tk: float, deleted_java: set[str], deleted_tk: set[str]) -> dict[str, Any]:
+    ratio = t_java / t_tk if t_tk > 0 else float("inf")
+    same = deleted_java == deleted_tk
+    print()
+    print(f"{label}:")
+    print(f"  Java Paimon {version_note()}: {t_java:8.2f}s  deleted {len(deleted_java):,} ({by_kind(deleted_java)})")
+    print(f"  tablekeeper (CLI process):  {t_tk:8.2f}s  deleted {len(deleted_tk):,} ({by_kind(deleted_tk)})")
+    print(f"ratio {label.split(' ', 1)[0]} Java / tablekeeper: {t_java:.2f}s / {t_tk:.2f}s = {ratio:.2f}x faster  "
+          f"goal >= {GOAL:.0f}x  {_synth.verdict(ratio >= GOAL)}")
+    print(f"  same files deleted: {same}")
+    only_java, only_tk = sorted(deleted_java - deleted_tk), sorted(deleted_tk - deleted_java)
+    for side, paths, reason in (
+            ("only Java deleted", only_java, "kept by tablekeeper (a stronger protection, or not yet old enough)"),
+            ("only tablekeeper deleted", only_tk, "kept by Java")):
+        if paths:
+            print(f"  {side}: {len(paths):,} ({by_kind(set(paths))}) -> {reason}; e.g.")
+            for p in paths[:5]:
+                print(f"    {p}")
+    return {"java_s": t_java, "tk_s": t_tk, "ratio": ratio, "same": same, "deleted_java": len(deleted_java),
+            "deleted_tk": len(deleted_tk), "only_java": only_java, "only_tk": only_tk}
+
+
+def version_note() -> str:
+    return "(warm JVM)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    run(argv)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
