@@ -41,9 +41,7 @@ if __package__ in (None, ""):
 import _synth  # noqa: E402
 import orphans as orphans_bench  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "support"))
-import javapaimon  # noqa: E402
+from tests.support import javapaimon  # noqa: E402  (the Java tier's client: one JVM, JSON lines)
 
 GOAL = 3.0
 AGE_S = 2 * 86_400
