@@ -230,8 +230,11 @@ def _plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
     earliest_hint = join(snapshot_dir, hints.EARLIEST)
     if rng.earliest is None or rng.end_exclusive is None or rng.end_exclusive <= rng.earliest:
         hint_steps: tuple[plans.Step, ...] = ()
-        if rng.earliest is not None and table.read_hint(layout.SNAPSHOT_DIR, hints.EARLIEST) is None:
-            hint_steps = (plans.WriteStep(earliest_hint, hints.encode_hint(rng.earliest), "EARLIEST was missing"),)
+        current = table.read_hint(layout.SNAPSHOT_DIR, hints.EARLIEST)
+        if rng.earliest is not None and current != rng.earliest:  # missing, or stale after a crash
+            hint_steps = (plans.WriteStep(earliest_hint, hints.encode_hint(rng.earliest),
+                                          "EARLIEST was missing" if current is None else
+                                          f"EARLIEST named {current}, the earliest snapshot is {rng.earliest}"),)
         return plans.Plan("expire-snapshots", table.identifier, hint_steps, (f"nothing expires: {rng.reason}",), details)
     end = rng.end_exclusive
     expiring: list[Snapshot] = []
@@ -413,7 +416,10 @@ def plan_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) ->
     _expiring_ids, end = changelog_range(table, config, now_ms)
     expiring = [table.changelog(i) for i in ids if i < end]
     if not expiring:
-        return plans.Plan("expire-changelog", table.identifier, (), ("nothing expires",))
+        current = table.read_hint(layout.CHANGELOG_DIR, hints.EARLIEST)
+        fix = () if current is None or current in ids else (plans.WriteStep(  # stale after a crash
+            join(table.dir(layout.CHANGELOG_DIR), hints.EARLIEST), hints.encode_hint(ids[0]), "changelog EARLIEST"),)
+        return plans.Plan("expire-changelog", table.identifier, fix, ("nothing expires",))
     reach = Reachability(table)
     try:
         tag_roots, other_roots, _logs = _roots(table)
