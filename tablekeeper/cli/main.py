@@ -29,6 +29,7 @@ from tablekeeper.core import (
     plans,
     tag_deletion,
     tags,
+    writers,
 )
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table, open_table, open_table_path
@@ -507,10 +508,6 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
     """Delete files no snapshot, tag, branch or changelog references (never directories or
     metadata JSON)."""
     t = _open(table, warehouse, options)
-    if engine == "spark":
-        _run_on_spark("clean-orphans", t, options, dry_run, output, older_than=older_than, force=force,
-                      parallelism=parallelism, now_ms=_now_ms(now) if now else None)
-        return
     now_ms = _now_ms(now)
     age = None
     at = None
@@ -520,6 +517,13 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
         else:
             age = durations.parse_duration(older_than, field="--older-than")
     threshold = orphans.resolve_older_than(now_ms, older_than_ms=at, older_than_age=age, force=force)
+    warning = writers.forced_threshold_warning(t, threshold, now_ms)
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
+    if engine == "spark":
+        _run_on_spark("clean-orphans", t, options, dry_run, output, older_than=older_than, force=force,
+                      parallelism=parallelism, now_ms=_now_ms(now) if now else None)
+        return
     config = orphans.OrphanConfig(threshold, processes=plan_processes)
     _run_plan(orphans.plan_orphan_clean(t, config), t, dry_run, output, parallelism)
 

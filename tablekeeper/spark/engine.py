@@ -12,6 +12,7 @@ set with ``TABLEKEEPER_SPARK_THRESHOLD``. This module imports pyspark only when 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.metadata
 import os
@@ -19,7 +20,7 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from tablekeeper.core import durations, errors, execution, expire, orphans, plans, safety
+from tablekeeper.core import durations, errors, execution, expire, lease, orphans, plans, safety
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table, open_table
 from tablekeeper.spark import launch
@@ -294,17 +295,27 @@ def run(request: launch.JobRequest, *, engine: EngineChoice = "auto", threshold:
         chosen = choose_engine(estimate, spark_threshold(threshold))
     else:
         chosen = engine
-    if chosen == "local":
-        result = run_local(request)
-    else:
-        from tablekeeper.spark import job
+    with maintenance_lease(request):
+        if chosen == "local":
+            result = run_local(request)
+        else:
+            from tablekeeper.spark import job
 
-        session = spark if spark is not None else job.local_session()
-        result = job.run(session, request)
+            session = spark if spark is not None else job.local_session()
+            result = job.run(session, request)
     if estimate is not None:
         result.details["estimatedFiles"] = estimate
         result.details["sparkThreshold"] = spark_threshold(threshold)
     return result
+
+
+def maintenance_lease(request: launch.JobRequest) -> contextlib.AbstractContextManager[object]:
+    """The table's maintenance lease (core/lease.py) for a run that changes the table; none for
+    a dry run. Re-entrant per thread, so the driver may take it again inside."""
+    if request.dry_run:
+        return contextlib.nullcontext()
+    table = open_request_table(request)
+    return lease.held(table.file_io, table.root, f"spark {request.operation}")
 
 
 def describe(result: launch.RunResult) -> dict[str, Any]:

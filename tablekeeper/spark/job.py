@@ -34,6 +34,7 @@ through core's executor on the driver.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -855,7 +856,9 @@ def run(spark: SparkSession, request: launch.JobRequest, *, fault: Mapping[str, 
     ctx = _Ctx(spark, request, result, fault)
     result.details["parallelism"] = ctx.n
     _PHASES.clear()
+    maintainer = contextlib.ExitStack()  # one maintainer per table (core/lease.py); released below
     try:
+        maintainer.enter_context(engine.maintenance_lease(request))
         due = request.with_changelog and _changelog_due(request)
         _OPERATIONS[request.operation](ctx)
         _more_batches(spark, request, result, fault, first=result)
@@ -870,6 +873,7 @@ def run(spark: SparkSession, request: launch.JobRequest, *, fault: Mapping[str, 
                 engine.merge_step(result, step, "changelog")
     finally:
         ctx.release()
+        maintainer.close()
         result.timings.update({f"phase {k}": round(v, 3) for k, v in _PHASES.items()})
         result.timings["totalSeconds"] = round(time.perf_counter() - t0, 3)
         result.finished_at = engine._iso(engine.now_ms())
