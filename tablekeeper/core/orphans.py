@@ -21,7 +21,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import timedelta
 
-from tablekeeper.core import errors, plans, references, safety
+from tablekeeper.core import errors, plans, references, safety, seams
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.reachability import gc_paused
@@ -188,6 +188,42 @@ def _roots(table: Table) -> list[references.Root]:
     return out
 
 
+#: Passes over roots that appeared while roots vanished, before orphan cleanup fails closed.
+MAX_ROOT_PASSES = 8
+
+
+def _root_key(root: references.Root) -> tuple[str, tuple[str | None, ...]]:
+    return root[1], tuple(root[2].manifest_lists)
+
+
+def _cover_vanished_roots(main: Table, walked: list[references.Root], refs: references.References,
+                          meta_names: set[str], data_names: list[str], prefixes: tuple[str, ...],
+                          processes: int | None) -> references.References:
+    """Issue #12: roots listed, then a writer commits and an expiration removes listed snapshots
+    before they are walked. The vanished snapshots protected nothing themselves any more, but
+    the snapshot committed meanwhile still uses their old files. Files written after listing
+    are too young to be candidates, and a new root's old files come from the root it was made
+    from; so if every listed root was walked, every root made since is covered. Only when some
+    root vanished unwalked are the roots listed again and the new ones walked, until a pass
+    loses none (bounded; then fail closed)."""
+    seen = {_root_key(r) for r in walked}
+    used, unreferenced, vanished = set(refs.used_meta), set(refs.unreferenced_data), refs.vanished
+    for _ in range(MAX_ROOT_PASSES):
+        if not vanished:
+            return references.References(frozenset(used), frozenset(unreferenced))
+        fresh = [r for r in _roots(main) if _root_key(r) not in seen]
+        seams.point("orphans:roots-relisted")
+        seen.update(_root_key(r) for r in fresh)
+        more = references.find_references(main, fresh, meta_names, data_names, prefixes, processes=processes)
+        used |= more.used_meta
+        unreferenced &= more.unreferenced_data
+        vanished = more.vanished
+    raise errors.IncompleteProtectionSetError(
+        f"roots of {main.identifier} kept vanishing while orphan cleanup walked them ({MAX_ROOT_PASSES} passes)",
+        fix="a concurrent expiration is removing snapshots faster than they can be walked: run orphan cleanup "
+            "again later, or after the expiration (nothing was deleted)")
+
+
 def plan_orphan_clean(table: Table, config: OrphanConfig, *,
                       after_listing: Callable[[], None] | None = None) -> plans.Plan:
     """Plan orphan cleanup of the whole table (all branches share data and manifests).
@@ -205,6 +241,7 @@ def plan_orphan_clean(table: Table, config: OrphanConfig, *,
 def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callable[[], None] | None) -> plans.Plan:
     main = table.on_branch(layout.MAIN)
     listing = list_candidates(main, config.older_than_ms)
+    seams.point("orphans:listed")
     if after_listing is not None:
         after_listing()
     options = main.options()
@@ -212,8 +249,13 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
     # default prefixes too: files written before a prefix option changed keep their names
     prefixes = (options.get("data-file.prefix", "data-"), options.get("changelog-file.prefix", "changelog-"),
                 "data-", "changelog-")
-    refs = references.find_references(main, _roots(main), {e.name for e in listing.meta_files},
-                                      listing.data_names, prefixes, processes=config.processes)
+    roots = _roots(main)
+    seams.point("orphans:roots-listed")
+    meta_names = {e.name for e in listing.meta_files}
+    refs = references.find_references(main, roots, meta_names, listing.data_names, prefixes,
+                                      processes=config.processes)
+    refs = _cover_vanished_roots(main, roots, refs, meta_names, listing.data_names, prefixes, config.processes)
+    seams.point("orphans:walked")
     kind_of = {main.shared_dir(layout.MANIFEST_DIR): plans.FileKind.MANIFEST,
                main.shared_dir(layout.INDEX_DIR): plans.FileKind.INDEX,
                main.shared_dir(layout.STATISTICS_DIR): plans.FileKind.STATISTICS}

@@ -48,10 +48,10 @@ def point(name: str) -> None:
     """Reached phase boundary ``name``: run the test hooks, or die here if asked to."""
     if os.environ.get(KILL_ENV) == name:
         os.kill(os.getpid(), signal.SIGKILL)
+    for hook in list(_hooks):  # what a test injects happened before this boundary's checks
+        hook(name)
     for guard in list(_guards()):
         guard(name)
-    for hook in list(_hooks):
-        hook(name)
 
 
 @contextmanager

@@ -23,39 +23,21 @@ from click.testing import CliRunner
 from tablekeeper.cli.main import cli, main
 from tablekeeper.core import seams
 from tests.maintenance.helpers import (
-    append_table,
     build_mixed,
     copy_tree,
     file_set,
     handle,
     missing_required,
-    overwrite,
-    rows,
     table_root,
     views,
-    write,
 )
+from tests.safety.helpers import build_expired_tag
 
 NOW = "4102444800000"  # 2100-01-01: every snapshot is old enough
 EXPIRE = ["expire", "db.orders", "--retain-min", "2", "--time-retained", "0 ms", "--max-deletes", "1000",
           "--now", NOW]
 TAG_DELETE = ["tag", "delete", "db.orders", "t3"]
 BRANCH_DROP = ["branch", "drop", "db.orders", "b1"]
-
-
-def _build_expired_tag(wh: str) -> None:
-    """main: 1 +a0  2 +b10  3 ow(a) -a0 +a20 [tag t3]  4 ow(a) +a30  5 ow(b) +b60  6 +a70  7 ow(a) +a80,
-    then snapshots 1..5 expired: tag t3 alone keeps a20 and its manifests."""
-    t = append_table(wh)
-    write(t, rows("a", 0))
-    write(t, rows("b", 10))
-    overwrite(t, rows("a", 20), {"dt": "a"})
-    t.create_tag("t3")
-    overwrite(t, rows("a", 30), {"dt": "a"})
-    overwrite(t, rows("b", 60), {"dt": "b"})
-    write(t, rows("a", 70))
-    overwrite(t, rows("a", 80), {"dt": "a"})
-    _cli(EXPIRE, wh)
 
 
 def _cli(args: list[str], wh: str) -> None:
@@ -117,7 +99,7 @@ def _points(template: str, tmp: Path, args: list[str]) -> tuple[list[str], set[s
 
 SCENARIOS: dict[str, tuple[Callable[[str], None], list[str]]] = {
     "expire": (build_mixed, EXPIRE),
-    "tag-delete": (_build_expired_tag, TAG_DELETE),
+    "tag-delete": (build_expired_tag, TAG_DELETE),
     "branch-drop": (build_mixed, BRANCH_DROP),
 }
 
