@@ -97,6 +97,13 @@ def _paimon_expire(wh: str) -> None:
     execution.execute(expire.plan_expire(t, config, NOW), t.file_io)
 
 
+def _commit_then_expire(wh: str) -> None:
+    """Issue #12's orphan-cleanup loss: a writer commits, then an expiration keeps only the new
+    snapshot, so every listed snapshot vanishes before it is walked."""
+    _commit(wh)
+    _paimon_expire(wh)
+
+
 def _tag(wh: str) -> None:
     """A tag on the oldest snapshot there is (an expiring one), or on t3's expired snapshot."""
     t = handle(wh)
@@ -123,7 +130,7 @@ def _crash(_wh: str) -> None:
 
 
 CHANGES: dict[str, Callable[[str], None]] = {
-    "commit": _commit, "expire": _paimon_expire, "tag": _tag, "branch": _branch, "consumer": _consumer,
+    "commit": _commit, "expire": _paimon_expire, "commit+expire": _commit_then_expire, "tag": _tag, "branch": _branch, "consumer": _consumer,
     "crash": _crash,
 }
 
