@@ -26,9 +26,11 @@ from zoneinfo import ZoneInfo
 
 from tablekeeper.core import (
     branches,
+    commit_point,
     errors,
     execution,
     expire,
+    expire_commit,
     lease,
     orphans,
     partitions,
@@ -347,10 +349,10 @@ def _expire_snapshots(run: _Run, a: A.ExpireSnapshots) -> tuple[Status, str]:
     expired = 0
     batches = 0
     for _ in range(run.config.max_batches):
-        eplan = expire.plan_expire(t, config, _ms(run.now))
+        # unpublish, verify, then delete (core/expire_commit.py)
+        eplan, _done = expire_commit.run_expire(t, config, _ms(run.now), lambda p: run.execute(p, t))
         if eplan.is_empty:
             break
-        run.execute(eplan, t)
         batches += 1
         count = int(dict(eplan.details).get("expired_snapshots") or 0)
         expired += count
@@ -372,10 +374,11 @@ def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
         changelog_producer=options.get("changelog-producer", "none"))
     expired = 0
     for _ in range(run.config.max_batches):
-        cplan = expire.plan_expire_changelog(t, config, _ms(run.now))
+        # re-planned when tags, branches or consumers grow before a stage (core/commit_point.py)
+        cplan, _done = commit_point.run_checked(t, lambda: expire.plan_expire_changelog(t, config, _ms(run.now)),
+                                                lambda p: run.execute(p, t))
         if cplan.is_empty:
             break
-        run.execute(cplan, t)
         expired += int(dict(cplan.details).get("expired_changelogs") or 0)
     run.expired = expired
     if not expired:
