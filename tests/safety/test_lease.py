@@ -192,3 +192,26 @@ def test_force_below_one_hour_says_how_recent_the_latest_commit_is(tmp_path: Pat
     assert "the latest commit to db.orders was" in err and "can be lost" in err
     code = main(["clean-orphans", "db.orders", "-w", wh, "--older-than", "2 h", "--dry-run"])
     assert code == 0 and "warning" not in capsys.readouterr().err
+
+
+def test_apply_on_a_locked_table_fails_its_actions_naming_the_holder(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.reconcile.test_gitops_table_options import manifests
+    from tests.support import paimon as P
+
+    wh = tmp_path / "wh"
+    P.build_history(str(wh), commits=3)
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "table.yaml").write_text(manifests(wh, "TableOptions"))
+    table = handle(str(wh), "db.orders")
+    schemas = table.schema_ids()
+    other = lease.acquire(table.file_io, table.root, "operator tag create")
+    try:
+        assert main(["apply", "-f", str(tmp_path / "m"), "-o", "json"]) != 0
+        out = capsys.readouterr().out
+        assert "operator tag create" in out and "being maintained" in out
+        assert handle(str(wh), "db.orders").schema_ids() == schemas  # nothing applied
+    finally:
+        other.release()
+    assert main(["apply", "-f", str(tmp_path / "m")]) == 0
+    assert len(handle(str(wh), "db.orders").schema_ids()) == len(schemas) + 1
