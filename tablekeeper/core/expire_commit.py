@@ -13,8 +13,9 @@ snapshots are *unpublished* first, then the plan is made again and compared:
 3. **verify**: plan again on the table as it is now, with the saved snapshots standing in for
    the unpublished ones. A tag, branch or changelog created meanwhile is a root of this plan; a
    consumer that moved back shortens its range, and the snapshots it needs are written back
-   from the intent (re-published). Only files *both* plans delete are deleted; the rest is left
-   for orphan cleanup, and the run says so;
+   from the intent (re-published; only before any file was deleted, i.e. not when resuming).
+   Only files *both* plans delete are deleted; the rest is left for orphan cleanup, and the run
+   says so;
 4. **delete** data, changelog, index, statistics and manifest files in Paimon's order, then
    EARLIEST (monotonic, core/hint_writes.py); the intent goes last.
 
@@ -141,6 +142,12 @@ def run_expire(table: Table, config: expire.ExpireConfig, now_ms: int,
     unpublish, files, hint_steps = _split(again)
     still_expiring = {_snapshot_id(f.path) for s in unpublish for f in s.files}
     republish = sorted(sid for sid in saved if sid not in still_expiring and not table.snapshot_exists(sid))
+    if first is None and republish:
+        # resuming: an earlier run may have deleted some of their files already, so they stay
+        # unpublished (what only they reference is orphan cleanup's); never a broken snapshot
+        notes.append(f"snapshots {republish[0]}..{republish[-1]} are no longer due but stay removed: an "
+                     "interrupted run had already unpublished them")
+        republish = []
     for sid in republish:  # e.g. a consumer moved back: its snapshots come back, their files were kept
         try:
             io.write_new(table.snapshot_path(sid), saved[sid])

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,8 +75,16 @@ def _killed_fork(args: list[str], wh: str, point: str) -> int:
                 code = main([*args, "-w", wh])
         finally:
             os._exit(code)
-    _pid, status = os.waitpid(pid, 0)
-    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    deadline = time.monotonic() + 300  # a child stuck on a lock inherited from a thread: fail, not hang
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"the CLI child did not reach {point} in time")
+        time.sleep(0.05)
 
 
 def _state(wh: str) -> tuple[set[str], str | None]:
