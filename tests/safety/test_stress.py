@@ -27,6 +27,7 @@ from tablekeeper.core import (
     expire_commit,
     lease,
     orphans,
+    retention_settings,
     tag_deletion,
 )
 from tests.maintenance.helpers import (
@@ -114,7 +115,7 @@ def _maintain_once(wh: str, options: Mapping[str, str] | None, writer: Writer, n
     now = int(time.time() * 1000)
     with lease.held(t.file_io, t.root, "stress"):
         expire_commit.run_expire(t, EXPIRE, now)
-        cconfig = expire.changelog_config_from_options(t.options())
+        cconfig = expire.changelog_config(retention_settings.from_options(t.options()), t.options())
         commit_point.run_checked(t, lambda: expire.plan_expire_changelog(t, cconfig, now),
                                  lambda p: execution.execute(p, t.file_io))
         plan = orphans.plan_orphan_clean(t, orphans.OrphanConfig(now - DAY_MS, processes=1))
