@@ -667,10 +667,14 @@ class OperatorThread:
     """
 
     def __init__(self, registry: kopf.OperatorRegistry, server: str, *,
-                 settings: kopf.OperatorSettings | None = None, namespaces: list[str] | None = None) -> None:
+                 settings: kopf.OperatorSettings | None = None, namespaces: list[str] | None = None,
+                 connection: kopf.ConnectionInfo | None = None) -> None:
+        # ``connection``: credentials for a real API server (tests/support/apiserver.py)
+        info = connection or kopf.ConnectionInfo(server=server)
+
         @kopf.on.login(registry=registry)
         def _login(**_: Any) -> kopf.ConnectionInfo:
-            return kopf.ConnectionInfo(server=server)
+            return info
 
         self.registry = registry
         self.settings = settings or kopf.OperatorSettings()
