@@ -135,6 +135,21 @@ PROBES: dict[str, list[tuple[str, str, Any, str]]] = {
         ("PATCH", f"{TAGS}/p7", {"metadata": {"finalizers": None}}, MERGE_PATCH),
         ("GET", f"{TAGS}/p7", None, ""),
     ],
+    # RE2 (Go) vs Python re / Rust regex: `$` before a trailing newline, Unicode `\s`
+    "duration-trailing-newline": [("POST", TAGS, paimontag("p9", timeRetained="7 d\n"), "")],
+    "tag-name-ends-with-nbsp": [("POST", TAGS, paimontag("p10", tagName="nightly\u00a0"), "")],
+    "tag-name-starts-with-em-space": [("POST", TAGS, paimontag("p11", tagName="\u2003nightly"), "")],
+    # format: date-time is a timestamp in the API server (parsing and CEL)
+    "date-time-without-zone": [("POST", TAGS, {**paimontag("p12"), "spec": {
+        "tableRef": {"name": "orders"}, "fromTimestamp": "2024-07-11T10:00:00"}}, "")],
+    "date-time-with-space": [("POST", TAGS, {**paimontag("p13"), "spec": {
+        "tableRef": {"name": "orders"}, "fromTimestamp": "2024-07-11 10:00:00Z"}}, "")],
+    "date-time-same-instant-is-no-change": [
+        ("POST", TAGS, {**paimontag("p14"), "spec": {"tableRef": {"name": "orders"},
+                                                    "fromTimestamp": "2024-07-11T10:00:00Z"}}, ""),
+        ("PATCH", f"{TAGS}/p14", {"spec": {"fromTimestamp": "2024-07-11T12:00:00+02:00"}}, MERGE_PATCH),
+        ("PATCH", f"{TAGS}/p14", {"spec": {"fromTimestamp": "2024-07-11T11:00:00Z"}}, MERGE_PATCH),
+    ],
     "rfc3339-condition-time": [
         ("POST", TAGS, paimontag("p8"), ""),
         ("PATCH", f"{TAGS}/p8/status", {"status": {"conditions": [
