@@ -183,6 +183,74 @@ def _check_date_time(value: object) -> bool:
 _FORMATS = jsonschema.FormatChecker(formats=())
 _FORMATS.checks("date-time")(_check_date_time)
 
+# RE2 (Go: OpenAPI ``pattern`` and cel-go ``matches``) is not Python's ``re`` nor Rust's ``regex``
+# (the ``cel`` package): its ``\s \d \w`` are ASCII (``\s`` = [\t\n\f\r ], no \v, no NBSP), and ``$``
+# without (?m) matches only at the very end (Python's also before a final newline).
+_RE2_CLASSES = {"s": r"\t\n\f\r ", "d": "0-9", "w": "0-9A-Za-z_"}
+
+
+def re2_semantics(pattern: str, *, python: bool) -> str:
+    """``pattern`` rewritten so that Python's ``re`` (``python``) or Rust's ``regex`` matches what
+    Go's RE2 matches: ASCII Perl classes, and (Python) ``$`` as end of text."""
+    out, in_class, i = [], False, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if nxt.lower() in _RE2_CLASSES:
+                body = _RE2_CLASSES[nxt.lower()]
+                if in_class:
+                    out.append(body if nxt.islower() else pattern[i:i + 2])  # negated inside a class: kept
+                else:
+                    out.append(f"[{body}]" if nxt.islower() else f"[^{body}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]" or out[-1] == "["
+        elif char == "[":
+            in_class = True
+        elif char == "$" and python:
+            char = "\\Z"
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _pattern_re2(validator: Any, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
+    if isinstance(instance, str) and not re.search(re2_semantics(pattern, python=True), instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Draft4RE2 = jsonschema.validators.extend(jsonschema.Draft4Validator, {"pattern": _pattern_re2})
+_CEL_MATCHES = re.compile(r"""matches\(\s*'((?:\\.|[^'\\])*)'\s*\)""")
+
+
+def _cel_re2(rule: str) -> str:
+    """The rule with the regex literal of every ``matches('...')`` given RE2 semantics."""
+    def fix(match: re.Match[str]) -> str:
+        regex = match.group(1).replace("\\\\", "\\")
+        literal = re2_semantics(regex, python=False).replace("\\", "\\\\").replace("'", "\\'")
+        return f"matches('{literal}')"
+    return _CEL_MATCHES.sub(fix, rule)
+
+
+def _cel_typed(schema: Mapping[str, Any], value: Any) -> Any:
+    """``value`` as the API server's CEL sees it: ``format: date-time`` strings are timestamps."""
+    if isinstance(value, str) and schema.get("format") == "date-time":
+        try:
+            return datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            return value
+    if isinstance(value, Mapping):
+        props, extra = schema.get("properties", {}), schema.get("additionalProperties")
+        return {k: _cel_typed(props.get(k) or (extra if isinstance(extra, Mapping) else {}), v)
+                for k, v in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        return [_cel_typed(schema["items"], v) for v in value]
+    return value
+
 
 def _field_path(parts: Sequence[Any]) -> str:
     text = ""
@@ -259,7 +327,7 @@ class CRDValidator:
         self.namespaced: bool = spec["scope"] == "Namespaced"
         self.status_subresource: bool = "status" in (ver.get("subresources") or {})
         self.schema: dict[str, Any] = ver["schema"]["openAPIV3Schema"]
-        self.jsonschema = jsonschema.Draft4Validator(self.schema, format_checker=_FORMATS)  # OpenAPI 3.0 ≈ draft 4
+        self.jsonschema = _Draft4RE2(self.schema, format_checker=_FORMATS)  # OpenAPI 3.0 ≈ draft 4, RE2 patterns
         self._programs: dict[str, Any] = {}
 
     # -- mutation ----------------------------------------------------------------------------------
@@ -381,7 +449,7 @@ class CRDValidator:
     def _program(self, rule: str) -> Any:
         program = self._programs.get(rule)
         if program is None:
-            program = self._programs[rule] = cel.compile(rule)
+            program = self._programs[rule] = cel.compile(_cel_re2(rule))
         return program
 
     def _cel_causes(self, schema: Mapping[str, Any], value: Any, old: Any, path: list[Any]) -> Iterator[dict[str, str]]:
@@ -389,7 +457,8 @@ class CRDValidator:
             program = self._program(rule["rule"])
             if "oldSelf" in program.variables() and old is None:
                 continue  # transition rules run on updates with an old value only
-            variables = {"self": value} if old is None else {"self": value, "oldSelf": old}
+            typed, typed_old = _cel_typed(schema, value), _cel_typed(schema, old)
+            variables = {"self": typed} if old is None else {"self": typed, "oldSelf": typed_old}
             try:
                 ok = program.execute(variables)
                 message = rule.get("message") or f"failed rule: {rule['rule']}"
