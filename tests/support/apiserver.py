@@ -39,6 +39,8 @@ _MISSING_GO = 3  # the script's exit code when Go is missing
 class TestenvUnavailable(RuntimeError):
     """The toolchain to build the control plane is missing (a skip outside CI)."""
 
+    __test__ = False
+
 
 def _script(*args: str, env: Mapping[str, str] | None = None, timeout: float = 3600) -> str:
     result = subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout,
@@ -115,6 +117,8 @@ def object_path(obj: Mapping[str, Any], *, plural: str, collection: bool = False
 @dataclass
 class Testenv:
     """A running etcd + kube-apiserver (state in ``directory``)."""
+
+    __test__ = False  # not a pytest test class
 
     directory: Path
     server: str
