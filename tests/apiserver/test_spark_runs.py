@@ -1,5 +1,5 @@
 """Spark runs on a real API server with the chart's RBAC (``jobNamespaces``): the operator creates
-the SparkApplication (validated by the Spark Operator's real CRD schema), the test plays the Spark
+the SparkApplication (into the stand-in CRD of tests/operator/data/crds, status subresource as the real one), the test plays the Spark
 Operator by writing its status through the status subresource, and the run follows it."""
 
 from __future__ import annotations

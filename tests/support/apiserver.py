@@ -69,6 +69,7 @@ class Rest:
                  impersonate: str | None = None) -> None:
         self.server = server
         self.session = requests.Session()
+        self.session.trust_env = False  # REQUESTS_CA_BUNDLE would override verify
         self.session.verify = str(ca)
         if cert:
             self.session.cert = cert

@@ -97,6 +97,9 @@ CRDS = kmock.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 Validator = Callable[[dict[str, Any], dict[str, Any] | None], None]  # (new, old) -> raise on error
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_BLOCKING = frozenset({"FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong", "FieldValueTooMany",
+                       "FieldValueTypeInvalid"})
+_PATCH_REJECTED = "the server rejected our request due to an error in our request"  # a failed JSON-patch test
 _NAMESPACE_PATH = re.compile(r"^/api/v1/namespaces/([^/]+)/?$")
 _ROOT_KEYS = frozenset({"apiVersion", "kind", "metadata"})
 
@@ -284,6 +287,8 @@ def _schema_cause(err: jsonschema.ValidationError) -> dict[str, str]:
     ``kubeOpenAPIResultToFieldErrors``; wording as of Kubernetes 1.30+)."""
     field = _field_path(list(err.absolute_path))
     value, limit, where = err.instance, err.validator_value, field or "<nil>"
+    # status is validated on its own (only /status writes carry one): "in body" paths start below it
+    where = where.removeprefix("status.")
     if err.validator == "required":
         match = re.match(r"^'(.*)' is a required property$", err.message)
         missing = match.group(1) if match else "?"
@@ -307,7 +312,8 @@ def _schema_cause(err: jsonschema.ValidationError) -> dict[str, str]:
         "format": f"must be of type {limit}: {_shown(value)}",
     }
     detail = texts.get(str(err.validator), err.message)
-    return _cause("FieldValueInvalid", field, f"Invalid value: {_shown(value)}: {where} in body {detail}")
+    reason = "FieldValueTypeInvalid" if err.validator == "format" else "FieldValueInvalid"  # a format is a type
+    return _cause(reason, field, f"Invalid value: {_shown(value)}: {where} in body {detail}")
 
 
 class CRDValidator:
@@ -329,6 +335,7 @@ class CRDValidator:
         self.schema: dict[str, Any] = ver["schema"]["openAPIV3Schema"]
         self.jsonschema = _Draft4RE2(self.schema, format_checker=_FORMATS)  # OpenAPI 3.0 ≈ draft 4, RE2 patterns
         self._programs: dict[str, Any] = {}
+        self.has_rules: bool = "x-kubernetes-validations" in json.dumps(self.schema)
 
     # -- mutation ----------------------------------------------------------------------------------
 
@@ -404,9 +411,17 @@ class CRDValidator:
     def causes(self, new: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
         """Every problem of ``new`` (given the stored ``old`` on updates), as Status causes."""
         causes = list(self._metadata_causes(new.get("metadata") or {}))
-        causes += [_schema_cause(err) for err in self.jsonschema.iter_errors(new)]
+        schema_causes = [_schema_cause(err) for err in self.jsonschema.iter_errors(new)]
+        causes += schema_causes
         causes += list(self._list_type_causes(self.schema, new, []))
-        if not causes:  # the API server runs CEL on structurally valid objects only
+        # kube-apiserver (apiextensions' hasBlockingErr) skips the CEL rules only after a blocking
+        # schema error, and says so; after others (pattern, minimum, ...) the rules still run.
+        if any(c["reason"] in _BLOCKING for c in schema_causes):
+            if self.has_rules:
+                causes.append(_cause("FieldValueInvalid", "", "Invalid value: null: some validation rules were "
+                                     "not checked because the object was invalid; correct the existing errors to "
+                                     "complete validation"))
+        else:
             causes += list(self._cel_causes(self.schema, new, old, []))
         return causes
 
@@ -435,7 +450,8 @@ class CRDValidator:
                 for index, item in enumerate(value):
                     key = [item.get(k) for k in keys] if list_type == "map" and isinstance(item, Mapping) else item
                     if key in seen:
-                        shown = json.dumps({k: item.get(k) for k in keys} if list_type == "map" else item)
+                        shown = json.dumps({k: item.get(k) for k in keys} if list_type == "map" else item,
+                                           separators=(",", ":"))  # Go's compact JSON
                         yield _cause("FieldValueDuplicate", _field_path([*path, index]), f"Duplicate value: {shown}")
                     seen.append(key)
             if isinstance(items, Mapping):
@@ -549,7 +565,13 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
         try:
             return await super()._handle(request)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as err:
-            raise kmock.KubernetesError(status=422, reason="Invalid", message=str(err)) from err
+            raise kmock.KubernetesError(status=422, reason="Invalid", message=_PATCH_REJECTED) from err
+        except kmock.KubernetesObjectNotFoundError as err:  # the API server's words
+            resource = request.resource
+            what = f"{resource.plural}.{resource.group}" if resource is not None and resource.group else \
+                (resource.plural if resource is not None else "object")
+            raise kmock.KubernetesError(status=404, reason="NotFound",
+                                        message=f'{what} "{request.name}" not found') from err
 
     def _record(self, request: kmock.Request) -> None:
         if request.resource is None or not request.resource.plural:
@@ -600,7 +622,7 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
                 try:
                     new = jsonpatch.apply_patch(old, request.data, in_place=False)
                 except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as err:
-                    raise kmock.KubernetesError(status=422, reason="Invalid", message=str(err)) from err
+                    raise kmock.KubernetesError(status=422, reason="Invalid", message=_PATCH_REJECTED) from err
             else:
                 return
             new = copy.deepcopy(new)  # merge_patch shares untouched subtrees with old
@@ -632,6 +654,7 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
                 meta = dict(self.objects[key].raw.get("metadata", {}))
                 if meta.get("finalizers") and not meta.get("deletionTimestamp"):
                     meta["resourceVersion"] = self._next_version()
+                    meta["generation"] = int(meta.get("generation") or 0) + 1  # as kube-apiserver does
                     self.objects[key]["metadata"] = meta  # in place, no extra history entry
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
