@@ -15,6 +15,7 @@ Same interface as the emulator's harness, so the emulator's life-cycle scenarios
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,7 +24,7 @@ import kopf
 from tablekeeper.operator import main as operator_main
 from tablekeeper.operator.settings import OperatorConfig
 from tests.operator.conftest import CLUSTER_KINDS, PLURALS, Harness
-from tests.support.apiserver import Testenv, metric_counts
+from tests.support.apiserver import Testenv
 from tests.support.k8s import OperatorThread
 
 #: Namespaced resources the scenarios create besides tablekeeper's, emptied after each test.
@@ -32,9 +33,18 @@ OTHER_NAMESPACED = ("/api/v1/namespaces/{ns}/events", "/api/v1/namespaces/{ns}/s
                     "/apis/sparkoperator.k8s.io/v1beta2/namespaces/{ns}/sparkapplications")
 
 
-def forbidden_count(testenv: Testenv) -> float:
-    """All 403 answers the API server has counted since it started."""
-    return sum(value for labels, value in metric_counts(testenv.metrics()) if labels.get("code") == "403")
+class ForbiddenLog(logging.Handler):
+    """Counts the operator's log records about a 403 (Kopf logs every refused request: the server
+    answers an RBAC denial before its request metrics see it)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if "APIForbiddenError" in text or "status=403" in text or " is forbidden: " in text:
+            self.records.append(text)
 
 
 class RealHarness(Harness):
@@ -46,7 +56,8 @@ class RealHarness(Harness):
         self.rest = testenv.admin
         self.token = token
         self.namespaces: set[str] = {"default"}
-        self.forbidden_before = forbidden_count(testenv)
+        self.forbidden_log = ForbiddenLog()
+        logging.getLogger("kopf").addHandler(self.forbidden_log)
 
     # -- the operator ---------------------------------------------------------------------------
     async def start(self, config: OperatorConfig | None = None, namespaces: list[str] | None = None) -> None:
@@ -111,12 +122,13 @@ class RealHarness(Harness):
         assert resp.status_code in (200, 201), resp.text
 
     # -- between tests --------------------------------------------------------------------------
-    def forbidden(self) -> float:
-        """403 answers since this harness was made (the operator's RBAC lacks something)."""
-        return forbidden_count(self.testenv) - self.forbidden_before
+    def forbidden(self) -> list[str]:
+        """The operator's 403s since this harness was made (its RBAC lacks something)."""
+        return list(self.forbidden_log.records)
 
     def clean(self, extra_namespaces: Iterable[str] = ()) -> None:
         """Remove everything the test made (see :func:`clean_all`)."""
+        logging.getLogger("kopf").removeHandler(self.forbidden_log)
         clean_all(self.testenv, {*self.namespaces, *extra_namespaces})
 
 

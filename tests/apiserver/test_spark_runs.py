@@ -42,7 +42,7 @@ async def test_spark_application_failure_is_followed(crds: Testenv, operator_set
         assert failed["reason"] == "SparkJobFailed" and "OOMKilled" in failed["message"]
         assert open_table(str(warehouse), "sales.orders").snapshot_ids() == [1, 2, 3, 4, 5, 6]
         await h.stop()
-        assert h.forbidden() == 0
+        assert h.forbidden() == []
     finally:
         await h.stop()
         h.clean()

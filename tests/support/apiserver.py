@@ -81,8 +81,13 @@ class Rest:
     def request(self, method: str, path: str, body: Any = None, *, content_type: str = "application/json",
                 params: Mapping[str, str] | None = None) -> requests.Response:
         data = None if body is None else (body if isinstance(body, str) else json.dumps(body))
-        return self.session.request(method, self.server + path, data=data, params=params, timeout=30,
-                                    headers={"Content-Type": content_type} if data is not None else None)
+        for _ in range(20):  # 429: the server is busy (a loaded machine); it says when to retry
+            resp = self.session.request(method, self.server + path, data=data, params=params, timeout=30,
+                                        headers={"Content-Type": content_type} if data is not None else None)
+            if resp.status_code != 429:
+                break
+            time.sleep(float(resp.headers.get("Retry-After") or 1))
+        return resp
 
     def get(self, path: str, **params: str) -> dict[str, Any] | None:
         resp = self.request("GET", path, params=params or None)
