@@ -3,22 +3,17 @@ the operator logged in as the chart's ServiceAccount with exactly the chart's RB
 
 The scenarios are the emulator tests' own functions (tests/operator/), run unchanged with the
 :class:`RealHarness` in place of the emulator's (no copies: a scenario changed there changes here).
-The fixture fails a test when the server answered any 403 during it. A few scenarios only make
-sense here and are written below (a CR deleted while its catalog is unreachable).
+The fixture fails a test when the server answered any 403 during it.
 """
 
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tablekeeper.core.paimon.table import open_table
-from tablekeeper.operator.main import FINALIZER
 from tests.apiserver.harness import RealHarness
 from tests.operator import (
     test_annotations,
@@ -28,8 +23,6 @@ from tests.operator import (
     test_restart,
     test_tag_lifecycle,
 )
-from tests.operator.conftest import basic_objects, obj
-from tests.support.k8s import eventually
 
 Scenario = Callable[..., Awaitable[None]]
 
@@ -58,29 +51,3 @@ async def test_scenario(scenario: Scenario, real_harness: RealHarness, request: 
     for name in inspect.signature(scenario).parameters:
         kwargs[name] = real_harness if name == "harness" else request.getfixturevalue(name)
     await scenario(**kwargs)
-
-
-async def test_tag_deleted_while_its_catalog_is_unreachable(real_harness: RealHarness, warehouse: Path) -> None:
-    """The finalizer holds the CR (nothing is lost, ``Ready=False`` says why) until the warehouse
-    is back; then the tag is deleted and the CR goes."""
-    h = real_harness
-    await h.start()
-    for body in basic_objects(warehouse):
-        await h.apply(body)
-    await h.wait_condition("PaimonTable", "orders", reason="Reconciled")
-    await h.apply(obj("PaimonTag", "cut", {"tableRef": {"name": "orders"}, "snapshotId": 3}))
-    await h.wait_condition("PaimonTag", "cut", reason="Created")
-    await eventually(lambda: ((h.get("PaimonTag", "cut") or {})["metadata"].get("finalizers") or []) == [FINALIZER])
-
-    away = warehouse.with_name("wh-away")
-    os.rename(warehouse, away)
-    try:
-        await h.delete("PaimonTag", "cut")
-        cond = await h.wait_condition("PaimonTag", "cut", status="False", timeout=30)
-        assert cond["reason"] and cond["message"]
-        body = h.get("PaimonTag", "cut") or {}
-        assert body["metadata"]["deletionTimestamp"] and body["metadata"]["finalizers"] == [FINALIZER]
-    finally:
-        os.rename(away, warehouse)
-    await h.wait_gone("PaimonTag", "cut", timeout=60)
-    assert open_table(str(warehouse), "sales.orders").tag_names() == []
