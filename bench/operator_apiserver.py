@@ -164,10 +164,12 @@ def run(tables: int, tags_per_table: int, timeout: float, recheck: float, build_
     tag_writes = _writes(delta, "paimontags") + _writes(delta, "paimontags/status") - n  # minus our POSTs
     events = _writes(delta, "events")
     forbidden = sum(v for (_, _, code), v in delta.items() if code == "403")
+    refused = sum(v for (res, verb, code), v in delta.items()
+                  if res.startswith("paimontags") and verb in WRITE_VERBS and code in ("409", "422"))
     print(f"tables: {tables} PaimonTables Ready in {tables_s:.1f} s ({tables / tables_s:.1f}/s)")
     print(f"tags:   {n} PaimonTags Ready in {tags_s:.1f} s -> {n / tags_s:.1f} tags/s (POSTing took {posted:.1f} s)")
     print(f"writes: {tag_writes / n:.2f} PaimonTag writes per tag to Ready (goal <= 3), "
-          f"{events / n:.2f} Events per tag, {forbidden} answers 403")
+          f"{events / n:.2f} Events per tag, {refused / n:.2f} of them refused (409/422), {forbidden} answers 403")
     print(f"recheck: {rechecked:.0f} tag re-checks, {_writes(recheck_delta, 'paimontags') + _writes(recheck_delta, 'paimontags/status')}"
           f" PaimonTag writes, {_writes(recheck_delta, 'events')} Events (goal 0)")
     print(f"rss:    operator peak RSS {rss / 1024:.0f} MiB" if rss is not None else "rss:    unavailable (no /proc)")
