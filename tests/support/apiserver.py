@@ -201,7 +201,15 @@ def metric_counts(text: str, name: str = "apiserver_request_total") -> Iterator[
 
 def start(directory: Path) -> Testenv:
     """Start etcd + kube-apiserver on free 127.0.0.1 ports, state in ``directory``."""
-    _script("start", env={"K8S_TESTENV_DIR": str(directory)}, timeout=300)
+    try:
+        _script("start", env={"K8S_TESTENV_DIR": str(directory)}, timeout=300)
+        return _connect(directory)
+    except BaseException:
+        _script("stop", env={"K8S_TESTENV_DIR": str(directory)}, timeout=60)  # never leave servers behind
+        raise
+
+
+def _connect(directory: Path) -> Testenv:
     kubeconfig = directory / "kubeconfig"
     config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
     pki = directory / "pki"
