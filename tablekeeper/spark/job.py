@@ -248,7 +248,8 @@ def _clean_orphans(ctx: _Ctx) -> None:
     threshold = decision.older_than_ms
     io = main.file_io
     depth = decision.partition_depth
-    spec = ctx.spec(main, older_than_ms=threshold, depth=depth)
+    spec = ctx.spec(main, older_than_ms=threshold, depth=depth,
+                    changelog_producer=main.options().get("changelog-producer", "none").strip().lower())
     t0 = time.perf_counter()
 
     # 1. candidates, listed and materialised before any root is read
