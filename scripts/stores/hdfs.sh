@@ -6,9 +6,10 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 version="${TABLEKEEPER_HADOOP_VERSION:-3.4.2}"
 cache="${TABLEKEEPER_CACHE:-$HOME/.cache/tablekeeper}/hdfs/$version"
-stamp="$cache/.installed-$(sha256sum "$here/MiniHdfs.java" | cut -c1-16)"
+stamp="$cache/.installed-$(cat "$here/MiniHdfs.java" "$0" | sha256sum | cut -c1-16)"
 [ -f "$stamp" ] && exit 0
 command -v mvn >/dev/null && command -v javac >/dev/null || { echo "hdfs tier: needs mvn and javac" >&2; exit 1; }
+rm -rf "$cache/lib" "$cache/classes"
 mkdir -p "$cache/lib" "$cache/classes"
 cat > "$cache/pom.xml" <<POM
 <project xmlns="http://maven.apache.org/POM/4.0.0">
@@ -26,6 +27,17 @@ cat > "$cache/pom.xml" <<POM
     <dependency>
       <groupId>org.apache.hadoop</groupId><artifactId>hadoop-client-api</artifactId>
       <version>$version</version>
+    </dependency>
+    <!-- WebHDFS's Jersey needs JAXB, which Java 11+ no longer ships -->
+    <dependency>
+      <groupId>javax.xml.bind</groupId><artifactId>jaxb-api</artifactId><version>2.3.1</version>
+    </dependency>
+    <dependency>
+      <groupId>org.glassfish.jaxb</groupId><artifactId>jaxb-runtime</artifactId><version>2.3.9</version>
+    </dependency>
+    <!-- the cluster's warnings and errors on stderr (the test keeps them in a log file) -->
+    <dependency>
+      <groupId>org.slf4j</groupId><artifactId>slf4j-simple</artifactId><version>1.7.36</version>
     </dependency>
   </dependencies>
 </project>

@@ -112,7 +112,7 @@ def hdfs_server() -> Iterator[HdfsServer]:
     log = base / "minihdfs.log"
     with open(log, "wb") as err:
         proc = subprocess.Popen(
-            [str(java), "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            [str(java), "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
              "-cp", f"{home / 'classes'}:{home / 'lib'}/*", "MiniHdfs", str(base / "data")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
     try:
@@ -152,9 +152,8 @@ def azurite_server() -> Iterator[int]:
     log = base / "azurite.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [str(binary), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location", str(base),
-             "--silent", "--skipApiVersionCheck", "--loose", "--inMemoryPersistence"],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+            [str(binary), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--silent", "--skipApiVersionCheck", "--loose", "--inMemoryPersistence"],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=base)
     try:
         try:
             _wait_for_port(port, proc, log)
