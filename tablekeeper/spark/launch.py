@@ -36,6 +36,8 @@ from tablekeeper.core import errors, safety
 from tablekeeper.core.paimon import layout, manifests
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.storage import FileIO, join
+from tablekeeper.core.storage import secrets as storage_secrets
+from tablekeeper.core.storage import stores as storage_stores
 
 __all__ = [
     "OPERATIONS",
@@ -208,7 +210,7 @@ _SECRET_WORDS = ("secret", "password", "token", "access-key", "access.key", "acc
 def is_secret_option(key: str) -> bool:
     """Whether an option carries a credential (never put into manifests or artifacts)."""
     low = key.lower()
-    return any(word in low for word in _SECRET_WORDS)
+    return any(word in low for word in _SECRET_WORDS) or storage_secrets.is_secret_option(key)
 
 
 def argument_parser() -> argparse.ArgumentParser:
@@ -422,7 +424,7 @@ def job_manifest(request: JobRequest, *, name: str, namespace: str, owner: Owner
                  service_account: str, active_deadline_seconds: int, ttl_seconds_after_finished: int,
                  executor: SparkResources | None = None, driver: SparkResources | None = None,
                  spark_conf: Mapping[str, str] | None = None, credentials_secret: str | None = None,
-                 credentials_keys: Sequence[str] = _CREDENTIAL_KEYS, spark_submit: str = "/opt/spark/bin/spark-submit", main_file: str = IMAGE_MAIN_FILE,
+                 credentials_keys: Sequence[str] | None = None, spark_submit: str = "/opt/spark/bin/spark-submit", main_file: str = IMAGE_MAIN_FILE,
                  python: str = "/usr/bin/python3", backoff_limit: int = 0,
                  labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A ``batch/v1`` Job whose pod is the Spark driver (client mode), executors as pods.
@@ -456,7 +458,9 @@ def job_manifest(request: JobRequest, *, name: str, namespace: str, owner: Owner
         "spark.sql.shuffle.partitions": str(max(8, 4 * executor.instances * executor.cores)),
     }
     if credentials_secret:
-        for key in credentials_keys:  # executors are created by Spark, not from this pod spec
+        keys = credentials_keys if credentials_keys is not None else storage_stores.executor_credential_env(
+            request.warehouse) or _CREDENTIAL_KEYS
+        for key in keys:  # executors are created by Spark, not from this pod spec
             conf[f"spark.kubernetes.executor.secretKeyRef.{key}"] = f"{credentials_secret}:{key}"
     conf.update(spark_conf or {})
     command = [spark_submit, "--master", "k8s://https://kubernetes.default.svc", "--deploy-mode", "client",

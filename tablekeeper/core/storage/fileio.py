@@ -113,6 +113,24 @@ def _is_precondition_failure(error: BaseException) -> bool:
             or "conditionNotMet" in text or "412" in text.split(":", 1)[0])
 
 
+_CREDENTIAL_FAILURES = ("NoCredentialsError", "PartialCredentialsError", "ClientAuthenticationError",
+                        "DefaultCredentialsError", "CredentialUnavailableError", "RefreshError")
+_CREDENTIAL_WORDS = ("unable to locate credentials", "invalidaccesskeyid", "signaturedoesnotmatch",
+                     "authenticationfailed", "no credentials", "could not automatically determine credentials")
+
+
+def _is_credentials_failure(error: BaseException) -> bool:
+    current: BaseException | None = error
+    for _ in range(6):
+        if current is None:
+            return False
+        text = f"{type(current).__name__}: {current}".lower()
+        if type(current).__name__ in _CREDENTIAL_FAILURES or any(w in text for w in _CREDENTIAL_WORDS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def _write_temp_beside(raw: str, payload: bytes) -> str:
     """Write ``payload`` to a new hidden temp file in the directory of local path ``raw``
     (created if needed) and return the temp file's path, for an atomic link or replace."""
@@ -192,9 +210,20 @@ class FileIO:
         return self.connection.to_uri(raw)
 
     def _call(self, fn: Callable[[], T]) -> T:
-        """One store request, retried while it fails transiently (:mod:`.retry`)."""
-        return retries.call(fn, policy=self.retry, endpoint=self.connection.endpoint,
-                            endpoint_option=self.connection.endpoint_option)
+        """One store request, retried while it fails transiently (:mod:`.retry`). Missing or
+        rejected credentials are bad input naming the options to set."""
+        try:
+            return retries.call(fn, policy=self.retry, endpoint=self.connection.endpoint,
+                                endpoint_option=self.connection.endpoint_option)
+        except errors.TablekeeperError:
+            raise
+        except Exception as e:
+            if _is_credentials_failure(e):
+                raise errors.InvalidInputError(
+                    f"{self.connection.store.value} storage found no usable credentials: "
+                    f"{redact_text(type(e).__name__ + ': ' + str(e), self.connection.kwargs)[:200]}",
+                    fix=f"set {self.connection.credentials_option}") from e
+            raise
 
     # -- reading -----------------------------------------------------------------------
     def _status(self, info: Mapping[str, Any]) -> FileStatus:

@@ -23,7 +23,7 @@ import os
 import re
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,6 +38,7 @@ __all__ = [
     "connect",
     "s3_kwargs",
     "credential_env_names",
+    "executor_credential_env",
 ]
 
 
@@ -69,6 +70,24 @@ _CREDENTIAL_ENV: Mapping[Store, tuple[str, ...]] = {
     Store.AZURE: ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN",
                   "AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET"),
 }
+
+
+#: The environment variables a Spark executor pod on Kubernetes gets from the catalog's Secret
+#: (``secretKeyRef``: each must exist in the Secret). GCS: workload identity; Azure with a SAS or a
+#: connection string: name those keys explicitly (``credentials_keys``).
+_EXECUTOR_ENV: Mapping[Store, tuple[str, ...]] = {
+    Store.S3: ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
+    Store.OSS: ("OSS_ACCESS_KEY_ID", "OSS_ACCESS_KEY_SECRET"),
+    Store.AZURE: ("AZURE_STORAGE_ACCOUNT_KEY",),
+    Store.HDFS: ("HADOOP_USER_NAME",),
+}
+
+
+def executor_credential_env(warehouse: str) -> tuple[str, ...]:
+    """Secret keys handed to Spark executors as environment variables for ``warehouse``'s store."""
+    scheme = split_scheme(warehouse)[0]
+    store = SCHEMES.get(scheme)
+    return _EXECUTOR_ENV.get(store, ()) if store is not None else ()
 
 
 def credential_env_names(store: Store) -> tuple[str, ...]:
@@ -116,7 +135,7 @@ class Connection:
     to_uri: Callable[[str], str]
     endpoint: str = ""
     endpoint_option: str = ""
-    secrets: tuple[str, ...] = field(default=())
+    credentials_option: str = ""
 
 
 # -- option lookup -----------------------------------------------------------------------------
@@ -210,7 +229,9 @@ def _s3(scheme: str, options: Mapping[str, Any]) -> Connection:
     kwargs.setdefault("use_listings_cache", False)
     to_raw, to_uri = _bucket_paths(scheme)
     return Connection(Store.S3, scheme, "s3", kwargs, to_raw, to_uri, endpoint=str(kwargs.get("endpoint_url", "")),
-                      endpoint_option="s3.endpoint")
+                      endpoint_option="s3.endpoint",
+                      credentials_option="s3.access-key and s3.secret-key (or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, "
+                                         "or pod identity)")
 
 
 # -- OSS ---------------------------------------------------------------------------------------
@@ -259,7 +280,7 @@ def _oss(scheme: str, options: Mapping[str, Any]) -> Connection:
     kwargs.setdefault("use_listings_cache", False)
     to_raw, to_uri = _bucket_paths(scheme)
     return Connection(Store.OSS, scheme, "s3", kwargs, to_raw, to_uri, endpoint=endpoint,
-                      endpoint_option="fs.oss.endpoint")
+                      endpoint_option="fs.oss.endpoint", credentials_option="fs.oss.accessKeyId and fs.oss.accessKeySecret")
 
 
 # -- HDFS --------------------------------------------------------------------------------------
@@ -291,7 +312,7 @@ def _hdfs(scheme: str, uri: str, options: Mapping[str, Any]) -> Connection:
     conf_dir = _first(options, "hadoop-conf-dir", "hadoop.conf.dir") or os.environ.get("HADOOP_CONF_DIR")
     if conf_dir:
         conf.update(_hadoop_site(conf_dir))
-    conf.update({k[len("hadoop."):] if k.startswith("hadoop.") else k: str(v) for k, v in options.items()})
+    conf.update({k: str(v) for k, v in options.items()})
 
     def get(*names: str) -> str | None:
         return _first(conf, *names)
@@ -338,7 +359,8 @@ def _hdfs(scheme: str, uri: str, options: Mapping[str, Any]) -> Connection:
         return f"{scheme}://{authority}/{raw.lstrip('/')}"
 
     return Connection(Store.HDFS, scheme, "webhdfs", kwargs, to_raw, to_uri,
-                      endpoint=f"{'https' if use_https else 'http'}://{host}:{http_port}", endpoint_option=endpoint_option)
+                      endpoint=f"{'https' if use_https else 'http'}://{host}:{http_port}", endpoint_option=endpoint_option,
+                      credentials_option="hadoop.user.name (or HADOOP_USER_NAME) or dfs.webhdfs.delegation-token")
 
 
 # -- GCS ---------------------------------------------------------------------------------------
@@ -383,7 +405,9 @@ def _gcs(scheme: str, options: Mapping[str, Any]) -> Connection:
     kwargs.setdefault("use_listings_cache", False)
     to_raw, to_uri = _bucket_paths(scheme)
     return Connection(Store.GCS, scheme, "gcs", kwargs, to_raw, to_uri, endpoint=endpoint or "https://storage.googleapis.com",
-                      endpoint_option="fs.gs.storage.root.url")
+                      endpoint_option="fs.gs.storage.root.url",
+                      credentials_option="fs.gs.auth.service.account.json.keyfile or "
+                                         "fs.gs.auth.service.account.email/.private.key (or GOOGLE_APPLICATION_CREDENTIALS)")
 
 
 # -- Azure -------------------------------------------------------------------------------------
@@ -445,7 +469,10 @@ def _azure(scheme: str, uri: str, options: Mapping[str, Any]) -> Connection:
         return f"{scheme}://{auth}/{key}" if key else f"{scheme}://{auth}"
 
     return Connection(Store.AZURE, scheme, "abfs", kwargs, to_raw, to_uri, endpoint=host or account,
-                      endpoint_option="the account host of the URI (container@account.dfs.core.windows.net)")
+                      endpoint_option="the account host of the URI (container@account.dfs.core.windows.net)",
+                      credentials_option=f"fs.azure.account.key.{host or '<account host>'} or a SAS "
+                                         f"(fs.azure.sas.fixed.token.{host or '<account host>'}) or "
+                                         "fs.azure.connection-string")
 
 
 # -- entry point -------------------------------------------------------------------------------
