@@ -25,6 +25,10 @@ from tests.stores.conftest import StoreUnderTest
 from tests.support.paimon import append_table, catalog, read_rows, rows, write
 
 DAY_MS = 86_400_000
+#: Stores pypaimon 2.1.0 can commit to here: expire-partitions writes its OVERWRITE snapshot through
+#: pypaimon (HDFS needs libhdfs or hdfs-native, OSS needs oss2 and virtual-hosted addressing, and
+#: pypaimon has no Azure or GCS file IO). Elsewhere the drop is planned (dry run) only.
+PYPAIMON_COMMITS = ("local", "s3")
 NOW_ISO = "2026-01-20T12:00:00"
 
 
@@ -115,10 +119,16 @@ def test_maintenance_scenario(store: StoreUnderTest, template: str, tmp_path: Pa
     assert not store.exists(f"{root}/snapshot/snapshot-4") and store.exists(f"{root}/snapshot/snapshot-5")
     assert store.exists(f"{root}/tag/tag-t2")
 
-    dropped = _cli(capsys, store, wh, "expire-partitions", IDENT, "--zone-known", "--now", NOW_ISO)
-    assert dropped["dropped"] == 2
-    views = _views(_download(store, "wh", tmp_path / "v3"))
-    assert {dict(r)["dt"] for r in views["main"]} == {"20260118", "20260119"}
+    if store.name in PYPAIMON_COMMITS:
+        dropped = _cli(capsys, store, wh, "expire-partitions", IDENT, "--zone-known", "--now", NOW_ISO)
+        assert dropped["dropped"] == 2
+        views = _views(_download(store, "wh", tmp_path / "v3"))
+        assert {dict(r)["dt"] for r in views["main"]} == {"20260118", "20260119"}
+    else:  # the drop commits through pypaimon, which cannot write here: planned, not committed
+        planned = _cli(capsys, store, wh, "expire-partitions", IDENT, "--zone-known", "--now", NOW_ISO, "--dry-run")
+        assert planned["expired"] == ["dt=20260101", "dt=20260102"]
+        views = _views(_download(store, "wh", tmp_path / "v3"))
+        assert views["main"] == main_rows
     assert {dict(r)["id"] for r in views["tag:t2"]} == {0, 1, 10, 11}  # the tag still reads its snapshot
 
     orphans = _cli(capsys, store, wh, "clean-orphans", IDENT, "--now", str(now_ms() + 2 * DAY_MS))
