@@ -19,7 +19,7 @@ MASK = "***"
 #: Words that mark an option as a credential, matched against the whole key (case-insensitive).
 _SECRET = re.compile(
     r"(secret|password|passwd|credential|access-?key|access\.key|accesskeyid|session-?token|session\.token|"
-    r"security-?token|security\.token|securitytoken|(^|[.\-_])token($|[.\-_])|account\.key|\.sas\.|^sas|sas-token|"
+    r"security-?token|security\.token|securitytoken|(^|[.\-_])token$|account\.key|\.sas\.|^sas|sas-token|"
     r"sas\.token|connection-?string|connection\.string|private\.key|private-key|privatekey|client\.secret|"
     r"delegation)",
     re.IGNORECASE,
