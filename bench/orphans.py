@@ -137,7 +137,7 @@ def instrumented_phases(warehouse: str, config: orphans.OrphanConfig) -> dict[st
         setattr(owner, attr, timed)
 
     wrap(orphans, "list_candidates", "listing")
-    wrap(orphans, "_roots", "roots")
+    wrap(orphans, "read_roots", "roots")
     wrap(name_scan.NameScanner, "__init__", "scanner")
     wrap(references._Walk, "walk", "walk")
     wrap(references._Walk, "adopt_walk", "adopt")

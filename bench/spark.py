@@ -5,7 +5,7 @@ Java-style manifest merging, tags, ~1% planted orphan files + a few orphan manif
 operation (default ``clean-orphans``, the whole-table one: list every file, read every manifest
 of every root) runs on two hard-link copies of the table, each in a fresh subprocess:
 
-  (l) in-process: ``tablekeeper.spark.engine.run_local`` (core planner + thread-pool executor);
+  (l) in-process: ``tablekeeper.spark.dispatch.run_local`` (core planner + thread-pool executor);
   (s) Spark:      ``tablekeeper.spark.job.run`` on a new ``local[N]`` session.
 
 Reported per size: seconds (Spark: the job on a warmed-up session, and with session start-up
@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -81,25 +82,27 @@ def _rss_kb(pid: int) -> int:
 
 
 def _request(args: argparse.Namespace) -> Any:
-    from tablekeeper.spark import launch
+    from tablekeeper.core import retention_settings
+    from tablekeeper.spark import job_request
 
     now = int(time.time() * 1000)
     if args.operation == "clean-orphans":
-        return launch.JobRequest("clean-orphans", args.warehouse, _synth.IDENTIFIER, now_ms=now + 2 * DAY_MS,
-                                 dry_run=args.dry_run, parallelism=args.parallelism or None)
-    return launch.JobRequest("expire", args.warehouse, _synth.IDENTIFIER, retain_min=args.retain,
-                             time_retained="0 ms", expire_limit=10_000_000, now_ms=now, dry_run=args.dry_run,
-                             parallelism=args.parallelism or None)
+        return job_request.JobRequest("clean-orphans", args.warehouse, _synth.IDENTIFIER, now_ms=now + 2 * DAY_MS,
+                                      dry_run=args.dry_run, parallelism=args.parallelism or None)
+    kept = retention_settings.from_options({}, retention_settings.RetentionFlags(
+        retain_min=args.retain, time_retained=timedelta(0), expire_limit=10_000_000))
+    return job_request.JobRequest("expire", args.warehouse, _synth.IDENTIFIER, retention=kept, now_ms=now,
+                                  dry_run=args.dry_run, parallelism=args.parallelism or None)
 
 
 def child(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {"engine": args.child}
     if args.child == "local":
-        from tablekeeper.spark import engine
+        from tablekeeper.spark import dispatch
 
         base = _rss_kb(os.getpid())
         t0 = time.perf_counter()
-        result = engine.run_local(_request(args))
+        result = dispatch.run_local(_request(args))
         out["seconds"] = time.perf_counter() - t0
         out["session_seconds"] = 0.0
         out["python_base_kb"] = base
@@ -222,11 +225,11 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
             else:
                 table_files = sum(len(f) for _, _, f in os.walk(base))
                 print(f"\n{size:,} files: reusing {base}")
-            from tablekeeper.spark import engine, launch
+            from tablekeeper.spark import engine_choice, job_request, run_steps
 
-            estimate = engine.estimate_plan_size(engine.open_request_table(
-                launch.JobRequest("clean-orphans", base, _synth.IDENTIFIER)))
-            print(f"  engine=auto estimate: {estimate:,} (Spark above {engine.spark_threshold():,})")
+            estimate = engine_choice.estimate_plan_size(run_steps.open_request_table(
+                job_request.JobRequest("clean-orphans", base, _synth.IDENTIFIER)))
+            print(f"  engine=auto estimate: {estimate:,} (Spark above {engine_choice.spark_threshold():,})")
             result: dict[str, Any] = {"files": size, "table_files": table_files, "estimate": estimate}
             for name in ("local", "spark"):
                 copy = os.path.join(workdir, f"{name}-{size}")

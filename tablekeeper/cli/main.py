@@ -16,9 +16,22 @@ from typing import Any, TypeVar
 import click
 
 from tablekeeper.cli import render
-from tablekeeper.core import branches, durations, errors, execution, expire, orphans, partitions, plans, tags
+from tablekeeper.core import (
+    branches,
+    durations,
+    errors,
+    execution,
+    expire,
+    orphans,
+    partitions,
+    plans,
+    retention_settings,
+    tags,
+    timestamps,
+)
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table, open_table, open_table_path
+from tablekeeper.spark import dispatch, job_request
 
 __all__ = ["main", "cli"]
 
@@ -71,16 +84,7 @@ def _duration(value: str | None, field: str) -> Any:
 
 
 def _timestamp_ms(value: str | None) -> int | None:
-    if value is None:
-        return None
-    if value.isdigit():
-        return int(value)
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError as e:
-        raise errors.InvalidInputError(f"--timestamp {value!r} is neither epoch ms nor ISO-8601",
-                                       fix="write e.g. 2026-01-31T23:00:00 or 1769900400000") from e
-    return int(parsed.timestamp() * 1000)
+    return None if value is None else timestamps.parse_instant_ms(value, flag="--timestamp")
 
 
 def _run_plan(plan: plans.Plan, table: Table, dry_run: bool, output: str, parallelism: int | None) -> None:
@@ -103,17 +107,17 @@ _ENGINE_HELP = "local: plan and delete in this process; spark: the same plan dis
 def _run_on_spark(operation: str, t: Table, options: tuple[str, ...], dry_run: bool, output: str,
                   **params: Any) -> None:
     """Run a maintenance command through ``tablekeeper.spark`` (local Spark unless configured)."""
-    from tablekeeper.spark import engine as spark_engine
-    from tablekeeper.spark import launch
+
+
 
     if "." not in t.identifier or not t.root.rstrip("/").rsplit("/", 2)[-2].endswith(".db"):
         raise errors.InvalidInputError(f"--engine spark needs a warehouse table, not {t.root}",
                                        fix="pass --warehouse URI and the table as database.table")
-    request = launch.JobRequest(operation=operation,  # type: ignore[arg-type]
+    request = job_request.JobRequest(operation=operation,  # type: ignore[arg-type]
                                 warehouse=t.root.rstrip("/").rsplit("/", 2)[0], table=t.identifier,
                                 branch=t.branch, options=_parse_options(options), dry_run=dry_run, **params)
-    result = spark_engine.run(request, engine="spark")
-    payload = spark_engine.describe(result)
+    result = dispatch.run(request, engine="spark")
+    payload = dispatch.describe(result)
 
     def text() -> None:
         verb = "would delete" if dry_run else "deleted"
@@ -321,8 +325,7 @@ def branch_list(table: str, warehouse: str | None, options: tuple[str, ...], out
 
 # ---------------------------------------------------------------------------- maintenance
 def _now_ms(now: str | None) -> int:
-    parsed = _timestamp_ms(now)
-    return parsed if parsed is not None else int(datetime.now().timestamp() * 1000)
+    return timestamps.now_ms() if now is None else timestamps.parse_instant_ms(now, flag="--now")
 
 
 @cli.command("expire")
@@ -345,14 +348,14 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
 
     Options come from the flags, else from the table's own Paimon options."""
     t = _open(table, warehouse, options, branch)
+    retention = retention_settings.from_options(t.options(), retention_settings.RetentionFlags(
+        retain_min=retain_min, retain_max=retain_max, time_retained=_duration(time_retained, "--time-retained"),
+        expire_limit=expire_limit))
     if engine == "spark":
-        _run_on_spark("expire", t, options, dry_run, output, retain_min=retain_min, retain_max=retain_max,
-                      time_retained=time_retained, expire_limit=expire_limit, parallelism=parallelism,
+        _run_on_spark("expire", t, options, dry_run, output, retention=retention, parallelism=parallelism,
                       now_ms=_now_ms(now) if now else None)
         return
-    config = expire.config_from_options(t.options(), retain_min=retain_min, retain_max=retain_max,
-                                        time_retained=_duration(time_retained, "--time-retained"),
-                                        expire_limit=expire_limit)
+    config = expire.expire_config(retention, t.options())
     _run_plan(expire.plan_expire(t, config, _now_ms(now)), t, dry_run, output, parallelism)
 
 
@@ -367,7 +370,7 @@ def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: 
                          warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Expire long-lived changelog-N files (decoupled changelog.* options of the table)."""
     t = _open(table, warehouse, options, branch)
-    config = expire.changelog_config_from_options(t.options())
+    config = expire.changelog_config(retention_settings.from_options(t.options()), t.options())
     _run_plan(expire.plan_expire_changelog(t, config, _now_ms(now)), t, dry_run, output, parallelism)
 
 
@@ -440,13 +443,7 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
                       parallelism=parallelism, now_ms=_now_ms(now) if now else None)
         return
     now_ms = _now_ms(now)
-    age = None
-    at = None
-    if older_than is not None:
-        if older_than.isdigit() or "T" in older_than or older_than.count("-") >= 2:
-            at = _timestamp_ms(older_than)
-        else:
-            age = durations.parse_duration(older_than, field="--older-than")
+    at, age = timestamps.parse_time_or_age(older_than, flag="--older-than") if older_than is not None else (None, None)
     threshold = orphans.resolve_older_than(now_ms, older_than_ms=at, older_than_age=age, force=force)
     config = orphans.OrphanConfig(threshold, processes=plan_processes)
     _run_plan(orphans.plan_orphan_clean(t, config), t, dry_run, output, parallelism)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tablekeeper.core import errors, fork_points, names
+from tablekeeper.core import errors, fork_points, format_guard, names
 from tablekeeper.core.paimon import hints, layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.storage import join
@@ -218,6 +218,7 @@ def drop_branch(table: Table, name: str, *, dry_run: bool = False) -> BranchChan
         raise errors.ProtectedObjectError(
             f"branch {name!r} is main's scan.fallback-branch/scan.primary-branch",
             fix="unset that table option first")
+    format_guard.check_formats(main, [name])
     files = [s.path for s in main.file_io.walk_files(branch.branch_path)]
     if not dry_run:
         main.file_io.delete_tree(branch.branch_path)
@@ -251,6 +252,7 @@ def fast_forward(table: Table, name: str, *, dry_run: bool = False) -> BranchCha
     names.validate_branch_name(name)
     main = table.on_branch(layout.MAIN)
     branch = main.on_branch(name)
+    format_guard.check_formats(main, [name])
     earliest = branch.earliest_snapshot_id()
     if earliest is None:
         raise errors.InvalidInputError(f"branch {name!r} has no snapshot to fast-forward to",
@@ -339,6 +341,7 @@ def replace_main(table: Table, name: str, *, backup: str | None = None, dry_run:
     names.validate_branch_name(name)
     main = table.on_branch(layout.MAIN)
     branch = main.on_branch(name)
+    format_guard.check_formats(main, [name])
     io = main.file_io
     w = _Writer(main, dry_run)
     if not branch.schema_ids():
@@ -390,6 +393,7 @@ def rename_branch(table: Table, old: str, new: str, *, dry_run: bool = False) ->
     dst = _branch_table(main, new)
     if main.file_io.is_dir(dst.branch_path):
         raise errors.AlreadyExistsError(f"branch {new!r} already exists", fix="choose another name")
+    format_guard.check_formats(main, [old])
     if not dry_run:
         main.file_io.rename(src.branch_path, dst.branch_path)
     return BranchChange("would-rename" if dry_run else "renamed", new, (dst.branch_path,), (src.branch_path,))

@@ -23,7 +23,7 @@ from tablekeeper.core.paimon.snapshot import Snapshot
 
 __all__ = [
     "ListRole", "ReadOutcome", "RootUse", "ExpirationDecision", "judge_missing", "effective_deletions",
-    "CandidateDir", "OrphanRoot", "OrphanCleanDecision", "missing_reference_aborts", "optional_list",
+    "CandidateDir", "OrphanRoot", "OrphanCleanDecision", "missing_reference_aborts", "optional_index", "optional_list",
     "is_partition_dir", "is_bucket_dir", "is_candidate_name", "abort_unreadable_protection",
 ]
 
@@ -261,11 +261,22 @@ class OrphanRoot:
     name: str
 
 
-def optional_list(root_kind: str, snapshot: Snapshot, list_name: str) -> bool:
+def optional_list(root_kind: str, snapshot: Snapshot, list_name: str, producer: str = "none") -> bool:
     """A changelog-N with changelog manifests keeps only those: Paimon's expiration deleted its
-    base and delta lists on purpose, so their absence is no sign of damage."""
-    return (root_kind == "changelog" and bool(snapshot.changelog_manifest_list)
-            and list_name != snapshot.changelog_manifest_list)
+    base and delta lists on purpose, so their absence is no sign of damage. The same holds for
+    a changelog-N without changelog manifests when the table's ``changelog-producer`` is not
+    ``none`` (lookup and full-compaction write them only on compaction): it reads nothing, and
+    Java deletes its lists too (seen on Java-written lookup tables, issue 13)."""
+    if root_kind != "changelog" or list_name == snapshot.changelog_manifest_list:
+        return False
+    return bool(snapshot.changelog_manifest_list) or producer.strip().lower() != "none"
+
+
+def optional_index(is_changelog: bool) -> bool:
+    """A changelog-N reads its changelog (or delta) files only: Java's expiration deletes the
+    index manifest of a snapshot that lives on as changelog-N (seen on Java-written dynamic
+    bucket tables, issue 13), so its absence there is no sign of damage."""
+    return is_changelog
 
 
 def missing_reference_aborts(root_exists: bool) -> bool:

@@ -17,19 +17,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
-from tablekeeper.core import decisions, durations, errors, expire_evaluation, plans, safety
+from tablekeeper.core import decisions, errors, expire_evaluation, plans, retention_settings, safety
 from tablekeeper.core.paimon import hints, layout
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.reachability import gc_paused
+from tablekeeper.core.retention_settings import INT_MAX, Retention, RetentionFlags
 from tablekeeper.core.storage import join
 
-__all__ = ["ExpireConfig", "ExpireRange", "ChangelogConfig", "config_from_options", "changelog_config_from_options",
+__all__ = ["ExpireConfig", "ExpireRange", "ChangelogConfig", "expire_config", "changelog_config",
+           "config_from_options", "changelog_config_from_options",
            "compute_range", "changelog_range", "protecting_roots", "expiring_snapshots", "previous_tag",
            "decide_expire", "decide_expire_changelog", "plan_expire", "plan_expire_changelog"]
 
-INT_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -58,41 +60,23 @@ class ExpireConfig:
             raise errors.InvalidInputError("snapshot.time-retained must not be negative", fix="e.g. '1 h'")
 
 
-def _int(options: Mapping[str, str], key: str, default: int) -> int:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError as e:
-        raise errors.InvalidInputError(f"{key} = {raw!r} is not an integer", fix=f"set {key} to a number") from e
-
-
-def config_from_options(options: Mapping[str, str], **overrides: object) -> ExpireConfig:
-    """The expiration config Paimon derives from table options (``snapshot.*``, ``changelog.*``,
-    ``consumer.changelog-only``), with explicit overrides (None = keep)."""
-    retain_min = _int(options, "snapshot.num-retained.min", 10)
-    retain_max = _int(options, "snapshot.num-retained.max", INT_MAX)
-    time_retained = durations.parse_duration(options.get("snapshot.time-retained", "1 h"),
-                                             field="snapshot.time-retained")
-    limit = _int(options, "snapshot.expire.limit", 50)
-    clean = (options.get("snapshot.clean-empty-directories")
-             or options.get("snapshot.expire.clean-empty-directories") or "false").lower() == "true"
-    cl_min = _int(options, "changelog.num-retained.min", retain_min)
-    cl_max = _int(options, "changelog.num-retained.max", retain_max)
-    cl_time = durations.parse_duration(options.get("changelog.time-retained", "0 ms"), field="changelog.time-retained") \
-        if "changelog.time-retained" in options else time_retained
-    decoupled = cl_max > retain_max or cl_min > retain_min or cl_time > time_retained
-    values: dict[str, object] = {
-        "retain_min": retain_min, "retain_max": retain_max, "time_retained": time_retained,
-        "expire_limit": limit, "clean_empty_directories": clean, "changelog_decoupled": decoupled,
-        "changelog_producer": options.get("changelog-producer", "none"),
-        "consumer_changelog_only": options.get("consumer.changelog-only", "false").lower() == "true",
-    }
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    config = ExpireConfig(**values)  # type: ignore[arg-type]
+def expire_config(retention: Retention, options: Mapping[str, str]) -> ExpireConfig:
+    """The snapshot-expiration config of a resolved :class:`Retention` (its values, its decoupled
+    rule) plus the table facts ``options`` hold (``changelog-producer``, ``consumer.changelog-only``)."""
+    config = ExpireConfig(
+        retain_min=retention.retain_min, retain_max=retention.retain_max, time_retained=retention.time_retained,
+        expire_limit=retention.expire_limit, clean_empty_directories=retention.clean_empty_directories,
+        changelog_decoupled=retention.changelog_decoupled,
+        changelog_producer=options.get("changelog-producer", "none"),
+        consumer_changelog_only=options.get("consumer.changelog-only", "false").lower() == "true")
     config.validate()
     return config
+
+
+def config_from_options(options: Mapping[str, str], **overrides: Any) -> ExpireConfig:
+    """The expiration config Paimon derives from table options, with explicit overrides (the
+    fields of :class:`RetentionFlags`; None = keep): ``retention_settings.from_options``."""
+    return expire_config(retention_settings.from_options(options, RetentionFlags(**overrides)), options)
 
 
 @dataclass(frozen=True)
@@ -276,21 +260,17 @@ class ChangelogConfig:
     changelog_producer: str = "none"
 
 
+def changelog_config(retention: Retention, options: Mapping[str, str]) -> ChangelogConfig:
+    """The changelog-expiration config of a resolved :class:`Retention`: its ``changelog_*``
+    values and its ``expire_limit`` (the same limit the plan was sized with)."""
+    return ChangelogConfig(retain_min=retention.changelog_retain_min, retain_max=retention.changelog_retain_max,
+                           time_retained=retention.changelog_time_retained, expire_limit=retention.expire_limit,
+                           changelog_producer=options.get("changelog-producer", "none"))
+
+
 def changelog_config_from_options(options: Mapping[str, str]) -> ChangelogConfig:
     """``changelog.*`` options, falling back to the ``snapshot.*`` values as Paimon does."""
-    snap = config_from_options(options)
-    config = ChangelogConfig(
-        retain_min=_int(options, "changelog.num-retained.min", snap.retain_min),
-        retain_max=_int(options, "changelog.num-retained.max", snap.retain_max),
-        time_retained=durations.parse_duration(options["changelog.time-retained"], field="changelog.time-retained")
-        if "changelog.time-retained" in options else snap.time_retained,
-        expire_limit=snap.expire_limit,
-        changelog_producer=snap.changelog_producer,
-    )
-    if config.retain_min < safety.MIN_RETAIN_MIN or config.retain_max < config.retain_min:
-        raise errors.UnsafePolicyError("changelog.num-retained.min must be >= 1 and <= changelog.num-retained.max",
-                                       fix="fix the changelog.num-retained.* options")
-    return config
+    return changelog_config(retention_settings.from_options(options), options)
 
 
 def changelog_range(table: Table, config: ChangelogConfig, now_ms: int) -> tuple[list[int], int]:

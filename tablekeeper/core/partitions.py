@@ -152,11 +152,15 @@ class PartitionPlan:
     unparseable: tuple[str, ...]
     live: int
     notes: tuple[str, ...] = ()
+    #: Expired partitions beyond ``max_expires``, for the next run (a count front ends show as
+    #: data; the matching note is for people).
+    left_for_next_run: int = 0
 
     def summary(self) -> dict[str, Any]:
         return {"operation": "expire-partitions", "table": self.table, "branch": self.branch,
                 "expired": [p.name for p in self.expired], "files": sum(p.file_count for p in self.expired),
-                "unparseable": list(self.unparseable), "live_partitions": self.live, "notes": list(self.notes)}
+                "unparseable": list(self.unparseable), "live_partitions": self.live, "notes": list(self.notes),
+                "left_for_next_run": self.left_for_next_run}
 
 
 def list_partitions(table: Table) -> list[PartitionInfo]:
@@ -223,10 +227,11 @@ def plan_partition_expiry(table: Table, config: PartitionConfig, now: datetime) 
             expired.append(p)
     expired.sort(key=lambda p: p.spec)
     notes = [] if config.zone_known else ["writer time zone unknown: 12 h safety margin applied"]
-    if len(expired) > config.max_expires:
-        notes.append(f"{len(expired) - config.max_expires} more expired partition(s) left for the next run")
+    left = max(0, len(expired) - config.max_expires)
+    if left:
+        notes.append(f"{left} more expired partition(s) left for the next run")
     return PartitionPlan(table.identifier, table.branch, tuple(expired[:config.max_expires]), tuple(unparseable),
-                         len(partitions), tuple(notes))
+                         len(partitions), tuple(notes), left)
 
 
 def apply_partition_expiry(table: Table, plan: PartitionPlan, *, options: Mapping[str, str] | None = None,

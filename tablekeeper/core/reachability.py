@@ -100,6 +100,7 @@ class Reachability:
 
     def __init__(self, table: Table) -> None:
         self.table = table.on_branch(layout.MAIN)
+        self._producer: str | None = None  # changelog-producer of main, read on first use
         self.file_io = table.file_io
         self.manifest_dir = table.shared_dir(layout.MANIFEST_DIR)
         self._lists: dict[str, list[manifests.ManifestFileMeta]] = {}
@@ -354,15 +355,39 @@ class Reachability:
         """Data a retained ``changelog-N`` reads: the files its changelog manifests add
         (producer != none), or else the files its delta adds (producer ``none``: the changelog
         is the delta). Exactly one of the two, so reruns plan the same as clean runs."""
-        refs = self.changelog_refs(log) if log.changelog_manifest_list else self.delta_refs(log)
+        role = self.changelog_role(log)
+        if role == "empty":
+            return set()
+        refs = self.changelog_refs(log) if role == "changelog" else self.delta_refs(log)
         return {(r.partition, r.bucket, r.file_name) for r in refs if r.kind == manifests.ADD}
+
+    def changelog_role(self, log: Snapshot) -> str:
+        """What a retained ``changelog-N`` is read through: ``changelog`` (its changelog list),
+        ``delta`` (producer ``none``: the changelog is the delta, and Paimon keeps the base and
+        delta lists of such changelogs) or ``empty``: the other producers write a changelog
+        list only where they produced a changelog (lookup and full-compaction: on compaction),
+        so a changelog-N without one reads nothing, and Java Paimon's expiration deletes its
+        base and delta lists (seen on Java-written lookup tables, issue 13)."""
+        if log.changelog_manifest_list:
+            return "changelog"
+        return "delta" if self.changelog_producer() == "none" else "empty"
+
+    def changelog_producer(self) -> str:
+        """Main's ``changelog-producer`` (read once)."""
+        if self._producer is None:
+            self._producer = self.table.options().get("changelog-producer", "none").strip().lower()
+        return self._producer
 
     def changelog_root_meta(self, log: Snapshot) -> set[str]:
         """Metadata a retained ``changelog-N`` reads: with a changelog manifest list (producer
         != none) that list and its manifests; otherwise (producer ``none``) its base and delta
         lists, which Paimon keeps for such changelogs. Plus index manifest and statistics."""
         out: set[str] = set()
-        if log.changelog_manifest_list:
+        role = self.changelog_role(log)
+        if role == "empty":
+            core = log.with_fields(baseManifestList=None, deltaManifestList=None, changelogManifestList=None)
+            out.update(m.path for m in self.meta_files(core, tolerant=True))
+        elif role == "changelog" and log.changelog_manifest_list:
             out.add(join(self.manifest_dir, log.changelog_manifest_list))
             out.update(join(self.manifest_dir, m.file_name) for m in self.manifest_list(log.changelog_manifest_list))
             core = log.with_fields(baseManifestList=None, deltaManifestList=None, changelogManifestList=None)

@@ -207,7 +207,8 @@ class _Walk:
                     except FileNotFoundError:
                         # a changelog-N of producer != none keeps only its changelog manifests:
                         # Paimon's expiration deleted its base/delta lists on purpose
-                        if decisions.optional_list("changelog" if is_changelog else "snapshot", snap, list_name):
+                        if decisions.optional_list("changelog" if is_changelog else "snapshot", snap, list_name,
+                                                   reach.changelog_producer()):
                             continue
                         raise
                     for block_id, block in blocks:
@@ -226,7 +227,13 @@ class _Walk:
                 if snap.index_manifest:
                     mark(snap.index_manifest)
                     if snap.index_manifest not in done_index:
-                        for entry in reach.index_entries(snap.index_manifest):
+                        try:
+                            entries = reach.index_entries(snap.index_manifest)
+                        except FileNotFoundError:
+                            if not decisions.optional_index(is_changelog):
+                                raise
+                            entries = []
+                        for entry in entries:
                             mark(entry.file_name)
                         done_index.add(snap.index_manifest)
                 mark(snap.statistics)

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
+
+from tablekeeper.core import timestamps
 
 __all__ = [
     "READY",
@@ -33,7 +35,6 @@ __all__ = [
     "condition",
     "merge",
     "find",
-    "timestamp",
 ]
 
 READY = "Ready"
@@ -125,12 +126,6 @@ class Reason:
 REASONS: frozenset[str] = frozenset(v for k, v in vars(Reason).items() if k.isupper() and isinstance(v, str))
 
 
-def timestamp(when: datetime) -> str:
-    """RFC 3339 in UTC with second precision (``metav1.Time``)."""
-    aware = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def condition(type_: str, status: Status | bool, reason: str, message: str = "", *,
               generation: int | None, now: datetime) -> dict[str, Any]:
     """One ``metav1.Condition``.
@@ -143,7 +138,7 @@ def condition(type_: str, status: Status | bool, reason: str, message: str = "",
     if isinstance(status, bool):
         status = "True" if status else "False"
     out: dict[str, Any] = {"type": type_, "status": status, "reason": reason, "message": message[:32768],
-                           "lastTransitionTime": timestamp(now)}
+                           "lastTransitionTime": timestamps.rfc3339(now)}
     if generation is not None:
         out["observedGeneration"] = int(generation)
     return out

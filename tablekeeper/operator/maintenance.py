@@ -28,13 +28,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from tablekeeper.core import timestamps
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.core.policy.schedule import Schedule
 from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.operator import markers
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.status import Event
-from tablekeeper.reconcile import schedules
+from tablekeeper.reconcile import enabled_jobs, schedules
 
 __all__ = ["Job", "JOBS", "RUN_TYPES", "TERMINAL", "Decision", "decide", "run_body", "run_name", "enabled",
            "schedule_of", "is_operator_run"]
@@ -61,23 +62,15 @@ _STATES = {"Pending": "Running", "Running": "Running", "Succeeded": "Successful"
            "Cancelled": "Failed"}
 
 
-def _explicit(policy: EffectivePolicy, section: str) -> bool:
-    return any(path.split(".", 1)[0] == section for path in policy.explicit_paths())
+#: The action kind whose enablement decides whether a run type is scheduled.
+_KIND = {"ExpirePartitions": "ExpirePartitions", "ExpireSnapshots": "ExpireSnapshots", "ExpireTags": "ExpireTags",
+         "RemoveOrphanFiles": "CleanOrphans"}
 
 
 def enabled(job: Job, spec: PaimonTableSpec, policy: EffectivePolicy) -> bool:
-    """Whether the operator runs ``job`` for the table (enforcement and policy sections)."""
-    if spec.enforcement == "TableOptions":
-        return False
-    v = policy.values
-    if job.run_type == "ExpirePartitions":
-        return bool(v["partitions.state"] != "Disabled" and v["partitions.expiration"] is not None
-                    and _explicit(policy, "partitions"))
-    if job.run_type == "ExpireSnapshots":
-        return bool(v["snapshots.state"] != "Disabled" and _explicit(policy, "snapshots"))
-    if job.run_type == "ExpireTags":
-        return bool(v["tags.state"] != "Disabled")
-    return bool(v["orphanFiles.state"] == "Enabled")
+    """Whether the operator runs ``job`` for the table: the planner's rule
+    (:func:`tablekeeper.reconcile.enabled_jobs.enabled`), never a copy of it."""
+    return enabled_jobs.enabled(_KIND[job.run_type], spec.enforcement, policy)
 
 
 def schedule_of(job: Job, spec: PaimonTableSpec, policy: EffectivePolicy) -> Schedule | None:
@@ -87,20 +80,6 @@ def schedule_of(job: Job, spec: PaimonTableSpec, policy: EffectivePolicy) -> Sch
         own = policy.values.get("orphanFiles.schedule")
         return Schedule(str(own)) if own else table_schedule
     return table_schedule
-
-
-def _parse(text: Any) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
-def _fmt(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _next_after(schedule: Schedule, after: datetime, spec: PaimonTableSpec) -> datetime:
@@ -210,12 +189,12 @@ def decide(table: Obj, spec: PaimonTableSpec, policy: EffectivePolicy, runs: Seq
             entry.pop("nextRunTime", None)
             entry.pop("schedule", None)
         else:
-            if entry.get("schedule") != str(sched) or not _parse(entry.get("nextRunTime")):
-                last = _parse(entry.get("lastRunTime"))
+            if entry.get("schedule") != str(sched) or not timestamps.parse_rfc3339(entry.get("nextRunTime")):
+                last = timestamps.parse_rfc3339(entry.get("lastRunTime"))
                 base = _next_after(sched, last, spec) if last is not None else now
-                entry["nextRunTime"] = _fmt(base + timedelta(seconds=rng.uniform(0, jitter)))
+                entry["nextRunTime"] = timestamps.rfc3339(base + timedelta(seconds=rng.uniform(0, jitter)))
                 entry["schedule"] = str(sched)
-            nxt = _parse(entry.get("nextRunTime"))
+            nxt = timestamps.parse_rfc3339(entry.get("nextRunTime"))
             window = spec.maintenance.window if spec.maintenance is not None else None
             if nxt is not None and now >= nxt and (window is None or schedules.in_window(window, now)):
                 due.append(job)
@@ -233,7 +212,7 @@ def decide(table: Obj, spec: PaimonTableSpec, policy: EffectivePolicy, runs: Seq
             decision.clear_run_now = True
             decision.create = run_body(table, spec, requested, run_name(table, requested, rng), "Manual")
             entry = decision.maintenance[requested.key]
-            entry.update(state="Running", lastRunRef=decision.create["metadata"]["name"], lastRunTime=_fmt(now))
+            entry.update(state="Running", lastRunRef=decision.create["metadata"]["name"], lastRunTime=timestamps.rfc3339(now))
             decision.events.append(Event("Normal", "MaintenanceRequested",
                                          f"{requested.run_type} requested by tablekeeper.io/run-now: run "
                                          f"{decision.create['metadata']['name']}"))
@@ -244,8 +223,8 @@ def decide(table: Obj, spec: PaimonTableSpec, policy: EffectivePolicy, runs: Seq
         entry = decision.maintenance[job.key]
         sched = schedule_of(job, spec, policy)
         assert sched is not None
-        entry.update(state="Running", lastRunRef=decision.create["metadata"]["name"], lastRunTime=_fmt(now),
-                     nextRunTime=_fmt(_next_after(sched, now, spec) + timedelta(seconds=rng.uniform(0, jitter))))
+        entry.update(state="Running", lastRunRef=decision.create["metadata"]["name"], lastRunTime=timestamps.rfc3339(now),
+                     nextRunTime=timestamps.rfc3339(_next_after(sched, now, spec) + timedelta(seconds=rng.uniform(0, jitter))))
         decision.events.append(Event("Normal", "MaintenanceScheduled",
                                      f"{job.run_type} due by schedule {sched}: run {decision.create['metadata']['name']}"))
 

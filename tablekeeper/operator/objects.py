@@ -44,6 +44,7 @@ from zoneinfo import ZoneInfo
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
+from tablekeeper.core import timestamps
 from tablekeeper.core.branches import fork_tag_name
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.policy.branch import PaimonBranchSpec
@@ -308,9 +309,9 @@ def _tag_ready(plan: scopes.ScopePlan, member: scopes.Member, records: TableReco
     outcome.fields.update(
         owned=True, tagName=name, branch=member.branch,
         snapshotId=tag.snapshot_id if tag else (rec.snapshot_id if rec else None),
-        snapshotCommitTime=scopes.format_time_ms(tag.snapshot_time_ms) if tag else None,
+        snapshotCommitTime=timestamps.rfc3339_ms(tag.snapshot_time_ms) if tag else None,
         createTime=tag.create_time.strftime("%Y-%m-%dT%H:%M:%S") if tag and tag.create_time else None,
-        expireTime=scopes.format_time_ms(expire_ms), forkPointOf=list(forks) or None, expired=None, origin=reason,
+        expireTime=timestamps.rfc3339_ms(expire_ms), forkPointOf=list(forks) or None, expired=None, origin=reason,
         failures=None, lastError=None, table=_table_fields(plan.scope.table))
     return outcome
 
@@ -405,9 +406,7 @@ async def _reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimon
         if not changes:
             tag_exists = name in plan.state.branch_tags(member.branch)
             if rec is not None and not tag_exists:
-                expired = rec.expired or (rec.expires_ms is not None and now.timestamp() * 1000 >= rec.expires_ms) \
-                    or obj.labels.get(markers.TRIGGER_TYPE_LABEL) == "Policy"  # policy tags: expired by the policy
-                if expired:
+                if any(w.cause == "TagExpired" for w in waiting):  # the planner decided (TTL or policy tag)
                     out = _base(obj, "Lost", ("False", Reason.TAG_EXPIRED, f"tag {name!r} expired by its TTL "
                                                                             "(timeRetained); it is not recreated"),
                                 now)
@@ -417,7 +416,8 @@ async def _reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimon
                     return out
             if waiting or rec is None or not tag_exists:
                 why = waiting[0].reason if waiting else "the tag cannot be created yet"
-                reason = Reason.BRANCH_NOT_FOUND if waiting and "branch" in why else Reason.SNAPSHOT_NOT_FOUND
+                reason = Reason.BRANCH_NOT_FOUND if waiting and waiting[0].cause == "BranchNotFound" \
+                    else Reason.SNAPSHOT_NOT_FOUND
                 return _failed(rt, obj, Failure(reason, f"waiting: {why}", True), now, retry=retry,
                                backoff_limit=spec.backoff_limit)
             return _tag_ready(plan, member, plan.records, _tag_previous_reason(obj), now)
@@ -467,7 +467,7 @@ def _branch_record_fields(member: scopes.Member) -> Any:
         if rec is None or rec.resource != member.obj.ref:
             return {"owned": False}
         return {"owned": True, "branchName": member.name, "createPending": rec.pending or None,
-                "createTime": scopes.format_time_ms(rec.created_ms) if rec.created_ms else None,
+                "createTime": timestamps.rfc3339_ms(rec.created_ms) if rec.created_ms else None,
                 "forkTag": rec.fork_tag, "expired": rec.expired or None}
     return fields_of
 
@@ -482,10 +482,10 @@ def _branch_ready(plan: scopes.ScopePlan, member: scopes.Member, records: TableR
     outcome = _base(obj, "Ready", ("True", reason, f"branch {name!r} of {plan.scope.location.identifier}"), now)
     created = rec.created_ms if rec is not None and rec.created_ms else (current.created_ms if current else None)
     outcome.fields.update(
-        owned=True, branchName=name, createPending=None, createTime=scopes.format_time_ms(created), origin=reason,
+        owned=True, branchName=name, createPending=None, createTime=timestamps.rfc3339_ms(created), origin=reason,
         forkTag=rec.fork_tag if rec else None, basedOnTag=spec.from_tag,
         forkSnapshotId=current.fork_snapshot_id if current else None,
-        lastWriteTime=scopes.format_time_ms(current.latest_commit_ms) if current else None,
+        lastWriteTime=timestamps.rfc3339_ms(current.latest_commit_ms) if current else None,
         expired=None, failures=None, lastError=None, table=_table_fields(plan.scope.table))
     return outcome
 
@@ -570,7 +570,7 @@ async def _reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, spec: Pai
             fork = fork_tag_name(name, change.from_snapshot_id) if isinstance(change, A.CreateBranch) \
                 and change.from_snapshot_id is not None else None
             out.fields.update(owned=True, branchName=name, createPending=True if isinstance(change, A.CreateBranch)
-                              else None, createTime=scopes.format_time_ms(int(now.timestamp() * 1000)),
+                              else None, createTime=timestamps.rfc3339_ms(timestamps.epoch_ms(now)),
                               forkTag=fork, table=_table_fields(scope.table),
                               origin=Reason.ADOPTED if isinstance(change, A.AdoptBranch) else Reason.CREATED)
             _come_back(rt, out, phase)

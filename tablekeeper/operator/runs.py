@@ -24,32 +24,36 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import datetime, timedelta
 
 from tablekeeper.core import errors as core_errors
+from tablekeeper.core import timestamps
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
 from tablekeeper.core.policy.table import PaimonTableSpec
-from tablekeeper.operator import cluster, conditions, engines, kopfcompat, markers, metrics, objects, scopes, sparkruns
+from tablekeeper.operator import (
+    cluster,
+    conditions,
+    kopfcompat,
+    markers,
+    metrics,
+    objects,
+    run_engines,
+    run_report,
+    run_types,
+    scopes,
+    sparkruns,
+)
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.errors import OperatorError, classify
 from tablekeeper.operator.maintenance import TERMINAL
+from tablekeeper.operator.run_report import RunReport
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import Outcome, url_of
-from tablekeeper.reconcile import planner
-from tablekeeper.spark import launch
+from tablekeeper.reconcile import maintenance_planner
+from tablekeeper.spark import result_artifact
 
 __all__ = ["start_run", "execute_run", "check_run", "duration_text"]
-
-
-def _ts(when: datetime) -> str:
-    return conditions.timestamp(when)
-
-
-def _parse(text: Any) -> datetime | None:
-    ms = scopes.parse_time_ms(text)
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 def duration_text(seconds: float) -> str:
@@ -73,12 +77,14 @@ def _labels(obj: Obj, spec: PaimonMaintenanceRunSpec) -> dict[str, str]:
 
 
 def _finished(obj: Obj, now: datetime, ok: bool, reason: str, message: str, *, started: datetime | None,
-              result: dict[str, Any] | None = None) -> Outcome:
+              report: RunReport | None = None, rendered: bool = False) -> Outcome:
+    """The terminal status; ``status.result`` is ``report.to_status()`` (with ``rendered`` and no
+    report: an empty result)."""
     out = Outcome(generation=obj.generation)
-    out.fields.update(phase="Succeeded" if ok else "Failed", completionTime=_ts(now), message=message,
+    out.fields.update(phase="Succeeded" if ok else "Failed", completionTime=timestamps.rfc3339(now), message=message,
                       duration=duration_text((now - started).total_seconds()) if started else None)
-    if result is not None:
-        out.fields["result"] = result
+    if report is not None or rendered:
+        out.fields["result"] = report.to_status() if report is not None else {}
     out.conditions = [
         conditions.condition(conditions.COMPLETE, ok, reason if ok else Reason.MAINTENANCE_FAILED, message,
                              generation=obj.generation, now=now),
@@ -129,7 +135,7 @@ async def start_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) ->
     except core_errors.InvalidInputError as e:
         return _finished(obj, now, False, Reason.INVALID_SPEC, e.message, started=None)
     out = Outcome(labels=_labels(obj, spec))
-    created = _parse(obj.created) or now
+    created = timestamps.parse_rfc3339(obj.created) or now
     if now - created > timedelta(seconds=_deadline(obj, spec, view)):
         result = _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "never started within activeDeadlineSeconds",
                            started=None)
@@ -161,10 +167,10 @@ async def start_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) ->
     if sparkruns.wants_spark(rt.config.spark, requested, spec):
         engine_name, note = str(requested), ""  # resolved (Auto) and launched by the execute step
     else:
-        engine, note = engines.select(requested, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
+        engine, note = run_engines.select(requested, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
         engine_name = engine.name
     out.generation = obj.generation
-    out.fields.update(phase="Running", startTime=_ts(now), engine=engine_name,
+    out.fields.update(phase="Running", startTime=timestamps.rfc3339(now), engine=engine_name,
                       attempts=int(obj.status.get("attempts") or 0) + 1, message=note or "running")
     out.conditions = [
         conditions.condition(conditions.COMPLETE, False, Reason.RUNNING, note, generation=obj.generation, now=now),
@@ -188,7 +194,7 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
     assert isinstance(spec, PaimonMaintenanceRunSpec)
     if sparkruns.Ref.of(obj.status) is not None:
         return Outcome()  # launched: the periodic check observes it (and enforces the deadline)
-    started = _parse(obj.status.get("startTime")) or now
+    started = timestamps.parse_rfc3339(obj.status.get("startTime")) or now
     if now - started > timedelta(seconds=_deadline(obj, spec, view)):
         _release(rt, obj, spec)
         return _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "activeDeadlineSeconds exceeded", started=started)
@@ -211,14 +217,14 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
             return _finished(obj, rt.config.now(), False, failure.reason, failure.message, started=started)
         if launched is not None:
             return _launched(obj, launched, now)
-    engine, note = engines.select(requested, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
+    engine, note = run_engines.select(requested, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     try:
         scope = await objects.child_scope(rt, view, obj, spec.table_ref.name)
         await rt.step("run/execute", obj.ref)
         opener = rt.opener(scope.location.warehouse, scope.options)
-        request = engines.RunRequest(obj.name, spec, scope, opener, now)
+        request = run_types.RunRequest(obj.name, spec, scope, opener, now)
         async with rt.table_lock(scope.identity):
             result = await asyncio.to_thread(engine.run, request)
     except (OperatorError, core_errors.TablekeeperError, OSError) as e:
@@ -226,17 +232,17 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
         if retried is not None:
             return retried
         failure = classify(e)
-        result = engines.RunResult(False, failure.reason, failure.message)
+        result = run_types.RunResult(False, failure.reason, failure.message)
     seconds = loop.time() - t0
     end = rt.config.now()
     _release(rt, obj, spec)
     message = "; ".join(x for x in (result.message, note) if x)
-    out = _finished(obj, end, result.succeeded, result.reason, message, started=started, result=result.result)
+    out = _finished(obj, end, result.succeeded, result.reason, message, started=started, report=result.report,
+                    rendered=True)
     out.fields["engine"] = engine.name
     if result.policy:
         out.fields["policy"] = result.policy
-    _record_metrics(spec, engine.name, table_label, result.succeeded, result.result, result.deleted_by_kind,
-                    seconds, end)
+    _record_metrics(spec, engine.name, table_label, result.succeeded, result.report, seconds, end)
     return out
 
 
@@ -263,7 +269,7 @@ async def _deferred_to_writers(rt: Runtime, view: cluster.View, obj: Obj, spec: 
     scope = await objects.child_scope(rt, view, obj, spec.table_ref.name)
     opener = rt.opener(scope.location.warehouse, scope.options)
     plan = await asyncio.to_thread(scopes.plan_scope, scope, opener, now, objects=False)
-    why = planner.writers_enforce(plan.target, plan.state, plan.policy, now)
+    why = maintenance_planner.writers_enforce(plan.target, plan.state, plan.policy, now)
     return None if why is None else f"enforcement Both: left to the writers ({why}); nothing run"
 
 
@@ -279,19 +285,21 @@ def _retry(rt: Runtime, error: BaseException, retry: int) -> Outcome | None:
     return out
 
 
-def _record_metrics(spec: PaimonMaintenanceRunSpec, engine: str, table_label: str, ok: bool, counts: dict[str, Any],
-                    by_kind: dict[str, int], seconds: float, end: datetime) -> None:
+def _record_metrics(spec: PaimonMaintenanceRunSpec, engine: str, table_label: str, ok: bool,
+                    report: RunReport | None, seconds: float, end: datetime) -> None:
     metrics.MAINTENANCE_RUNS.labels(type=spec.type, engine=engine, result="success" if ok else "failure").inc()
     metrics.MAINTENANCE_DURATION.labels(type=spec.type, engine=engine).observe(seconds)
     if not ok:
         return
     metrics.MAINTENANCE_LAST_SUCCESS.labels(table=table_label, type=spec.type).set(end.timestamp())
-    if not counts.get("dryRun"):
-        metrics.SNAPSHOTS_EXPIRED.labels(table=table_label).inc(int(counts.get("expiredSnapshots") or 0))
-        metrics.BYTES_RECLAIMED.labels(table=table_label).inc(int(counts.get("reclaimedBytes") or 0))
-        for kind, count in by_kind.items():
+    if report is None:
+        return
+    if not report.dry_run:
+        metrics.SNAPSHOTS_EXPIRED.labels(table=table_label).inc(report.expired_snapshots or 0)
+        metrics.BYTES_RECLAIMED.labels(table=table_label).inc(report.reclaimed_bytes or 0)
+        for kind, count in report.deleted_by_kind.items():
             metrics.FILES_DELETED.labels(table=table_label, type=kind).inc(count)
-    metrics.ORPHAN_FILES_FOUND.labels(table=table_label).inc(int(counts.get("orphanFiles") or 0))
+    metrics.ORPHAN_FILES_FOUND.labels(table=table_label).inc(report.orphan_files or 0)
 
 
 def _launched(obj: Obj, launched: sparkruns.Launched, now: datetime) -> Outcome:
@@ -328,7 +336,7 @@ async def check_run(rt: Runtime, view: cluster.View, obj: Obj) -> Outcome | None
     ref = sparkruns.Ref.of(obj.status)
     if phase in TERMINAL:
         _release(rt, obj, spec)
-        done = _parse(obj.status.get("completionTime"))
+        done = timestamps.parse_rfc3339(obj.status.get("completionTime"))
         ttl = spec.ttl_seconds_after_finished
         if ttl is not None and done is not None and now - done >= timedelta(seconds=ttl):
             if ref is not None and ref.namespace != obj.namespace:  # not garbage-collected with the run
@@ -336,7 +344,7 @@ async def check_run(rt: Runtime, view: cluster.View, obj: Obj) -> Outcome | None
             await rt.api.delete(url_of("paimonmaintenanceruns", obj.namespace, obj.name))
             return None
         return Outcome()
-    started = _parse(obj.status.get("startTime")) or _parse(obj.created)
+    started = timestamps.parse_rfc3339(obj.status.get("startTime")) or timestamps.parse_rfc3339(obj.created)
     if ref is not None and phase == "Running":
         return await _check_launched(rt, view, obj, spec, ref, started or now)
     if started is not None and now - started > timedelta(seconds=_deadline(obj, spec, view)):
@@ -375,7 +383,7 @@ async def _check_launched(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimo
             out.fields[ref.field] = current.as_status()
             out.fields["message"] = f"{ref} is {seen.state}"
         return out
-    artifact: launch.RunResult | None = None
+    artifact: result_artifact.RunResult | None = None
     problem: tuple[str, str] | None = None
     uri = str(obj.status.get("artifact") or "")
     try:
@@ -395,27 +403,24 @@ async def _check_launched(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimo
             return out
         problem = (Reason.RESULT_ARTIFACT_MISSING, f"{ref} ended {seen.state}; its result artifact at {uri} could "
                                                    f"not be read: {classify(e).message}")
-    result: dict[str, Any] | None = None
-    by_kind: dict[str, int] = {}
-    if artifact is not None:
-        result, by_kind = sparkruns.result_of(artifact, spec.type)
+    report = run_report.from_artifact(artifact, spec.type) if artifact is not None else None
     if not seen.succeeded:
         detail = f"; job error: {artifact.errors[0].get('message')}" if artifact is not None and artifact.errors \
             else ""
-        return _end_launched(rt, obj, spec, current, now, started, False, seen.reason, seen.message + detail, result)
+        return _end_launched(rt, obj, spec, current, now, started, False, seen.reason, seen.message + detail, report)
     if problem is not None:
         return _end_launched(rt, obj, spec, current, now, started, False, problem[0], problem[1])
-    assert artifact is not None and result is not None
+    assert artifact is not None and report is not None
     if artifact.status != "Succeeded":
         error = artifact.errors[0].get("message") if artifact.errors else "no error recorded"
         return _end_launched(rt, obj, spec, current, now, started, False, Reason.MAINTENANCE_FAILED,
-                             f"{ref} completed but the job reports a failure: {error}", result)
+                             f"{ref} completed but the job reports a failure: {error}", report)
     what = "dry run: nothing deleted" if artifact.dry_run else \
-        f"{artifact.total_deleted} file(s) deleted, {result['reclaimedBytes']} bytes reclaimed"
-    message = f"{ref} completed: {result['plannedFiles']} file(s) planned, {what}"
+        f"{artifact.total_deleted} file(s) deleted, {report.reclaimed_bytes} bytes reclaimed"
+    message = f"{ref} completed: {report.planned_files} file(s) planned, {what}"
     if artifact.failed_count:
         message += f", {artifact.failed_count} deletion(s) failed"
-    return _end_launched(rt, obj, spec, current, now, started, True, Reason.SUCCEEDED, message, result, by_kind)
+    return _end_launched(rt, obj, spec, current, now, started, True, Reason.SUCCEEDED, message, report)
 
 
 async def _storage_options(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMaintenanceRunSpec
@@ -426,12 +431,11 @@ async def _storage_options(rt: Runtime, view: cluster.View, obj: Obj, spec: Paim
 
 
 def _end_launched(rt: Runtime, obj: Obj, spec: PaimonMaintenanceRunSpec, ref: sparkruns.Ref, now: datetime,
-                  started: datetime, ok: bool, reason: str, message: str, result: dict[str, Any] | None = None,
-                  by_kind: dict[str, int] | None = None) -> Outcome:
+                  started: datetime, ok: bool, reason: str, message: str, report: RunReport | None = None) -> Outcome:
     _release(rt, obj, spec)
-    out = _finished(obj, now, ok, reason, message, started=started, result=result)
+    out = _finished(obj, now, ok, reason, message, started=started, report=report)
     out.fields[ref.field] = ref.as_status()
     engine = str(obj.status.get("engine") or ref.kind)
-    _record_metrics(spec, engine, f"{obj.namespace}/{spec.table_ref.name}", ok, result or {}, by_kind or {},
+    _record_metrics(spec, engine, f"{obj.namespace}/{spec.table_ref.name}", ok, report,
                     (now - started).total_seconds(), now)
     return out

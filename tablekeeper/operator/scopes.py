@@ -28,11 +28,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
+from tablekeeper.core import timestamps
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table, table_path
 from tablekeeper.core.policy import effective
@@ -47,7 +47,7 @@ from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.errors import Failure, OperatorError
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.desired import TableTarget
-from tablekeeper.reconcile.manifests import Problem
+from tablekeeper.reconcile.documents import Problem
 from tablekeeper.reconcile.observe import TableState
 from tablekeeper.reconcile.records import BranchRecord, TableRecords, TagRecord
 
@@ -63,33 +63,11 @@ __all__ = [
     "records_of",
     "apply_actions",
     "deletion_policy",
-    "parse_time_ms",
-    "format_time_ms",
     "check_confined",
 ]
 
 #: ``Resource.file`` of objects that come from the cluster (messages read "cluster (PaimonTag ns/x)").
 SOURCE = "cluster"
-
-
-def parse_time_ms(text: Any) -> int | None:
-    """Epoch ms of an RFC 3339 status time, or None."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return int(parsed.timestamp() * 1000)
-
-
-def format_time_ms(ms: int | None) -> str | None:
-    """RFC 3339 (UTC, seconds) of epoch ms."""
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def deletion_policy(spec: PaimonTagSpec | PaimonBranchSpec, default: str) -> str:
@@ -198,7 +176,7 @@ def records_of(scope: Scope) -> TableRecords:
         assert isinstance(m.spec, PaimonBranchSpec)
         records = records.with_branch(m.name, BranchRecord(
             m.obj.ref, deletion_policy(m.spec, scope.default_deletion_policy),
-            parse_time_ms(status.get("createTime")) or 0, status.get("forkTag"),
+            timestamps.parse_rfc3339_ms(status.get("createTime")) or 0, status.get("forkTag"),
             bool(status.get("expired")), bool(status.get("createPending"))))
     for m in scope.tags:
         status = m.obj.status
@@ -207,7 +185,7 @@ def records_of(scope: Scope) -> TableRecords:
         assert isinstance(m.spec, PaimonTagSpec)
         records = records.with_tag(m.branch, m.name, TagRecord(
             m.obj.ref, int(status["snapshotId"]), deletion_policy(m.spec, scope.default_deletion_policy),
-            bool(status.get("expired")), parse_time_ms(status.get("expireTime"))))
+            bool(status.get("expired")), timestamps.parse_rfc3339_ms(status.get("expireTime"))))
     return records
 
 

@@ -8,8 +8,8 @@ The run controller (:mod:`tablekeeper.operator.runs`) drives three steps:
    ``TABLEKEEPER_SPARK_THRESHOLD``: then ``TABLEKEEPER_SPARK_ENGINE``; its default ``Detect``
    picks ``SparkOperator`` when the Spark Operator's ``SparkApplication`` CRD is installed, else
    ``SparkJob``, see :func:`auto_engine`), build the job request from
-   the table's effective policy (:func:`tablekeeper.operator.engines.launch_request`) and create
-   the object (:func:`tablekeeper.operator.engines.launch_manifest`). Its name is derived from the
+   the table's effective policy (:func:`launch_request`) and create
+   the object (:func:`launch_manifest`). Its name is derived from the
    run's uid and attempt (``tk-<table-hash8>-<op3>-<hash4>``), so an operator restarted between the
    create and the status write finds the object it made: an object of that name that carries the
    run's uid (annotation ``tablekeeper.io/run-uid``) is **adopted**, never created a second time.
@@ -23,7 +23,7 @@ The run controller (:mod:`tablekeeper.operator.runs`) drives three steps:
    launched object that is gone -> ``SparkApplicationMissing``. The run's own deadline is
    enforced by the controller (apps hang in ``SUBMITTED`` on ImagePullBackOff): the object is
    deleted and the run fails ``DeadlineExceeded``.
-3. **result** (:func:`read_artifact`, :func:`result_of`): after a terminal state the artifact is
+3. **result** (:func:`read_artifact`, then :func:`tablekeeper.operator.run_report.from_artifact`): after a terminal state the artifact is
    read through the core FileIO with the catalog's options. Success needs the artifact: missing
    -> ``ResultArtifactMissing``, unreadable or written by another launch ->
    ``ResultArtifactInvalid``, ``status: Failed`` inside -> ``MaintenanceFailed``.
@@ -50,23 +50,26 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
+from tablekeeper.core import retention_settings
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
 from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.core.storage import join
-from tablekeeper.operator import cluster, engines, kopfcompat, maintenance, objects, scopes
+from tablekeeper.operator import cluster, kopfcompat, maintenance, objects, run_engines, scopes
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.errors import OperatorError
+from tablekeeper.operator.run_types import dry_run_of
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.settings import SparkConfig
-from tablekeeper.spark import launch
+from tablekeeper.spark import engine_choice, job_request, k8s_manifests, result_artifact, run_names
 
 __all__ = ["KINDS", "RUN_UID_ANNOTATION", "RUN_ANNOTATION", "RESULTS_DIR", "SPARK_APPLICATION_CRD", "Ref",
            "Launched", "Observation", "wants_spark", "auto_engine", "launch_name", "result_uri", "launch_run",
-           "fetch", "observe", "delete", "read_artifact", "result_of"]
+           "fetch", "observe", "delete", "read_artifact", "launch_request", "launch_manifest"]
 
 #: engine -> (kind, API prefix, plural) of the launched object.
 KINDS: Mapping[str, tuple[str, str, str]] = {
@@ -148,10 +151,66 @@ class Observation:
     message: str = ""
 
 
+# -- building the request and the object ---------------------------------------------------------
+_OPERATIONS: Mapping[str, job_request.Operation] = {"ExpireSnapshots": "expire", "RemoveOrphanFiles": "clean-orphans"}
+
+
+def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: str, options: Mapping[str, str], *,
+                   dry_run: bool, run_name: str | None = None, policy: Mapping[str, Any] | None = None,
+                   result: str | None = None) -> job_request.JobRequest | None:
+    """The Spark job request of a run, or None for types the Spark job does not do. Options
+    carrying credentials are left out (they come from a Secret in the pod). ``policy``: the
+    table's effective policy values (``snapshots.minRetained``...), passed on as the job's
+    thresholds; ``result``: where the job writes its artifact.
+
+    ``ExpireSnapshots`` does what the in-process run does (:data:`RUN_KINDS`): snapshot
+    expiration, then (unless ``changelog.state`` is ``Disabled``) expiration of the decoupled
+    changelog, in one job (``with_changelog``), both with the retention the planner plans them with
+    (``retention_settings.from_policy``: values, limit, decoupled rule) and in as many
+    ``expireLimit`` batches as an in-process run (``batches``)."""
+    operation = _OPERATIONS.get(spec.type)
+    if operation is None:
+        return None
+    safe = {k: v for k, v in options.items() if not job_request.is_secret_option(k)}
+    v = policy or {}
+    extra: dict[str, Any] = {}
+    if operation == "expire":
+        extra["batches"] = reconcile.ReconcileConfig().max_batches  # as many batches as an in-process run
+    if operation == "expire" and v:
+        extra["retention"] = retention_settings.from_policy(v)  # what the planner plans ExpireSnapshots with
+        if v.get("changelog.state") != "Disabled":
+            extra["with_changelog"] = True
+    elif operation == "clean-orphans" and v.get("orphanFiles.olderThan") is not None:
+        extra["older_than"] = str(v["orphanFiles.olderThan"])
+    return job_request.JobRequest(operation=operation, warehouse=warehouse, table=identifier, branch=spec.branch,
+                             options=safe, dry_run=dry_run, run_name=run_name, result=result, **extra)
+
+
+def launch_manifest(request: job_request.JobRequest, *, engine: str, name: str, namespace: str, owner_name: str,
+                    owner_uid: str, image: str, service_account: str, active_deadline_seconds: int,
+                    ttl_seconds_after_finished: int = 604800, spark_version: str = "4.0.1",
+                    credentials_secret: str | None = None, driver: k8s_manifests.SparkResources | None = None,
+                    executor: k8s_manifests.SparkResources | None = None,
+                    spark_conf: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``batch/v1`` Job (``SparkJob``) or ``SparkApplication`` (``SparkOperator``) that runs
+    ``request``, owned by the run."""
+    owner = k8s_manifests.OwnerReference(name=owner_name, uid=owner_uid)
+    if engine == "SparkOperator":
+        return k8s_manifests.spark_application_manifest(
+            request, name=name, namespace=namespace, owner=owner, image=image, spark_version=spark_version,
+            service_account=service_account, active_deadline_seconds=active_deadline_seconds,
+            ttl_seconds_after_finished=ttl_seconds_after_finished, credentials_secret=credentials_secret,
+            driver=driver, executor=executor, spark_conf=spark_conf)
+    return k8s_manifests.job_manifest(
+        request, name=name, namespace=namespace, owner=owner, image=image, service_account=service_account,
+        active_deadline_seconds=active_deadline_seconds, ttl_seconds_after_finished=ttl_seconds_after_finished,
+        credentials_secret=credentials_secret, driver=driver, executor=executor, spark_conf=spark_conf)
+
+
 def wants_spark(config: SparkConfig, requested: str | None, spec: PaimonMaintenanceRunSpec) -> bool:
     """Whether a run may go to Spark: Spark runs are on, the engine is not ``Python``, and the job
     does the run's type (on ``main``; the job's orphan cleanup covers the whole table)."""
-    return (config.enabled and requested not in (None, "Python") and spec.type in engines.SPARK_RUN_TYPES
+    return (config.enabled and requested not in (None, "Python") and spec.type in run_engines.SPARK_RUN_TYPES
             and spec.branch == layout.MAIN)
 
 
@@ -185,7 +244,7 @@ def launch_name(table_identity: str, operation: str, run_uid: str, attempt: int)
     restarted operator derives the name of the object it may already have created."""
     digest = hashlib.sha256(f"{run_uid}:{attempt}".encode()).digest()
     suffix = "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:4])
-    return launch.run_name(table_identity, operation, suffix=suffix)
+    return run_names.run_name(table_identity, operation, suffix=suffix)
 
 
 def result_uri(config: SparkConfig, warehouse: str, namespace: str, name: str) -> str:
@@ -208,19 +267,19 @@ def _credentials_secret(scope: scopes.Scope, namespace: str, operator_namespace:
     return ref.name if where == namespace else None
 
 
-def _resources(table: PaimonTableSpec) -> tuple[launch.SparkResources | None, launch.SparkResources | None,
+def _resources(table: PaimonTableSpec) -> tuple[k8s_manifests.SparkResources | None, k8s_manifests.SparkResources | None,
                                                  dict[str, str], str | None, str | None]:
     """(driver, executor, conf, image, sparkVersion) from ``PaimonTable.spec.maintenance.spark``."""
     spark = table.maintenance.spark if table.maintenance is not None else None
     if spark is None:
         return None, None, {}, None, None
-    base_driver, base_executor = launch.SparkResources(instances=1), launch.SparkResources()
+    base_driver, base_executor = k8s_manifests.SparkResources(instances=1), k8s_manifests.SparkResources()
     driver = executor = None
     if spark.driver is not None:
-        driver = launch.SparkResources(cores=spark.driver.cores or base_driver.cores,
+        driver = k8s_manifests.SparkResources(cores=spark.driver.cores or base_driver.cores,
                                        memory=spark.driver.memory or base_driver.memory, instances=1)
     if spark.executor is not None:
-        executor = launch.SparkResources(cores=spark.executor.cores or base_executor.cores,
+        executor = k8s_manifests.SparkResources(cores=spark.executor.cores or base_executor.cores,
                                          memory=spark.executor.memory or base_executor.memory,
                                          instances=spark.executor.instances or base_executor.instances)
     return driver, executor, dict(spark.conf), spark.image, spark.spark_version
@@ -230,7 +289,7 @@ def _plan(scope: scopes.Scope, opener: Any, now: datetime, estimate: bool) -> tu
     """The table's effective policy (observation without a tag/branch plan) and, for ``Auto``, the
     plan-size estimate. Blocking."""
     plan = scopes.plan_scope(scope, opener, now, objects=False)
-    return plan, (launch.estimate_plan_size(plan.table) if estimate else None)
+    return plan, (engine_choice.estimate_plan_size(plan.table) if estimate else None)
 
 
 async def launch_run(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMaintenanceRunSpec, requested: str,
@@ -262,13 +321,13 @@ async def launch_run(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMain
     attempt = int(obj.status.get("attempts") or 1)
     name = launch_name(identity, operation, obj.uid, attempt)
     artifact = result_uri(config, scope.location.warehouse, obj.namespace or namespace, name)
-    dry_run = engines.dry_run_of(spec, plan.policy.values)
-    request = engines.launch_request(spec, scope.location.warehouse, scope.location.identifier, scope.options,
+    dry_run = dry_run_of(spec, plan.policy.values)
+    request = launch_request(spec, scope.location.warehouse, scope.location.identifier, scope.options,
                                      dry_run=dry_run, run_name=name, policy=plan.policy.values, result=artifact)
-    assert request is not None  # spec.type is one of engines.SPARK_RUN_TYPES
+    assert request is not None  # spec.type is one of run_engines.SPARK_RUN_TYPES
     driver, executor, conf, image, version = _resources(scope.table.spec)
     try:
-        manifest = engines.launch_manifest(
+        manifest = launch_manifest(
             request, engine=engine, name=name, namespace=namespace, owner_name=obj.name, owner_uid=obj.uid,
             image=image or config.image, service_account=config.service_account, active_deadline_seconds=deadline,
             ttl_seconds_after_finished=config.ttl_seconds, spark_version=version or config.spark_version,
@@ -356,7 +415,7 @@ def observe(kind: str, body: Mapping[str, Any]) -> Observation:
     return Observation("Active" if status.get("active") else "Pending")
 
 
-def read_artifact(uri: str, options: Mapping[str, str], expected_name: str) -> launch.RunResult:
+def read_artifact(uri: str, options: Mapping[str, str], expected_name: str) -> result_artifact.RunResult:
     """Read and check the artifact of launch ``expected_name``. Blocking.
 
     Raises:
@@ -364,36 +423,8 @@ def read_artifact(uri: str, options: Mapping[str, str], expected_name: str) -> l
         FormatError: not an artifact, or one written by another launch.
         StorageError, OSError: the storage could not be read.
     """
-    artifact = launch.read_result(uri, options)
+    artifact = result_artifact.read_result(uri, options)
     if artifact.run_name != expected_name:
         raise core_errors.FormatError(f"result artifact at {uri} was written by {artifact.run_name!r}, "
                                       f"not {expected_name!r}", fix="check TABLEKEEPER_SPARK_RESULTS")
     return artifact
-
-
-def result_of(artifact: launch.RunResult, run_type: str) -> tuple[dict[str, Any], dict[str, int]]:
-    """``status.result`` of a run from its artifact (the in-process keys plus per-kind counts),
-    and the deleted files per kind (for the metrics)."""
-    planned = sum(artifact.planned_files.values())
-    result: dict[str, Any] = {
-        "dryRun": artifact.dry_run,
-        "plannedFiles": planned,
-        "plannedBytes": sum(artifact.planned_bytes.values()),
-        "deletedFiles": artifact.total_deleted,
-        "reclaimedBytes": sum(artifact.deleted_bytes.values()),
-        "missingFiles": sum(artifact.missing.values()),
-        "failures": artifact.failed_count,
-        "planned": {"files": dict(artifact.planned_files), "bytes": dict(artifact.planned_bytes)},
-        "executed": {"deleted": dict(artifact.deleted), "deletedBytes": dict(artifact.deleted_bytes),
-                     "missing": dict(artifact.missing)},
-        "sample": list(artifact.sample[:engines.SAMPLE_MAX]),
-    }
-    if run_type == "ExpireSnapshots":
-        result["expiredSnapshots"] = int(artifact.planned_files.get("snapshot", 0))
-        if "changelog" in artifact.details:  # the job's second step (with_changelog) ran
-            result["expiredChangelogs"] = int(artifact.planned_files.get("changelog-meta", 0))
-    elif run_type == "RemoveOrphanFiles":
-        result["orphanFiles"] = planned
-    if artifact.failure_sample:
-        result["failureSample"] = [dict(x) for x in artifact.failure_sample[:engines.SAMPLE_MAX]]
-    return result, dict(artifact.deleted)

@@ -32,7 +32,7 @@ from typing import Any
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core import table_options
+from tablekeeper.core import table_options, timestamps
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.core.policy.table import PaimonTableSpec
@@ -43,7 +43,7 @@ from tablekeeper.operator.errors import Failure, OperatorError, classify, failur
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import Event, Outcome, url_of
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile import planner
+from tablekeeper.reconcile import table_options_planner
 from tablekeeper.reconcile.observe import TableState
 
 __all__ = ["TableOutcome", "reconcile_table", "table_stats"]
@@ -74,8 +74,8 @@ def table_stats(state: TableState) -> dict[str, Any]:
                            "writeOnly": str(state.options.get("write-only", "false")).lower() == "true"}
     if snaps:
         out.update(latestSnapshotId=snaps[-1].id, earliestSnapshotId=snaps[0].id,
-                   earliestSnapshotTime=scopes.format_time_ms(snaps[0].time_millis),
-                   lastCommitTime=scopes.format_time_ms(snaps[-1].time_millis))
+                   earliestSnapshotTime=timestamps.rfc3339_ms(snaps[0].time_millis),
+                   lastCommitTime=timestamps.rfc3339_ms(snaps[-1].time_millis))
     return out
 
 
@@ -172,9 +172,9 @@ async def _enforce_table_options(rt: Runtime, obj: Obj, plan: scopes.ScopePlan, 
     Raises:
         OperatorError: writing the options failed (reason from the core error).
     """
-    actions = planner.plan_table_options(plan.target, plan.state, plan.policy, rt.config.protected_table_options)
+    actions = table_options_planner.plan_table_options(plan.target, plan.state, plan.policy, rt.config.protected_table_options)
     conflicts = [a.reason.split(": ", 1)[1] for a in actions if isinstance(a, A.Skipped)]
-    desired = planner.managed_table_options(plan.target, plan.policy)
+    desired = table_options_planner.managed_table_options(plan.target, plan.policy)
     protected = set(plan.target.spec.protected_options) | rt.config.protected_table_options
     applied = {k: v for k, v in desired.items() if k not in protected}
     changes = [a for a in actions if isinstance(a, A.SetTableOptions)]

@@ -32,7 +32,7 @@ from tablekeeper.core.policy import schedule as schedule_mod
 from tablekeeper.core.policy.branch import BranchTTL, PaimonBranchSpec
 from tablekeeper.core.policy.catalog import PaimonCatalogSpec
 from tablekeeper.core.policy.common import SpecModel, TimeZoneName
-from tablekeeper.core.policy.durations import Duration
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.policy.policy import DurationBound, IntBound
 from tablekeeper.core.policy.retention import (
     ChangelogRetention,

@@ -21,8 +21,9 @@ from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy.branch import PaimonBranchSpec
 from tablekeeper.operator import scopes
 from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.engines import SAMPLE_MAX, RunRequest, RunResult
 from tablekeeper.operator.errors import classify
+from tablekeeper.operator.run_report import RunReport
+from tablekeeper.operator.run_types import RunRequest, RunResult
 
 __all__ = ["VERB_TYPES", "run_verb"]
 
@@ -63,8 +64,8 @@ def run_verb(request: RunRequest) -> RunResult:
         failure = classify(e)
         reason = Reason.NOT_SUPPORTED if isinstance(e, core_errors.DivergedBranchError) else failure.reason
         return RunResult(False, reason, failure.message)
-    result = {"dryRun": dry_run, "writtenFiles": len(change.written), "deletedFiles": len(change.deleted),
-              "sample": [*change.deleted, *change.written][:SAMPLE_MAX]}
+    result = RunReport(dry_run=dry_run, written_files=len(change.written), deleted_files=len(change.deleted),
+                       sample=(*change.deleted, *change.written))
     verb = "would fast-forward" if dry_run else "fast-forwarded"
     message = (f"{verb} main to branch {name!r}: {len(change.written)} metadata file(s) written, "
                f"{len(change.deleted)} deleted" + (f"; {change.notes[0]}" if change.notes else ""))

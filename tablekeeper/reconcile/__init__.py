@@ -3,19 +3,24 @@
 decisions. Sits between the front ends and ``tablekeeper.core`` (import-linter: it never imports
 ``tablekeeper.cli`` or ``tablekeeper.operator``; core never imports it).
 
-Modules: :mod:`manifests` (YAML -> validated objects), :mod:`desired` (objects -> per-table
+Modules: :mod:`documents` (YAML documents -> validated objects), :mod:`desired` (objects -> per-table
 targets), :mod:`observe` (storage -> table state), :mod:`records` (ownership and run records),
 :mod:`schedules` (cron / ``@every`` / windows), :mod:`actions` (the action models),
-:mod:`planner` (decisions), :mod:`applier` (execution). See docs/gitops.md.
+:mod:`planner` (decisions: the entry, with one module per topic — :mod:`plan_context`,
+:mod:`tags_planner`, :mod:`branches_planner`, :mod:`auto_tags_planner`, :mod:`objects_planner`,
+:mod:`maintenance_planner` with :mod:`enabled_jobs`, :mod:`table_options_planner`), :mod:`applier`
+(execution). See docs/gitops.md.
 """
 
 from tablekeeper.reconcile import actions
 from tablekeeper.reconcile.applier import ActionResult, ApplyResult, ConvergeResult, apply, converge
 from tablekeeper.reconcile.desired import DesiredState, TableLocation, TableTarget, build_desired_state
-from tablekeeper.reconcile.manifests import ManifestError, Resource, collect_manifests, load_manifests
+from tablekeeper.reconcile.documents import ManifestError, Resource, collect_manifests, load_manifests
+from tablekeeper.reconcile.objects_planner import plan_objects
 from tablekeeper.reconcile.observe import TableState, observe
 from tablekeeper.reconcile.opener import Opener
-from tablekeeper.reconcile.planner import ReconcileConfig, ReconcilePlan, TablePlan, plan, plan_objects
+from tablekeeper.reconcile.plan_context import ReconcileConfig
+from tablekeeper.reconcile.planner import ReconcilePlan, TablePlan, plan
 from tablekeeper.reconcile.records import MemoryRecordStore, RecordStore, TableRecords, WarehouseRecordStore
 
 __all__ = [

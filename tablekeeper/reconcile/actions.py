@@ -14,9 +14,12 @@ effective-policy values it was built from, each with its source (``7 d (policy/d
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, WithJsonSchema
+
+from tablekeeper.core.retention_settings import Retention
 
 __all__ = [
     "Estimate",
@@ -37,6 +40,7 @@ __all__ = [
     "ExpirePartitions",
     "CleanOrphans",
     "Skipped",
+    "SkipCause",
     "Action",
     "ACTION_TYPES",
     "MAINTENANCE_KINDS",
@@ -46,6 +50,20 @@ __all__ = [
 Engine = Literal["in-process", "spark"]
 #: Maintenance kinds: scheduled, recorded as runs, sized and given an engine.
 MAINTENANCE_KINDS = ("ExpirePartitions", "ExpireSnapshots", "ExpireChangelog", "CleanOrphans")
+
+
+def _retention(value: Any) -> Retention:
+    if isinstance(value, Retention):
+        return value
+    if isinstance(value, Mapping):
+        return Retention.from_dict(value)
+    raise ValueError(f"not a retention value: {value!r}")
+
+
+#: The resolved retention an expiration action was planned with and is applied with
+#: (``core.retention_settings``); JSON: ``Retention.to_dict()``.
+RetentionField = Annotated[Retention, PlainValidator(_retention),
+                           PlainSerializer(lambda r: r.to_dict(), return_type=dict), WithJsonSchema({"type": "object"})]
 
 
 class _Model(BaseModel):
@@ -218,15 +236,11 @@ class _Maintenance(_Action):
 
 
 class ExpireSnapshots(_Maintenance):
-    """Snapshot expiration of main (paimon-semantics.md §2), in batches of ``expire_limit``."""
+    """Snapshot expiration of main (paimon-semantics.md §2), in batches of
+    ``retention.expire_limit``; ``retention`` is what the plan was made with and what runs."""
 
     kind: Literal["ExpireSnapshots"] = "ExpireSnapshots"
-    retain_min: int
-    retain_max: int | None = None
-    time_retained: str
-    expire_limit: int
-    clean_empty_directories: bool = False
-    changelog_decoupled: bool = False
+    retention: RetentionField
     first_snapshot: int | None = None
     last_snapshot: int | None = None
     snapshots: int = 0
@@ -234,12 +248,11 @@ class ExpireSnapshots(_Maintenance):
 
 
 class ExpireChangelog(_Maintenance):
-    """Expiration of long-lived ``changelog-N`` files (decoupled changelog.* retention)."""
+    """Expiration of long-lived ``changelog-N`` files (decoupled changelog.* retention), in
+    batches of ``retention.expire_limit`` (the limit the plan was sized with)."""
 
     kind: Literal["ExpireChangelog"] = "ExpireChangelog"
-    retain_min: int
-    retain_max: int | None = None
-    time_retained: str
+    retention: RetentionField
     changelogs: int = 0
 
 
@@ -271,12 +284,21 @@ class CleanOrphans(_Maintenance):
         return not self.dry_run
 
 
+#: Why a declared tag is not created now, as data for front ends (the operator's conditions):
+#: ``TagExpired`` its TTL ended (or a policy expired a policy tag), never recreated;
+#: ``BranchNotFound`` its branch does not exist yet or has no snapshot; ``SnapshotNotFound`` the
+#: snapshot it asks for is not there yet.
+SkipCause = Literal["TagExpired", "BranchNotFound", "SnapshotNotFound"]
+
+
 class Skipped(_Action):
     """Reported, never applied: something the manifests ask for that is not done now, and why
-    (not due by schedule, writers own auto-tags, time zone unknown, expired before creation...)."""
+    (not due by schedule, writers own auto-tags, time zone unknown, expired before creation...).
+    ``cause``: the typed reason where a front end acts on it (never parsed out of ``reason``)."""
 
     kind: Literal["Skipped"] = "Skipped"
     what: str
+    cause: SkipCause | None = None
 
     @property
     def is_change(self) -> bool:

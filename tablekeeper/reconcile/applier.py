@@ -29,20 +29,23 @@ from tablekeeper.core import (
     errors,
     execution,
     expire,
+    expire_batches,
     orphans,
     partitions,
     plans,
     table_options,
     tag_auto,
     tags,
+    timestamps,
 )
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.policy.durations import Duration
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.desired import DesiredState
 from tablekeeper.reconcile.opener import Opener
-from tablekeeper.reconcile.planner import INT_MAX, ReconcileConfig, ReconcilePlan, TablePlan, plan, with_sizes
+from tablekeeper.reconcile.plan_context import ReconcileConfig, with_sizes
+from tablekeeper.reconcile.planner import ReconcilePlan, TablePlan, plan
 from tablekeeper.reconcile.records import BranchRecord, RecordStore, TableRecords, TagRecord
 
 __all__ = ["ActionResult", "ApplyResult", "ConvergeResult", "apply", "converge"]
@@ -172,10 +175,6 @@ class _Run:
         return tag_auto.local_wall_clock(self.now, self.zone or UTC)
 
 
-def _ms(when: datetime) -> int:
-    return int(when.timestamp() * 1000)
-
-
 def _td(text: str | None) -> timedelta | None:
     return None if text is None else Duration(text).to_timedelta()
 
@@ -189,7 +188,7 @@ def _create_tag(run: _Run, a: A.CreateTag) -> tuple[Status, str]:
     ttl = _td(a.time_retained)
     previous = run.records
     if not a.auto and a.resource:
-        expires = _ms(run.now + ttl) if ttl is not None else None
+        expires = timestamps.epoch_ms(run.now + ttl) if ttl is not None else None
         run.save(run.records.with_tag(a.branch, a.tag, TagRecord(a.resource, a.snapshot_id,
                                                                  a.deletion_policy or "Delete", False, expires)))
     try:
@@ -208,7 +207,7 @@ def _adopt_tag(run: _Run, a: A.AdoptTag) -> tuple[Status, str]:
     expires = None
     if existing.create_time is not None and existing.time_retained is not None and run.zone is not None:
         local = (existing.create_time + existing.time_retained).replace(tzinfo=run.zone)
-        expires = _ms(local.astimezone(UTC))
+        expires = timestamps.epoch_ms(local.astimezone(UTC))
     run.save(run.records.with_tag(a.branch, a.tag, TagRecord(a.resource or "", existing.snapshot_id,
                                                              a.deletion_policy or "Delete", False, expires)))
     return "applied", f"adopted tag {a.tag!r} at snapshot {existing.snapshot_id}"
@@ -253,7 +252,7 @@ def _expire_tags(run: _Run, a: A.ExpireTags) -> tuple[Status, str]:
 def _create_branch(run: _Run, a: A.CreateBranch) -> tuple[Status, str]:
     fork_tag = branches.fork_tag_name(a.name, a.from_snapshot_id) if a.from_snapshot_id is not None else None
     previous = run.records
-    record = BranchRecord(a.resource or "", a.deletion_policy or "Delete", _ms(run.now), fork_tag, pending=True)
+    record = BranchRecord(a.resource or "", a.deletion_policy or "Delete", timestamps.epoch_ms(run.now), fork_tag, pending=True)
     run.save(run.records.with_branch(a.name, record))
     try:
         change = branches.create_branch(run.table, a.name, from_tag=a.from_tag, from_snapshot=a.from_snapshot_id)
@@ -307,7 +306,7 @@ def _release(run: _Run, a: A.ReleaseObject) -> tuple[Status, str]:
 
 def _set_table_options(run: _Run, a: A.SetTableOptions) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
-    result = table_options.alter_options(t, a.changed, now_ms=_ms(run.now))
+    result = table_options.alter_options(t, a.changed, now_ms=timestamps.epoch_ms(run.now))
     if result.schema_id is None:
         return "unchanged", "table options already as the policy asks"
     return "applied", (f"set {', '.join(f'{k}={v}' for k, v in result.options.items())} "
@@ -337,49 +336,36 @@ def _expire_partitions(run: _Run, a: A.ExpirePartitions) -> tuple[Status, str]:
 
 def _expire_snapshots(run: _Run, a: A.ExpireSnapshots) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
-    options = t.options()
-    config = expire.ExpireConfig(
-        retain_min=a.retain_min, retain_max=a.retain_max or INT_MAX, time_retained=Duration(a.time_retained).to_timedelta(),
-        expire_limit=a.expire_limit, clean_empty_directories=a.clean_empty_directories,
-        changelog_decoupled=a.changelog_decoupled, changelog_producer=options.get("changelog-producer", "none"),
-        consumer_changelog_only=options.get("consumer.changelog-only", "false").lower() == "true")
-    expired = 0
-    batches = 0
-    for _ in range(run.config.max_batches):
-        eplan = expire.plan_expire(t, config, _ms(run.now))
+    config = expire.expire_config(a.retention, t.options())
+
+    def batch(_n: int) -> int | None:
+        eplan = expire.plan_expire(t, config, timestamps.epoch_ms(run.now))
         if eplan.is_empty:
-            break
+            return None
         run.execute(eplan, t)
-        batches += 1
-        count = int(dict(eplan.details).get("expired_snapshots") or 0)
-        expired += count
-        if count == 0:
-            break
-    run.expired = expired
-    if not batches:
+        return int(dict(eplan.details).get("expired_snapshots") or 0)
+    done = expire_batches.run_batches(batch, run.config.max_batches)
+    run.expired = done.expired
+    if not done.batches:
         return "unchanged", "nothing expires any more"
-    return "applied", f"expired {expired} snapshot(s) in {batches} batch(es)"
+    return "applied", f"expired {done.expired} snapshot(s) in {done.batches} batch(es)"
 
 
 def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
-    options = t.options()
-    config = expire.ChangelogConfig(
-        retain_min=a.retain_min, retain_max=a.retain_max or INT_MAX,
-        time_retained=Duration(a.time_retained).to_timedelta(),
-        expire_limit=int(options.get("snapshot.expire.limit", "50")),
-        changelog_producer=options.get("changelog-producer", "none"))
-    expired = 0
-    for _ in range(run.config.max_batches):
-        cplan = expire.plan_expire_changelog(t, config, _ms(run.now))
+    config = expire.changelog_config(a.retention, t.options())  # the planned limit, not the table option's
+
+    def batch(_n: int) -> int | None:
+        cplan = expire.plan_expire_changelog(t, config, timestamps.epoch_ms(run.now))
         if cplan.is_empty:
-            break
+            return None
         run.execute(cplan, t)
-        expired += int(dict(cplan.details).get("expired_changelogs") or 0)
-    run.expired = expired
-    if not expired:
+        return int(dict(cplan.details).get("expired_changelogs") or 0)
+    done = expire_batches.run_batches(batch, run.config.max_batches)
+    run.expired = done.expired
+    if not done.expired:
         return "unchanged", "nothing expires any more"
-    return "applied", f"expired {expired} changelog(s)"
+    return "applied", f"expired {done.expired} changelog(s)"
 
 
 def _clean_orphans(run: _Run, a: A.CleanOrphans) -> tuple[Status, str]:
@@ -437,7 +423,7 @@ def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = N
             try:
                 status, message = _HANDLERS[action.kind](run, action)
                 if action.kind in A.MAINTENANCE_KINDS:
-                    run.save(run.records.with_run(action.kind, _ms(plan_.now)))
+                    run.save(run.records.with_run(action.kind, timestamps.epoch_ms(plan_.now)))
                 if engine == "spark":
                     message += " (engine spark: no Spark runner in this process, ran in-process)"
                     engine = "in-process"

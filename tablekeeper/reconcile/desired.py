@@ -22,7 +22,7 @@ from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, Pai
 from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.core.policy.tag import PaimonTagSpec
 from tablekeeper.core.policy.validation import InvalidSpecError
-from tablekeeper.reconcile.manifests import ManifestError, Problem, Resource
+from tablekeeper.reconcile.documents import ManifestError, Problem, Resource
 
 __all__ = [
     "TableLocation",

@@ -48,6 +48,12 @@ class TagRecord:
     #: When its TTL ends (epoch ms), if known: a tag gone after that expired, it is not recreated.
     expires_ms: int | None = None
 
+    def ttl_expired(self, now_ms: int) -> bool:
+        """Whether the tag has expired: marked so when tablekeeper expired it, or its TTL has
+        ended. A gone tag that expired is never recreated (the planner's rule; the operator reads
+        the planner's ``Skipped(cause="TagExpired")``, it does not decide this itself)."""
+        return self.expired or (self.expires_ms is not None and now_ms >= self.expires_ms)
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"resource": self.resource, "snapshotId": self.snapshot_id,
                                "deletionPolicy": self.deletion_policy, "expired": self.expired}

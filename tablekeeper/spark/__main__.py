@@ -20,10 +20,11 @@ if __package__ in (None, ""):  # run as a file by spark-submit: don't let this d
 
 def main(argv: Sequence[str] | None = None) -> int:
     from tablekeeper.core import errors
-    from tablekeeper.spark import engine, launch
+    from tablekeeper.spark import dispatch, job_request, result_artifact
+
 
     try:
-        request, settings = launch.parse_args(sys.argv[1:] if argv is None else argv)
+        request, settings = job_request.parse_args(sys.argv[1:] if argv is None else argv)
     except errors.TablekeeperError as e:
         print(f"error: {e.message}", file=sys.stderr)
         return 2
@@ -39,8 +40,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if existing is None:  # stop only the session this entry point started
             spark.stop()
     if request.result:
-        launch.write_result(request.result, result, request.options)
-    print(json.dumps(engine.describe(result), indent=2, default=str))
+        result_artifact.write_result(request.result, result, request.options)
+    print(json.dumps(dispatch.describe(result), indent=2, default=str))
     return 0 if result.status == "Succeeded" else 1
 
 

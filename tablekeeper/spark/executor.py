@@ -288,7 +288,8 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
             out.add(path, "root", path.rsplit("/", 1)[-1], "format", f"{type(e).__name__}: {e}")
             return
         for name in snap.manifest_lists:
-            what = "optlist" if decisions.optional_list(kind, snap, name) else "list"
+            what = "optlist" if decisions.optional_list(kind, snap, name,
+                                                        spec.get("changelog_producer", "none")) else "list"
             out.add(path, what, name, None, None)
         if snap.index_manifest:
             out.add(path, "index", snap.index_manifest, None, None)

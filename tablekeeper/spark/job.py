@@ -45,13 +45,13 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tablekeeper.core import decisions, errors, execution, expire, orphans, plans, safety
+from tablekeeper.core import decisions, errors, execution, expire, expire_batches, orphans, plans, safety, timestamps
 from tablekeeper.core.decisions import ListRole, ReadOutcome, RootUse
 from tablekeeper.core.paimon import layout, manifests
 from tablekeeper.core.paimon.pypaimon_adapter import PartitionPathResolver
 from tablekeeper.core.paimon.table import Table, open_table
-from tablekeeper.spark import engine, launch
 from tablekeeper.spark import executor as ex
+from tablekeeper.spark import job_request, result_artifact, run_steps
 
 __all__ = ["run", "run_to_result", "local_session", "worker_pids", "SESSION_DEFAULTS"]
 
@@ -93,7 +93,7 @@ def local_session(master: str | None = None, conf: Mapping[str, str] | None = No
     return builder.getOrCreate()
 
 
-def _parallelism(spark: SparkSession, request: launch.JobRequest) -> int:
+def _parallelism(spark: SparkSession, request: job_request.JobRequest) -> int:
     if request.parallelism:
         return request.parallelism
     try:
@@ -106,7 +106,7 @@ def _parallelism(spark: SparkSession, request: launch.JobRequest) -> int:
 
 # -- context ----------------------------------------------------------------------------------------
 class _Ctx:
-    def __init__(self, spark: SparkSession, request: launch.JobRequest, result: launch.RunResult,
+    def __init__(self, spark: SparkSession, request: job_request.JobRequest, result: result_artifact.RunResult,
                  fault: Mapping[str, Any] | None) -> None:
         self.spark = spark
         self.request = request
@@ -197,7 +197,7 @@ def _delete_stages(ctx: _Ctx, planned: DataFrame, stages: Sequence[int], spec: M
         _add_summary(ctx.result, rows)
 
 
-def _add_summary(result: launch.RunResult, rows: Iterable[Any]) -> None:
+def _add_summary(result: result_artifact.RunResult, rows: Iterable[Any]) -> None:
     for r in rows:
         kind = r["kind"]
         if r["deleted"]:
@@ -242,12 +242,13 @@ def _planning(fn: Callable[[], Any], what: str) -> Any:
 def _clean_orphans(ctx: _Ctx) -> None:
     request, result = ctx.request, ctx.result
     main = open_table(request.warehouse, request.table, options=dict(request.options)).on_branch(layout.MAIN)
-    now = request.now_ms if request.now_ms is not None else engine.now_ms()
-    decision = orphans.decide_orphan_clean(main, orphans.OrphanConfig(engine.orphan_threshold(request, now)))
+    now = request.now_ms if request.now_ms is not None else timestamps.now_ms()
+    decision = orphans.decide_orphan_clean(main, orphans.OrphanConfig(run_steps.orphan_threshold(request, now)))
     threshold = decision.older_than_ms
     io = main.file_io
     depth = decision.partition_depth
-    spec = ctx.spec(main, older_than_ms=threshold, depth=depth)
+    spec = ctx.spec(main, older_than_ms=threshold, depth=depth,
+                    changelog_producer=main.options().get("changelog-producer", "none").strip().lower())
     t0 = time.perf_counter()
 
     # 1. candidates, listed and materialised before any root is read
@@ -571,18 +572,18 @@ def _evaluate(ctx: _Ctx, table: Table, decision: decisions.ExpirationDecision, t
 
 def _expire(ctx: _Ctx) -> None:
     """``expire.decide_expire``, evaluated distributed."""
-    table = engine.open_request_table(ctx.request)
-    now = ctx.request.now_ms if ctx.request.now_ms is not None else engine.now_ms()
+    table = run_steps.open_request_table(ctx.request)
+    now = ctx.request.now_ms if ctx.request.now_ms is not None else timestamps.now_ms()
     t0 = time.perf_counter()
-    _evaluate(ctx, table, expire.decide_expire(table, engine.expire_config(ctx.request, table), now), t0)
+    _evaluate(ctx, table, expire.decide_expire(table, run_steps.expire_config(ctx.request, table), now), t0)
 
 
 def _expire_changelog(ctx: _Ctx) -> None:
     """``expire.decide_expire_changelog``, evaluated distributed."""
-    table = engine.open_request_table(ctx.request)
-    now = ctx.request.now_ms if ctx.request.now_ms is not None else engine.now_ms()
+    table = run_steps.open_request_table(ctx.request)
+    now = ctx.request.now_ms if ctx.request.now_ms is not None else timestamps.now_ms()
     t0 = time.perf_counter()
-    _evaluate(ctx, table, expire.decide_expire_changelog(table, engine.changelog_config(ctx.request, table), now), t0)
+    _evaluate(ctx, table, expire.decide_expire_changelog(table, run_steps.changelog_config(ctx.request, table), now), t0)
 
 
 def _tail_summary(ctx: _Ctx, tail: plans.Plan) -> None:
@@ -616,7 +617,7 @@ def _finish(ctx: _Ctx, table: Table, planned: DataFrame, stages: Sequence[int], 
                          key="dir").agg(F.sum("removed").alias("removed")).collect()
         ctx.result.removed_dirs += int(removed[0]["removed"] or 0) if removed else 0
     _delete_stages(ctx, planned, [s for s in stages if s > _DATA_STAGES_END], spec)
-    engine.merge_execution(ctx.result, execution.execute(tail, table.file_io, batch_size=ctx.request.batch_size))
+    run_steps.merge_execution(ctx.result, execution.execute(tail, table.file_io, batch_size=ctx.request.batch_size))
     ctx.result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
 
 
@@ -627,7 +628,7 @@ def _run_tail(ctx: _Ctx, table: Table, plan: plans.Plan, t0: float) -> None:
     _tail_summary(ctx, plan)
     ctx.result.timings["planSeconds"] = round(time.perf_counter() - t0, 3)
     if not ctx.request.dry_run and plan.steps:
-        engine.merge_execution(ctx.result, execution.execute(plan, table.file_io,
+        run_steps.merge_execution(ctx.result, execution.execute(plan, table.file_io,
                                                              batch_size=ctx.request.batch_size))
 
 
@@ -636,8 +637,8 @@ _OPERATIONS: Mapping[str, Callable[[_Ctx], None]] = {
     "clean-orphans": _clean_orphans, "expire": _expire, "expire-changelog": _expire_changelog}
 
 
-def run(spark: SparkSession, request: launch.JobRequest, *, fault: Mapping[str, Any] | None = None,
-        result: launch.RunResult | None = None) -> launch.RunResult:
+def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[str, Any] | None = None,
+        result: result_artifact.RunResult | None = None) -> result_artifact.RunResult:
     """Plan and (unless ``request.dry_run``) execute ``request`` on ``spark``.
 
     ``fault`` is a test hook for the delete stages (see ``executor._Fault``). ``result``, when
@@ -648,73 +649,76 @@ def run(spark: SparkSession, request: launch.JobRequest, *, fault: Mapping[str, 
         StorageError: a delete stage failed after Spark's retries (rerun to finish).
         TablekeeperError: bad input or table state.
     """
-    result = result if result is not None else launch.RunResult(
+    result = result if result is not None else result_artifact.RunResult(
         operation=request.operation, table=request.table, branch=request.branch, dry_run=request.dry_run,
-        engine="spark", run_name=request.run_name, warehouse=request.warehouse, versions=engine.versions())
+        engine="spark", run_name=request.run_name, warehouse=request.warehouse, versions=run_steps.versions())
     result.versions.setdefault("spark", spark.version)
-    started = engine.now_ms()
-    result.started_at = engine._iso(started)
+    started = timestamps.now_ms()
+    result.started_at = timestamps.iso_ms(started)
     t0 = time.perf_counter()
     ctx = _Ctx(spark, request, result, fault)
     result.details["parallelism"] = ctx.n
     _PHASES.clear()
     try:
         due = request.with_changelog and _changelog_due(request)
-        _OPERATIONS[request.operation](ctx)
-        _more_batches(spark, request, result, fault, first=result)
-        if due:  # second step: the decoupled changelog, on the table as the first step left it
-            ctx.release()
-            step = launch.RunResult(operation="expire-changelog", table=request.table, branch=request.branch,
-                                    dry_run=request.dry_run, engine="spark", run_name=request.run_name,
-                                    warehouse=request.warehouse)
-            try:
-                _expire_changelog(_Ctx(spark, request, step, fault))
-            finally:
-                engine.merge_step(result, step, "changelog")
+        if request.operation not in run_steps.BATCH_UNIT:
+            _OPERATIONS[request.operation](ctx)
+        else:
+            unit = run_steps.BATCH_UNIT[request.operation]
+
+            def first(n: int) -> int:
+                if n == 1:
+                    _OPERATIONS[request.operation](ctx)
+                    return result.planned_files.get(unit, 0)
+                ctx.release()
+                count = _next_step(spark, request, result, fault, request.operation, run_steps.step_name("batch", n))
+                result.details["batches"] = n
+                return count
+
+            def changelog(n: int) -> int:  # on the table as the snapshot batches left it
+                ctx.release()
+                return _next_step(spark, request, result, fault, "expire-changelog", run_steps.step_name("changelog", n))
+
+            expire_batches.run_with_changelog(first, changelog, changelog_due=due, max_batches=request.batches,
+                                              dry_run=request.dry_run)
     finally:
         ctx.release()
         result.timings.update({f"phase {k}": round(v, 3) for k, v in _PHASES.items()})
         result.timings["totalSeconds"] = round(time.perf_counter() - t0, 3)
-        result.finished_at = engine._iso(engine.now_ms())
+        result.finished_at = timestamps.iso_ms(timestamps.now_ms())
     return result
 
 
-def _more_batches(spark: SparkSession, request: launch.JobRequest, result: launch.RunResult,
-                  fault: Mapping[str, Any] | None, *, first: launch.RunResult) -> None:
-    """Batches 2..``request.batches`` of ``expire``/``expire-changelog``, each on the table as the
-    previous one left it, while the previous one expired something (counts summed into
-    ``result``, details under ``details["batch N"]``). A dry run stops after the first."""
-    unit = engine.BATCH_UNIT.get(request.operation)
-    last = first
-    for n in range(2, request.batches + 1):
-        if unit is None or request.dry_run or not last.planned_files.get(unit):
-            return
-        step = launch.RunResult(operation=request.operation, table=request.table, branch=request.branch,
-                                dry_run=request.dry_run, engine="spark", run_name=request.run_name,
-                                warehouse=request.warehouse)
-        step_ctx = _Ctx(spark, request, step, fault)
-        try:
-            _OPERATIONS[request.operation](step_ctx)
-        finally:
-            step_ctx.release()
-            engine.merge_step(result, step, f"batch {n}")
-        result.details["batches"] = n
-        last = step
+def _next_step(spark: SparkSession, request: job_request.JobRequest, result: result_artifact.RunResult,
+               fault: Mapping[str, Any] | None, operation: job_request.Operation, name: str) -> int:
+    """One more batch of ``operation`` (a later snapshot batch, or the changelog's) on the table as
+    the previous step left it, summed into ``result`` (its details under ``details[name]``), even
+    when it fails part way; returns what it expired (snapshots or changelogs)."""
+    step = result_artifact.RunResult(operation=operation, table=request.table, branch=request.branch,
+                            dry_run=request.dry_run, engine="spark", run_name=request.run_name,
+                            warehouse=request.warehouse)
+    step_ctx = _Ctx(spark, request, step, fault)
+    try:
+        _OPERATIONS[operation](step_ctx)
+    finally:
+        step_ctx.release()
+        run_steps.merge_step(result, step, name)
+    return step.planned_files.get(run_steps.BATCH_UNIT[operation], 0)
 
 
-def _changelog_due(request: launch.JobRequest) -> bool:
+def _changelog_due(request: job_request.JobRequest) -> bool:
     """``with_changelog``: whether changelog expiration is due before the snapshot expiration (the
     operator's in-process run plans both first, then applies them in order)."""
-    table = engine.open_request_table(request)
-    now = request.now_ms if request.now_ms is not None else engine.now_ms()
-    return engine.changelog_due(table, engine.changelog_config(request, table), now)
+    table = run_steps.open_request_table(request)
+    now = request.now_ms if request.now_ms is not None else timestamps.now_ms()
+    return run_steps.changelog_due(table, run_steps.changelog_config(request, table), now)
 
 
-def run_to_result(spark: SparkSession, request: launch.JobRequest) -> launch.RunResult:
+def run_to_result(spark: SparkSession, request: job_request.JobRequest) -> result_artifact.RunResult:
     """``run``, with every error recorded in the result (status ``Failed``) instead of raised."""
-    result = launch.RunResult(operation=request.operation, table=request.table, branch=request.branch,
+    result = result_artifact.RunResult(operation=request.operation, table=request.table, branch=request.branch,
                               dry_run=request.dry_run, engine="spark", run_name=request.run_name,
-                              warehouse=request.warehouse, versions=engine.versions())
+                              warehouse=request.warehouse, versions=run_steps.versions())
     try:
         run(spark, request, result=result)
     except Exception as e:

@@ -18,6 +18,7 @@ from typing import Any
 from tablekeeper.core import execution, plans
 from tablekeeper.core.paimon.table import Table, open_table
 from tablekeeper.core.storage import FileIO
+from tablekeeper.spark import job_request
 from tests.support.paimon import (
     ORDERS_SCHEMA,
     append_table,
@@ -493,3 +494,24 @@ def read_views(warehouse: str, keys: Iterable[str], identifier: str = IDENT,
         except Exception as e:  # noqa: BLE001 - reported, compared by the caller
             out[key] = f"unreadable: {type(e).__name__}"
     return out
+
+
+_RETENTION_FLAGS = ("retain_min", "retain_max", "time_retained", "expire_limit", "clean_empty_directories",
+                    "changelog_retain_min", "changelog_retain_max", "changelog_time_retained")
+
+
+def spark_request(warehouse: str, operation: str, identifier: str = IDENT, **kw: Any) -> Any:
+    """A Spark ``JobRequest``; retention flags (``retain_min=1, time_retained="0 ms"``...) are
+    resolved over the table's options (``retention_settings.from_options``), as the CLI resolves
+    its own flags, and carried as the request's ``retention``."""
+    from tablekeeper.core import durations, retention_settings
+
+
+    flags = {k: kw.pop(k) for k in _RETENTION_FLAGS if k in kw}
+    if flags:
+        flags = {k: durations.parse_duration(v) if k.endswith("time_retained") else v for k, v in flags.items()}
+        table = open_table(warehouse, identifier, branch=kw.get("branch", "main"),
+                           options=dict(kw.get("options") or {}))
+        kw["retention"] = retention_settings.from_options(table.options(),
+                                                          retention_settings.RetentionFlags(**flags))
+    return job_request.JobRequest(operation=operation, warehouse=warehouse, table=identifier, **kw)  # type: ignore[arg-type]

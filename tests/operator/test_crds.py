@@ -15,10 +15,10 @@ import pytest
 from pydantic import BaseModel
 
 from tablekeeper.core.policy import common as policy_common
-from tablekeeper.core.policy import durations as policy_durations
+from tablekeeper.core.policy import duration_field as policy_durations
 from tablekeeper.core.policy.common import SpecModel
 from tablekeeper.core.policy.kinds import API_GROUP, API_VERSION, CLUSTER_SCOPED, SPEC_MODELS
-from tablekeeper.operator import crds, rbac, validations
+from tablekeeper.operator import crd_kinds, crd_schema, rbac, validations
 
 DESIGN_NAMES = {  # operator-design.md §2
     "PaimonCatalog": ("paimoncatalogs", "pcat", "Namespaced"),
@@ -37,7 +37,7 @@ ALLOWED_FUNCTIONS = {"has", "size", "matches", "contains", "startsWith", "endsWi
                      "exists_one", "filter", "map", "int", "string"}
 STRING_FUNCTIONS = re.compile(r"\b(matches|contains|startsWith|endsWith)\(")
 
-ALL_CRDS = crds.build_crds()
+ALL_CRDS = crd_kinds.build_crds()
 BY_KIND = {crd["spec"]["names"]["kind"]: crd for crd in ALL_CRDS}
 
 
@@ -113,7 +113,7 @@ def _compare(model: type[SpecModel], node: Mapping[str, Any], path: str) -> None
     assert set(node.get("required", ())) == required, path
     for alias, name in aliases.items():
         sub = node["properties"][alias]
-        nested = [t for t in crds._walk_types(model.model_fields[name].annotation)
+        nested = [t for t in crd_schema.walk_types(model.model_fields[name].annotation)
                   if isinstance(t, type) and issubclass(t, BaseModel)]
         if nested:
             target = sub["items"] if sub["type"] == "array" else sub
@@ -142,7 +142,7 @@ def test_printer_columns(kind: str) -> None:
             assert {"integer": "integer", "boolean": "boolean"}.get(node["type"], "string") == column["type"]
     status_paths = {c["jsonPath"].removeprefix(".status.") for c in columns if c["jsonPath"].startswith(".status.")}
     assert status_paths - {'conditions[?(@.type=="Ready")].status', 'conditions[?(@.type=="Ready")].reason'} == set(
-        crds.STATUS_FIELDS[kind])
+        crd_kinds.STATUS_FIELDS[kind])
 
 
 @pytest.mark.parametrize("kind", sorted(BY_KIND))
@@ -153,7 +153,7 @@ def test_status_subresource_and_schema(kind: str) -> None:
     assert status["x-kubernetes-preserve-unknown-fields"] is True
     conditions = status["properties"]["conditions"]
     assert (conditions["x-kubernetes-list-type"], conditions["x-kubernetes-list-map-keys"]) == ("map", ["type"])
-    assert conditions["items"] == crds.CONDITION_SCHEMA
+    assert conditions["items"] == crd_kinds.CONDITION_SCHEMA
 
 
 def _rules(kind: str) -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, str]]]:
@@ -197,8 +197,8 @@ def test_generator_refuses_unions() -> None:
     class Bad(SpecModel):
         value: int | str
 
-    with pytest.raises(crds.CRDGenerationError, match="union of 2 types"):
-        crds._Translator(Bad).translate()
+    with pytest.raises(crd_schema.CRDGenerationError, match="union of 2 types"):
+        crd_schema.Translator(Bad).translate()
 
 
 @pytest.mark.parametrize("floor", [timedelta(hours=1), timedelta(minutes=1), timedelta(days=1),

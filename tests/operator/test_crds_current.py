@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.operator import crds
+from tablekeeper.operator import crd_kinds, crds
 from tests.support.k8s import REPO_ROOT
 
 CHECKED_IN = (REPO_ROOT / "crds", REPO_ROOT / "charts" / "tablekeeper" / "crds")
@@ -33,7 +33,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("directory", CHECKED_IN, ids=lambda p: str(p.relative_to(REPO_ROOT)))
 def test_crd_directory_is_current(generated: Path, directory: Path) -> None:
     fresh = sorted(p.name for p in (generated / "crds").iterdir())
-    assert fresh == sorted(f"tablekeeper.io_{info.plural}.yaml" for info in crds.KINDS)
+    assert fresh == sorted(f"tablekeeper.io_{info.plural}.yaml" for info in crd_kinds.KINDS)
     present = sorted(p.name for p in directory.glob("*.yaml"))
     assert present == fresh, f"{directory} has other files than a fresh generation; {FIX}"
     match, mismatch, errors = filecmp.cmpfiles(generated / "crds", directory, fresh, shallow=False)
@@ -64,7 +64,7 @@ def test_check_mode_reports_stale_and_extra_files(tmp_path: Path, capsys: pytest
 def test_module_entry_point_prints_all_crds() -> None:
     result = subprocess.run([sys.executable, "-m", "tablekeeper.operator.crds"], cwd=REPO_ROOT,
                             capture_output=True, text=True, check=True, timeout=120)
-    assert result.stdout.count("kind: CustomResourceDefinition") == len(crds.KINDS)
+    assert result.stdout.count("kind: CustomResourceDefinition") == len(crd_kinds.KINDS)
     check = subprocess.run([sys.executable, "-m", "tablekeeper.operator.crds", "--check", "--out", "crds",
                             "--out", "charts/tablekeeper/crds", "--docs", "docs/crd-reference.md"],
                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)

@@ -8,7 +8,7 @@ Warning Event); a restarted operator adopts the object it created instead of mak
 The artifacts are real: the SparkOperator test runs the launched arguments with the local Spark
 engine (the shared ``local[2]`` session of ``tests/support/spark.py``) on a pypaimon-written
 warehouse; the other tests run the same arguments with the in-process engine
-(``tablekeeper.spark.engine.run_local``, same artifact format).
+(``tablekeeper.spark.dispatch.run_local``, same artifact format).
 
 The emulator serves ``sparkoperator.k8s.io/v1beta2`` from a minimal structural CRD
 (``data/crds``) with the status subresource, and ``batch/v1`` Jobs as a plain resource.
@@ -21,6 +21,7 @@ import os
 import shutil
 import threading
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,7 @@ import yaml
 from tablekeeper.core.paimon.table import open_table
 from tablekeeper.operator import rbac, sparkruns
 from tablekeeper.operator.settings import OperatorConfig, SparkConfig
-from tablekeeper.spark import engine as spark_engine
-from tablekeeper.spark import launch
+from tablekeeper.spark import dispatch, job_request, k8s_manifests, result_artifact
 from tests.operator.conftest import FakeClock, Harness, basic_objects, fast_config, obj
 from tests.support import paimon as P
 from tests.support.k8s import VERBS, eventually, register_crds
@@ -109,15 +109,15 @@ async def manual_run(h: Harness, name: str, run_type: str, engine: str, **spec: 
 def job_arguments(job: dict[str, Any]) -> list[str]:
     """The ``python -m tablekeeper.spark`` arguments inside the Job's spark-submit command."""
     command = job["spec"]["template"]["spec"]["containers"][0]["command"]
-    return list(command[command.index(launch.IMAGE_MAIN_FILE) + 1:])
+    return list(command[command.index(k8s_manifests.IMAGE_MAIN_FILE) + 1:])
 
 
-async def run_locally(arguments: list[str]) -> launch.RunResult:
+async def run_locally(arguments: list[str]) -> result_artifact.RunResult:
     """Carry out the launched arguments in process and write the artifact where they say."""
-    request, _ = launch.parse_args(arguments)
+    request, _ = job_request.parse_args(arguments)
     assert request.result
-    result = await asyncio.to_thread(spark_engine.run_local, request)
-    launch.write_result(request.result, result, request.options)
+    result = await asyncio.to_thread(dispatch.run_local, request)
+    result_artifact.write_result(request.result, result, request.options)
     return result
 
 
@@ -148,16 +148,18 @@ async def test_spark_operator_run_launches_and_completes_with_the_spark_artifact
                                         "blockOwnerDeletion": True}]
     assert meta["labels"]["tablekeeper.io/run"] == name and meta["labels"]["tablekeeper.io/table"] == "sales.orders"
     assert meta["annotations"][sparkruns.RUN_UID_ANNOTATION] == run_uid
-    assert meta["annotations"][launch.DEADLINE_ANNOTATION] == "7200"  # the table's activeDeadlineSeconds
+    assert meta["annotations"][k8s_manifests.DEADLINE_ANNOTATION] == "7200"  # the table's activeDeadlineSeconds
     assert (spec["type"], spec["mode"], spec["image"], spec["sparkVersion"]) == ("Python", "cluster", IMAGE, "4.0.1")
-    assert spec["mainApplicationFile"] == f"local://{launch.IMAGE_MAIN_FILE}"
+    assert spec["mainApplicationFile"] == f"local://{k8s_manifests.IMAGE_MAIN_FILE}"
     assert spec["restartPolicy"] == {"type": "Never"} and spec["timeToLiveSeconds"] == 3600
     assert spec["driver"]["serviceAccount"] == "tk-spark" and spec["executor"]["instances"] >= 1
     artifact_uri = f"{warehouse}/.tablekeeper/results/sales/{name}.json"
-    request, _ = launch.parse_args(spec["arguments"])
+    request, _ = job_request.parse_args(spec["arguments"])
     assert (request.operation, request.warehouse, request.table, request.dry_run) == \
         ("expire", str(warehouse), "sales.orders", False)
-    assert (request.retain_min, request.retain_max, request.time_retained) == (1, 2, "1 h")
+    assert request.retention is not None
+    assert (request.retention.retain_min, request.retention.retain_max,
+            request.retention.time_retained) == (1, 2, timedelta(hours=1))
     assert (request.run_name, request.result) == (name, artifact_uri)
     status = await wait_phase(h, run_name, "Running")
     await eventually(lambda: run_status(h, run_name).get("sparkApplicationRef"))
@@ -174,7 +176,7 @@ async def test_spark_operator_run_launches_and_completes_with_the_spark_artifact
     # the driver runs for real (local Spark, the launched arguments) and writes the artifact
     result = await asyncio.to_thread(spark_job.run_to_result, spark, request)
     assert result.status == "Succeeded" and result.engine == "spark"
-    launch.write_result(artifact_uri, result, request.options)
+    result_artifact.write_result(artifact_uri, result, request.options)
     await set_status(h, SPARK_APPS, app, {"applicationState": {"state": "COMPLETED"}})
 
     status = await wait_phase(h, run_name, "Succeeded")
@@ -229,7 +231,7 @@ async def test_spark_job_run_in_another_namespace_completes_on_the_job_condition
     command = container["command"]
     assert command[command.index("--deploy-mode") + 1] == "client"
     arguments = job_arguments(job)
-    request, _ = launch.parse_args(arguments)
+    request, _ = job_request.parse_args(arguments)
     assert (request.operation, request.table, request.older_than, request.dry_run) == \
         ("clean-orphans", "sales.orders", "2 d", False)
     status = await wait_phase(h, "clean", "Running")
@@ -519,13 +521,14 @@ async def test_spark_expire_snapshots_run_expires_the_decoupled_changelog_like_t
         ref = await eventually(lambda run=f"spark-{round_}": run_status(h, run).get("sparkApplicationRef"),
                                timeout=30)
         [body] = [a for a in launched(h, SPARK_APPS) if a["metadata"]["name"] == ref["name"]]
-        request, _ = launch.parse_args(body["spec"]["arguments"])
+        request, _ = job_request.parse_args(body["spec"]["arguments"])
         assert request.operation == "expire" and request.with_changelog
-        assert (request.changelog_retain_min, request.changelog_retain_max) == (1, 4)
+        assert request.retention is not None
+        assert (request.retention.changelog_retain_min, request.retention.changelog_retain_max) == (1, 4)
         result = await asyncio.to_thread(spark_job.run_to_result, spark, request)
         assert result.status == "Succeeded", result.errors
         assert request.result
-        launch.write_result(request.result, result, request.options)
+        result_artifact.write_result(request.result, result, request.options)
         await set_status(h, SPARK_APPS, body, {"applicationState": {"state": "COMPLETED"}})
         for which in ("local", "spark"):
             status = await wait_phase(h, f"{which}-{round_}", "Succeeded")

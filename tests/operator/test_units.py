@@ -17,7 +17,7 @@ from tablekeeper.core.policy import effective
 from tablekeeper.core.policy.kinds import parse_spec
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
 from tablekeeper.core.policy.table import PaimonTableSpec
-from tablekeeper.operator import cluster, conditions, engines, errors, kopfcompat, maintenance, status
+from tablekeeper.operator import cluster, conditions, errors, kopfcompat, maintenance, run_engines, sparkruns, status
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.settings import OperatorConfig
 
@@ -191,25 +191,25 @@ def test_run_now_creates_a_manual_run_or_is_refused() -> None:
 # -- engines -----------------------------------------------------------------------------------------
 
 def test_in_process_fallback_notes_and_launch_manifests_are_built() -> None:
-    engine, note = engines.select("SparkOperator")
+    engine, note = run_engines.select("SparkOperator")
     assert engine.name == "Python" and "Spark runs are off" in note
-    _, note = engines.select("SparkJob", spark_enabled=True, run_type="ExpireTags")
+    _, note = run_engines.select("SparkJob", spark_enabled=True, run_type="ExpireTags")
     assert "does not do ExpireTags" in note
-    assert engines.select("Auto", spark_enabled=True) == (engines.select(None)[0], "")
+    assert run_engines.select("Auto", spark_enabled=True) == (run_engines.select(None)[0], "")
     spec = PaimonMaintenanceRunSpec.model_validate({"tableRef": {"name": "orders"}, "type": "ExpireSnapshots"})
-    request = engines.launch_request(spec, "s3://lake/wh", "sales.orders",
+    request = sparkruns.launch_request(spec, "s3://lake/wh", "sales.orders",
                                      {"s3.endpoint": "http://minio", "s3.secret-key": "hidden"}, dry_run=True,
                                      run_name="tk-12345678-exp-abcd")
     assert request is not None and "s3.secret-key" not in request.options
-    job = engines.launch_manifest(request, engine="SparkJob", name="tk-12345678-exp-abcd", namespace="jobs",
+    job = sparkruns.launch_manifest(request, engine="SparkJob", name="tk-12345678-exp-abcd", namespace="jobs",
                                   owner_name="run-1", owner_uid="u-1", image="tk:1", service_account="tk-spark",
                                   active_deadline_seconds=600)
     assert job["kind"] == "Job" and job["metadata"]["ownerReferences"][0]["kind"] == "PaimonMaintenanceRun"
-    app = engines.launch_manifest(request, engine="SparkOperator", name="tk-12345678-exp-abcd", namespace="jobs",
+    app = sparkruns.launch_manifest(request, engine="SparkOperator", name="tk-12345678-exp-abcd", namespace="jobs",
                                   owner_name="run-1", owner_uid="u-1", image="tk:1", service_account="tk-spark",
                                   active_deadline_seconds=600)
     assert app["kind"] == "SparkApplication" and app["spec"]["restartPolicy"] == {"type": "Never"}
-    assert engines.launch_request(spec.model_copy(update={"type": "ExpireTags"}), "s3://l/w", "a.b", {},
+    assert sparkruns.launch_request(spec.model_copy(update={"type": "ExpireTags"}), "s3://l/w", "a.b", {},
                                   dry_run=False) is None
 
 

@@ -16,7 +16,7 @@ from tablekeeper.core.policy.schedule import Schedule
 from tablekeeper.core.policy.table import MaintenanceWindow
 from tablekeeper.core.tag_auto import SnapshotPoint
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile.manifests import parse_documents
+from tablekeeper.reconcile.documents import parse_documents
 from tablekeeper.reconcile.observe import BranchState, TableState, TagState
 from tablekeeper.reconcile.records import BranchRecord, TableRecords, TagRecord
 from tablekeeper.reconcile.schedules import in_window, is_due, next_fire
@@ -300,12 +300,13 @@ def test_precedence_flows_into_actions(demo_wh: Path, examples: Path) -> None:
     assert exp.policy["snapshots.maxAge"] == "3 d (inline)"
     assert exp.policy["snapshots.minRetained"] == "8 (cluster/guard)"  # 7 from gold, clamped
     assert exp.policy["snapshots.expireLimit"] == "5 (policy/demo/all)"
-    assert (exp.retain_min, exp.time_retained, exp.expire_limit) == (8, "3 d", 5)
+    assert (exp.retention.retain_min, exp.retention.time_retained, exp.retention.expire_limit) == \
+        (8, timedelta(days=3), 5)
     assert orders.effective["snapshots.minRetained"] == {"source": "cluster/guard", "value": 8, "clampedFrom": 7}
     events = next(t for t in p.tables if t.target.location.identifier == "sales.events")
     [exp_e] = [a for a in events.changes if isinstance(a, A.ExpireSnapshots)]
     assert exp_e.policy["snapshots.maxAge"] == "5 h (policy/demo/all)"
-    assert exp_e.retain_min == 8
+    assert exp_e.retention.retain_min == 8
     # several batches of expireLimit; apply runs them all, so the next plan is empty
     assert exp.batches > 1 and exp.estimate.partial
     result = reconcile.converge(reconcile.load([str(m)], base_dir=str(m.parent)), now=p.now, store=store)
@@ -461,7 +462,7 @@ def test_decoupled_changelog_is_expired_by_its_own_retention(demo_wh: Path, exam
     now = datetime.now(UTC)
     first = _plan(m, store, now)
     [exp] = [a for a in first.changes if isinstance(a, A.ExpireSnapshots)]
-    assert exp.changelog_decoupled and exp.policy["snapshots.minRetained"].endswith("(policy/demo/p)")
+    assert exp.retention.changelog_decoupled and exp.policy["snapshots.minRetained"].endswith("(policy/demo/p)")
     result = reconcile.converge(reconcile.load([str(m)], base_dir=str(m.parent)), now=now, store=store)
     assert result.ok and result.final.is_empty
     kinds_run = [r.action.kind for r in result.results]

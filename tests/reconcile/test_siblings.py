@@ -11,7 +11,7 @@ from tablekeeper import reconcile
 from tablekeeper.core import errors
 from tablekeeper.core.paimon.table import open_table
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile.manifests import parse_documents
+from tablekeeper.reconcile.documents import parse_documents
 from tests.support import paimon as P
 
 HEAD = "apiVersion: tablekeeper.io/v1alpha1\n"
@@ -82,7 +82,7 @@ def test_planning_error_of_one_object_is_its_own(tmp_path: Path, monkeypatch: ob
     """An error raised while planning one declared tag becomes that tag's InvalidSpec conflict."""
     import pytest
 
-    from tablekeeper.reconcile import planner
+    from tablekeeper.reconcile import tags_planner
 
     wh = tmp_path / "wh"
     P.build_history(str(wh), commits=3)
@@ -90,16 +90,16 @@ def test_planning_error_of_one_object_is_its_own(tmp_path: Path, monkeypatch: ob
     target = desired.tables[0]
     table = open_table(str(wh), "db.orders")
     state = reconcile.observe(table)
-    original = planner._resolve_tag_snapshot
+    original = tags_planner.resolve_tag_snapshot
 
-    def broken(t: planner.TagTarget, s: reconcile.TableState) -> tuple[int | None, str | None]:
+    def broken(t: tags_planner.TagTarget, s: reconcile.TableState) -> tuple[int | None, str | None]:
         if t.tag == "odd":
             raise errors.InvalidInputError("cannot resolve", fix="fix the tag")
         return original(t, s)
 
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr(planner, "_resolve_tag_snapshot", broken)
+        mp.setattr(tags_planner, "resolve_tag_snapshot", broken)
         acts = reconcile.plan_objects(target, state, reconcile.TableRecords(), target.resolve_policy(state.options),
                                       datetime.now(UTC))
     finally:

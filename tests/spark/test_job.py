@@ -8,6 +8,7 @@ copies).
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 
 from tablekeeper.core import errors
 from tablekeeper.spark import __main__ as spark_main
-from tablekeeper.spark import engine, job, launch
+from tablekeeper.spark import dispatch, job, job_request, result_artifact
 from tests.maintenance.helpers import (
     IDENT,
     append_table,
@@ -28,6 +29,7 @@ from tests.maintenance.helpers import (
     pk_table,
     plant,
     rows,
+    spark_request,
     table_root,
     truncate,
     write,
@@ -43,9 +45,11 @@ DECOUPLED = {"snapshot.num-retained.min": "1", "changelog.num-retained.min": "2"
 PARALLELISM = 2
 
 
-def request(wh: str, operation: launch.Operation, **kw: Any) -> launch.JobRequest:
+def request(wh: str, operation: job_request.Operation, **kw: Any) -> job_request.JobRequest:
+    """Retention flags (``retain_min=1``...) resolved over the table's options, as the CLI does."""
     kw.setdefault("parallelism", PARALLELISM)
-    return launch.JobRequest(operation=operation, warehouse=wh, table=IDENT, **kw)
+    request: job_request.JobRequest = spark_request(wh, operation, IDENT, **kw)
+    return request
 
 
 def names(root: str) -> set[str]:
@@ -53,7 +57,7 @@ def names(root: str) -> set[str]:
     return set(dir_listing(root))
 
 
-def assert_same_outcome(local: launch.RunResult, spark: launch.RunResult) -> None:
+def assert_same_outcome(local: result_artifact.RunResult, spark: result_artifact.RunResult) -> None:
     assert spark.engine == "spark" and local.engine == "local"
     assert spark.planned_files == local.planned_files
     assert spark.planned_bytes == local.planned_bytes
@@ -103,7 +107,7 @@ def test_clean_orphans_dry_run_then_real_run_match_in_process(spark: Any, two_co
 
     dry = job.run(spark, request(spark_wh, "clean-orphans", now_ms=at, dry_run=True))
     assert names(spark_wh) == before  # dry run deletes nothing
-    local = engine.run_local(request(local_wh, "clean-orphans", now_ms=at))
+    local = dispatch.run_local(request(local_wh, "clean-orphans", now_ms=at))
     assert dry.planned_files == local.planned_files == {"data": 2, "manifest": 1, "other": 1}
     assert dry.planned_bytes == local.planned_bytes
     assert dry.deleted == {} and 0 < len(dry.sample) <= 20
@@ -125,7 +129,7 @@ def test_expire_main_then_branch_match_in_process(spark: Any, two_copies: tuple[
     at = now_ms() + 1000
     for branch in ("main", "b1"):
         kw: dict[str, Any] = {"branch": branch, "retain_min": 1, "time_retained": "0 ms", "now_ms": at}
-        local = engine.run_local(request(local_wh, "expire", **kw))
+        local = dispatch.run_local(request(local_wh, "expire", **kw))
         remote = job.run(spark, request(spark_wh, "expire", **kw))
         assert_same_outcome(local, remote)
         assert remote.details["expired_snapshots"] == local.details["expired_snapshots"] > 0
@@ -144,7 +148,7 @@ def test_expire_batches_match_in_process(spark: Any, two_copies: tuple[str, str]
     before = snapshot_views(spark_wh, IDENT)
     kw: dict[str, Any] = {"retain_min": 1, "time_retained": "0 ms", "now_ms": now_ms() + 1000, "expire_limit": 2,
                           "batches": batches}
-    local = engine.run_local(request(local_wh, "expire", **kw))
+    local = dispatch.run_local(request(local_wh, "expire", **kw))
     remote = job.run(spark, request(spark_wh, "expire", **kw))
     assert_same_outcome(local, remote)
     assert remote.planned_files["snapshot"] == local.planned_files["snapshot"] == expected
@@ -164,15 +168,15 @@ def test_decoupled_expire_and_changelog_expiry_match_in_process(spark: Any, tmp_
         write(t, rows("a", 10 * i))
     local_wh, spark_wh = copy_tree(template, tmp_path / "local"), copy_tree(template, tmp_path / "spark")
     at = now_ms() + 1000
-    local = engine.run_local(request(local_wh, "expire", now_ms=at))
+    local = dispatch.run_local(request(local_wh, "expire", now_ms=at))
     remote = job.run(spark, request(spark_wh, "expire", now_ms=at))
     assert_same_outcome(local, remote)
     assert any("/changelog/changelog-" in w for w in remote.written)
     assert handle(spark_wh).changelog_ids() == handle(local_wh).changelog_ids() == [1, 2, 3, 4, 5]
     assert names(spark_wh) == names(local_wh)
 
-    local = engine.run_local(request(local_wh, "expire-changelog", now_ms=at))
-    auto = engine.run(request(spark_wh, "expire-changelog", now_ms=at), engine="auto", threshold=0, spark=spark)
+    local = dispatch.run_local(request(local_wh, "expire-changelog", now_ms=at))
+    auto = dispatch.run(request(spark_wh, "expire-changelog", now_ms=at), engine="auto", threshold=0, spark=spark)
     assert auto.engine == "spark" and auto.details["sparkThreshold"] == 0
     assert_same_outcome(local, auto)
     assert handle(spark_wh).changelog_ids() == [5]
@@ -190,7 +194,7 @@ def test_changelog_producer_input_decoupled_expiry_matches_in_process(spark: Any
     local_wh, spark_wh = copy_tree(template, tmp_path / "local"), copy_tree(template, tmp_path / "spark")
     at = now_ms() + 1000
     for operation in ("expire", "expire-changelog"):
-        local = engine.run_local(request(local_wh, operation, now_ms=at))
+        local = dispatch.run_local(request(local_wh, operation, now_ms=at))
         remote = job.run(spark, request(spark_wh, operation, now_ms=at))
         assert_same_outcome(local, remote)
         assert names(spark_wh) == names(local_wh)
@@ -207,7 +211,7 @@ def test_expire_removes_emptied_partition_directories_like_core(spark: Any, tmp_
     write(t, rows("y", 20))
     local_wh, spark_wh = copy_tree(template, tmp_path / "local"), copy_tree(template, tmp_path / "spark")
     kw: dict[str, Any] = {"retain_min": 1, "time_retained": "0 ms", "now_ms": now_ms() + 1000}
-    local = engine.run_local(request(local_wh, "expire", **kw))
+    local = dispatch.run_local(request(local_wh, "expire", **kw))
     remote = job.run(spark, request(spark_wh, "expire", **kw))
     assert_same_outcome(local, remote)
     assert remote.removed_dirs == 2 and remote.deleted_bytes["data"] > 0
@@ -234,7 +238,7 @@ def test_a_failed_delete_task_is_retried_and_the_run_ends_correct(spark: Any, tw
                                                                    tmp_path: Path) -> None:
     local_wh, spark_wh = two_copies
     kw: dict[str, Any] = {"retain_min": 1, "time_retained": "0 ms", "now_ms": now_ms() + 1000, "batch_size": 1}
-    local = engine.run_local(request(local_wh, "expire", **kw))
+    local = dispatch.run_local(request(local_wh, "expire", **kw))
     marker = tmp_path / "fault-fired"
     fault = {"after": 1, "marker": str(marker), "stage": 0}  # stage 0: data files
     remote = job.run(spark, request(spark_wh, "expire", **kw), fault=fault)
@@ -250,11 +254,11 @@ def test_a_failed_delete_task_is_retried_and_the_run_ends_correct(spark: Any, tw
 def test_a_killed_job_leaves_metadata_intact_and_a_rerun_finishes(spark: Any, two_copies: tuple[str, str]) -> None:
     local_wh, spark_wh = two_copies
     kw: dict[str, Any] = {"retain_min": 1, "time_retained": "0 ms", "now_ms": now_ms() + 1000, "batch_size": 1}
-    local = engine.run_local(request(local_wh, "expire", **kw))
+    local = dispatch.run_local(request(local_wh, "expire", **kw))
     h = handle(spark_wh)
     snapshots = h.snapshot_ids()
     before = names(spark_wh)
-    partial = launch.RunResult("expire", IDENT, "main", False, "spark")
+    partial = result_artifact.RunResult("expire", IDENT, "main", False, "spark")
     with pytest.raises(errors.StorageError, match="rerun"):
         # no marker: every attempt dies after one deletion, so Spark's retries cannot help
         job.run(spark, request(spark_wh, "expire", **kw), fault={"after": 1, "stage": 0}, result=partial)
@@ -273,13 +277,15 @@ def test_entry_point_writes_the_result_artifact(spark: Any, two_copies: tuple[st
     local_wh, spark_wh = two_copies
     at = str(now_ms() + 1000)
     out = tmp_path / "results" / "run.json"
-    code = spark_main.main(["--operation", "expire", "--warehouse", spark_wh, "--table", IDENT, "--retain-min", "2",
-                            "--time-retained", "0 ms", "--now", at, "--parallelism", "2", "--run-name",
+    retention = request(spark_wh, "expire", retain_min=2, time_retained="0 ms").retention
+    assert retention is not None
+    code = spark_main.main(["--operation", "expire", "--warehouse", spark_wh, "--table", IDENT, "--retention",
+                            json.dumps(retention.to_dict()), "--now", at, "--parallelism", "2", "--run-name",
                             "tk-12345678-exp-abcd", "--result", str(out)])
     assert code == 0
     assert '"status": "Succeeded"' in capsys.readouterr().out
-    artifact = launch.read_result(str(out))
-    local = engine.run_local(request(local_wh, "expire", retain_min=2, time_retained="0 ms", now_ms=int(at)))
+    artifact = result_artifact.read_result(str(out))
+    local = dispatch.run_local(request(local_wh, "expire", retain_min=2, time_retained="0 ms", now_ms=int(at)))
     assert artifact.status == "Succeeded" and artifact.run_name == "tk-12345678-exp-abcd"
     assert artifact.planned_files == local.planned_files and artifact.deleted == local.deleted
     assert artifact.timings["totalSeconds"] > 0 and artifact.versions["spark"]
@@ -289,14 +295,12 @@ def test_entry_point_writes_the_result_artifact(spark: Any, two_copies: tuple[st
     code = spark_main.main(["--operation", "expire", "--warehouse", spark_wh, "--table", "db.missing",
                             "--result", str(bad)])
     assert code == 1
-    failed = launch.read_result(str(bad))
+    failed = result_artifact.read_result(str(bad))
     assert failed.status == "Failed" and failed.errors[0]["type"] == "TableNotFoundError"
 
 
 def test_cli_engine_spark_reports_the_in_process_plan(spark: Any, two_copies: tuple[str, str],
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    import json
-
     from tablekeeper.cli.main import main as cli_main
 
     local_wh, spark_wh = two_copies

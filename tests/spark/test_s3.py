@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tablekeeper.spark import __main__ as spark_main
-from tablekeeper.spark import engine, job, launch
-from tests.maintenance.helpers import IDENT, build_mixed, now_ms, plant, table_root
+from tablekeeper.spark import dispatch, job, job_request, result_artifact
+from tests.maintenance.helpers import IDENT, build_mixed, now_ms, plant, spark_request, table_root
 from tests.support.s3 import put_objects
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
@@ -55,14 +55,14 @@ def test_orphans_then_expire_on_s3_match_in_process(spark: Any, s3: Any, s3_buck
                                                      s3_copies: tuple[str, str]) -> None:
     local_wh, spark_wh = s3_copies
     at = now_ms() + 2 * DAY_MS
-    local = engine.run_local(launch.JobRequest("clean-orphans", local_wh, IDENT, options=s3_options, now_ms=at))
+    local = dispatch.run_local(job_request.JobRequest("clean-orphans", local_wh, IDENT, options=s3_options, now_ms=at))
     result_uri = f"s3://{s3_bucket}/results/orphans.json"
     args = ["--operation", "clean-orphans", "--warehouse", spark_wh, "--table", IDENT, "--now", str(at),
             "--parallelism", "2", "--result", result_uri]
     for key, value in s3_options.items():
         args += ["--option", f"{key}={value}"]
     assert spark_main.main(args) == 0
-    remote = launch.read_result(result_uri, s3_options)
+    remote = result_artifact.read_result(result_uri, s3_options)
     assert remote.status == "Succeeded" and remote.engine == "spark"
     assert remote.planned_files == local.planned_files == {"data": 1, "manifest": 1}
     assert remote.deleted == local.deleted and remote.deleted_bytes == local.deleted_bytes == {"data": 10,
@@ -72,8 +72,8 @@ def test_orphans_then_expire_on_s3_match_in_process(spark: Any, s3: Any, s3_buck
     assert "testing" not in s3.cat_file(f"{s3_bucket}/results/orphans.json").decode()
 
     kw: dict[str, Any] = {"options": s3_options, "retain_min": 1, "time_retained": "0 ms", "now_ms": now_ms() + 1000}
-    local = engine.run_local(launch.JobRequest("expire", local_wh, IDENT, **kw))
-    remote = job.run(spark, launch.JobRequest("expire", spark_wh, IDENT, parallelism=2, **kw))
+    local = dispatch.run_local(spark_request(local_wh, "expire", IDENT, **kw))
+    remote = job.run(spark, spark_request(spark_wh, "expire", IDENT, parallelism=2, **kw))
     assert remote.planned_files == local.planned_files and remote.deleted == local.deleted
     assert remote.deleted["data"] > 0 and remote.failed_count == local.failed_count == 0
     assert keys(s3, s3_bucket, "spark") == keys(s3, s3_bucket, "local")

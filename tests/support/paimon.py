@@ -15,7 +15,8 @@ from typing import Any
 import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
 
-FIXTURE_TARBALL = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "java-pk-golden.tar.gz"
+#: Vendored from apache/paimon (Apache-2.0); origin and licence in tests/fixtures/README.md.
+FIXTURE_TARBALL = Path(__file__).resolve().parents[1] / "fixtures" / "java-pk-golden.tar.gz"
 JAVA_TABLES = ("test_pk_global_index_golden", "test_pk_vector_golden", "test_pk_full_text_golden")
 
 ORDERS_SCHEMA = pa.schema([("dt", pa.string()), ("id", pa.int64()), ("amount", pa.float64())])

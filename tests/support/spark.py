@@ -5,7 +5,7 @@ the operator's Spark-run tests (``tests/operator/test_spark_runs.py``) share one
 
 - ``PYSPARK_PYTHON`` = this interpreter, set before the session starts;
 - the package is shipped through ``spark.submit.pyFiles`` (a zip built by
-  ``launch.build_pyfiles_zip``), the production path, so an unimportable executor module fails
+  ``submit.build_pyfiles_zip``), the production path, so an unimportable executor module fails
   here too;
 - master ``local[2,4]``: two cores like ``local[2]``, and up to 4 attempts per task.
   ``spark.task.maxFailures`` is set as well but plain ``local[N]`` ignores it (Spark's local
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.spark import launch
+from tablekeeper.spark import submit
 
 __all__ = ["SPARK_CONF", "spark"]
 
@@ -44,7 +44,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    pyfiles = launch.build_pyfiles_zip(tmp_path_factory.mktemp("pyfiles"))
+    pyfiles = submit.build_pyfiles_zip(tmp_path_factory.mktemp("pyfiles"))
     builder = SparkSession.builder.master("local[2,4]").appName("tablekeeper-tests")
     for key, value in {**SPARK_CONF, "spark.submit.pyFiles": pyfiles}.items():
         builder = builder.config(key, value)

@@ -39,6 +39,7 @@ from tablekeeper.core.paimon.manifest_decoding import (
     require_fields,
     schema_info,
 )
+from tablekeeper.core.paimon.manifest_fields import reject_unknown_entry_fields
 from tablekeeper.core.paimon.manifest_records import (
     INDEX_MANIFEST_VERSION,
     MANIFEST_LIST_VERSION,
@@ -120,6 +121,7 @@ def _read_entries(file_io: FileIO, path: str, kind: str, file_required: Iterable
     what = "manifest"
     container, info = read_container(file_io, path, what)
     require_fields(info, path, what, ENTRY_TOP_REQUIRED, file_required)
+    reject_unknown_entry_fields(info, path, what)
     with gc_paused():
         decoder = info.decoder(kind) if fast_usable() else None
         if decoder is not None:
@@ -172,6 +174,7 @@ def read_manifest_payload(file_io: FileIO, path: str) -> list[bytes] | None:
         if schema_json is not None:
             info = schema_info(schema_json, path, what)
             require_fields(info, path, what, ENTRY_TOP_REQUIRED, REF_FILE_REQUIRED)
+            reject_unknown_entry_fields(info, path, what)
             if not _names_stored_as_strings(info):
                 return None
             view = memoryview(data)
@@ -181,6 +184,7 @@ def read_manifest_payload(file_io: FileIO, path: str) -> list[bytes] | None:
     # anything unusual: fastavro frames and decompresses, and judges damage
     container, info = parse_container(data, path, what)
     require_fields(info, path, what, ENTRY_TOP_REQUIRED, REF_FILE_REQUIRED)
+    reject_unknown_entry_fields(info, path, what)
     if not _names_stored_as_strings(info):
         return None
     try:

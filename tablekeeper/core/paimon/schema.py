@@ -7,9 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tablekeeper.core import errors
-from tablekeeper.core.paimon.snapshot import parse_json_object
+from tablekeeper.core.paimon.snapshot import check_version, parse_json_object
 
-__all__ = ["TableSchema"]
+__all__ = ["TableSchema", "KNOWN_SCHEMA_VERSIONS"]
+
+#: Schema format versions Java Paimon has written (3 since 0.6).
+KNOWN_SCHEMA_VERSIONS = frozenset({1, 2, 3})
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class TableSchema:
         data = parse_json_object(text, what)
         if "id" not in data or "fields" not in data:
             raise errors.FormatError(f"{what} lacks 'id' or 'fields'", fix="restore the schema file")
+        check_version(data, what, kind="schema", known=KNOWN_SCHEMA_VERSIONS)
         options = {str(k): str(v) for k, v in (data.get("options") or {}).items()}
         version = int(data.get("version", 1))
         if version <= 1 and "bucket" not in options:

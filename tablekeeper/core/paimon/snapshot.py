@@ -12,7 +12,7 @@ from typing import Any
 from tablekeeper.core import errors
 from tablekeeper.core.paimon import jackson
 
-__all__ = ["Snapshot", "SNAPSHOT_FIELDS", "ALWAYS_WRITTEN", "parse_json_object"]
+__all__ = ["Snapshot", "SNAPSHOT_FIELDS", "ALWAYS_WRITTEN", "KNOWN_VERSIONS", "check_version", "parse_json_object"]
 
 #: Java's write order (union of all releases up to 2.1-SNAPSHOT).
 SNAPSHOT_FIELDS: tuple[str, ...] = (
@@ -32,6 +32,27 @@ ALWAYS_WRITTEN = frozenset({
 })
 _DROPPED = frozenset({"logOffsets"})
 TAG_FIELDS = ("tagCreateTime", "tagTimeRetained")
+
+
+#: Snapshot format versions this module understands (Java: 1 and 2 before 0.6, 3 since).
+KNOWN_VERSIONS = frozenset({1, 2, 3})
+
+
+def check_version(data: Mapping[str, Any], what: str, *, kind: str = "snapshot",
+                  known: frozenset[int] = KNOWN_VERSIONS) -> None:
+    """Fail closed on a format from a newer Paimon: its fields may change what a file
+    references, so maintaining the table could delete what a reader still needs.
+
+    Raises:
+        FormatError: ``version`` is not one of ``known``; the message names the file and version.
+    """
+    version = data.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version not in known:
+        raise errors.FormatError(
+            f"{what}: unsupported {kind} format version {version!r} (tablekeeper reads "
+            f"{', '.join(map(str, sorted(known)))})",
+            fix="the file was written by a newer Paimon; upgrade tablekeeper before maintaining this "
+                "table (nothing was changed)")
 
 
 def parse_json_object(text: str | bytes, what: str) -> dict[str, Any]:
@@ -59,6 +80,7 @@ class Snapshot:
         for key in ("id", "schemaId", "commitKind", "timeMillis"):
             if key not in data:
                 raise errors.FormatError(f"{what} has no {key!r}", fix="restore the file")
+        check_version(data, what)
         data.setdefault("version", 1)
         size = len(text.encode("utf-8")) if isinstance(text, str) else len(text)
         return cls(data, size)

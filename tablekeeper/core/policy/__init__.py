@@ -2,7 +2,7 @@
 branches, retention policies, maintenance runs), the Paimon duration and schedule types, and
 effective-policy resolution with a per-field source.
 
-Modules, one concept each: :mod:`durations` (``Duration``), :mod:`schedule` (``Schedule``),
+Modules, one concept each: :mod:`duration_field` (``Duration``), :mod:`schedule` (``Schedule``),
 :mod:`selectors` (label selectors), :mod:`catalog`, :mod:`table`, :mod:`tag`, :mod:`branch`,
 :mod:`retention`, :mod:`policy`, :mod:`run`, :mod:`effective` (resolution), :mod:`validation`
 (errors and human-readable reports), :mod:`kinds` (kind -> spec model). See docs/policy.md.
@@ -11,7 +11,7 @@ Modules, one concept each: :mod:`durations` (``Duration``), :mod:`schedule` (``S
 from tablekeeper.core.policy.branch import BranchTTL, PaimonBranchSpec
 from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec, PaimonCatalogSpec
 from tablekeeper.core.policy.common import CatalogRef, ObjectReference, SpecModel
-from tablekeeper.core.policy.durations import Duration, to_timedelta
+from tablekeeper.core.policy.duration_field import Duration, to_timedelta
 from tablekeeper.core.policy.effective import (
     ClusterPolicy,
     EffectivePolicy,

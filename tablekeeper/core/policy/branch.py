@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tablekeeper.core import names
 from tablekeeper.core.policy.common import AdoptionPolicy, DeletionPolicy, ObjectReference, SpecModel
-from tablekeeper.core.policy.durations import Duration
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.policy.tag import check_tag_name
 from tablekeeper.core.policy.validation import InvalidSpecError
 

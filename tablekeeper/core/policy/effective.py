@@ -41,7 +41,7 @@ from pydantic import ValidationError
 
 from tablekeeper.core import durations, errors, safety
 from tablekeeper.core.policy.common import SpecModel
-from tablekeeper.core.policy.durations import Duration
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.policy.policy import (
     ClusterPaimonRetentionPolicySpec,
     DurationBound,

@@ -21,7 +21,7 @@ from typing import Literal, TypeVar
 from pydantic import Field, field_validator, model_validator
 
 from tablekeeper.core.policy.common import NamespaceName, SpecModel
-from tablekeeper.core.policy.durations import Duration
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.policy.retention import RetentionSpec
 from tablekeeper.core.policy.selectors import LabelSelector
 from tablekeeper.core.policy.validation import InvalidSpecError

@@ -22,7 +22,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tablekeeper.core import safety
 from tablekeeper.core.policy.common import SectionState, SpecModel
-from tablekeeper.core.policy.durations import Duration
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.policy.schedule import Schedule
 from tablekeeper.core.policy.validation import InvalidSpecError, UnsafeSpecError
 

@@ -19,7 +19,7 @@ import re
 from datetime import timedelta
 
 from tablekeeper.core.policy.common import PatternString
-from tablekeeper.core.policy.durations import Duration
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.policy.validation import InvalidSpecError
 
 __all__ = ["Schedule", "SCHEDULE_PATTERN", "MIN_INTERVAL", "MACROS"]

@@ -14,7 +14,7 @@ from pydantic import AwareDatetime, Field, field_validator, model_validator
 
 from tablekeeper.core import errors, names
 from tablekeeper.core.policy.common import AdoptionPolicy, DeletionPolicy, ObjectReference, SpecModel
-from tablekeeper.core.policy.durations import Duration
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.policy.validation import InvalidSpecError
 
 __all__ = ["PaimonTagSpec", "TagSource", "check_tag_name", "check_branch_ref", "RESERVED_TAG_NAMES"]

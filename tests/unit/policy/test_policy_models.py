@@ -25,7 +25,7 @@ from tablekeeper.core.policy import (
 )
 from tablekeeper.core.policy.catalog import AllowedNamespaces, normalize_warehouse
 from tablekeeper.core.policy.common import SpecModel
-from tablekeeper.core.policy.durations import DURATION_PATTERN
+from tablekeeper.core.policy.duration_field import DURATION_PATTERN
 from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, IntBound
 from tablekeeper.core.policy.selectors import LabelSelector
 

@@ -1,0 +1,88 @@
+"""Planning the tags and branches of one table, in order: declared tags on main, auto tags,
+branches, tags on branches, what manifests no longer declare, tag expiry. Pure.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from tablekeeper.core.paimon import layout
+from tablekeeper.core.policy.effective import EffectivePolicy
+from tablekeeper.reconcile import actions as A
+from tablekeeper.reconcile import auto_tags_planner, branches_planner, plan_context, tags_planner
+from tablekeeper.reconcile.desired import TableTarget
+from tablekeeper.reconcile.observe import TableState
+from tablekeeper.reconcile.records import TableRecords
+
+__all__ = ["plan_objects", "plan_removed"]
+
+
+def plan_objects(target: TableTarget, state: TableState, records: TableRecords, policy: EffectivePolicy,
+                 now: datetime) -> list[A.Action]:
+    """Tag and branch actions for one table (steps 1-4 of the module docstring). Pure."""
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    ctx = plan_context.PlanContext(target, state, records, policy, now, plan_context.writer_zone(target))
+    planned_tags: dict[tuple[str, str], int] = {(layout.MAIN, n): t.snapshot_id
+                                                for n, t in state.branch_tags(layout.MAIN).items()}
+    main_tags = [t for t in target.tags if t.branch == layout.MAIN]
+    branch_tags = [t for t in target.tags if t.branch != layout.MAIN]
+    out: list[A.Action] = []
+    for t in main_tags:
+        out.extend(tags_planner.isolated_tag(ctx, t, planned_tags))
+    auto_actions, auto_expired, auto_notes = auto_tags_planner.plan_auto_tags(ctx)
+    out.extend(auto_actions)
+    drops: list[A.Action] = []
+    for b in target.branches:
+        out.extend(branches_planner.isolated_branch(ctx, b, planned_tags, drops))
+    for t in branch_tags:
+        out.extend(tags_planner.isolated_tag(ctx, t, planned_tags))
+    out.extend(plan_removed(ctx, drops))
+    out.extend(tags_planner.plan_tag_expiry(ctx, auto_expired, out))
+    out.extend(auto_notes)
+    return out
+
+
+def plan_removed(ctx: plan_context.PlanContext, drops: list[A.Action]) -> list[A.Action]:
+    """Owned objects no manifest declares any more, plus TTL drops collected in ``drops``."""
+    state, target, records = ctx.state, ctx.target, ctx.records
+    declared_tags = {(t.branch, t.tag) for t in target.tags}
+    declared_branches = {b.name for b in target.branches}
+    out: list[A.Action] = []
+    for name, brec in sorted(records.branches.items()):
+        if name in declared_branches:
+            continue
+        base = ctx.base(layout.MAIN, owner=brec.resource)
+        if name not in state.branches:
+            out.append(A.ReleaseObject(**base, object_kind="branch", name=name,
+                                       reason="manifest removed and the branch is gone: forget it"))
+        elif brec.deletion_policy == "Retain":
+            out.append(A.ReleaseObject(**base, object_kind="branch", name=name,
+                                       reason="manifest removed; deletionPolicy Retain keeps the branch"))
+        else:
+            drops.extend(branches_planner.drop_guarded(ctx, name, base, "manifest removed (deletionPolicy Delete)",
+                                       fork_tag=brec.fork_tag))
+    out.extend(drops)
+    dropped = {a.name for a in drops if isinstance(a, A.DropBranch)}
+    for (branch, name), rec in sorted(records.tags.items()):
+        if (branch, name) in declared_tags or branch in dropped:
+            continue
+        base = ctx.base(branch, owner=rec.resource)
+        existing = state.branch_tags(branch).get(name)
+        if existing is None or rec.expired:
+            out.append(A.ReleaseObject(**base, object_kind="tag", name=name,
+                                       reason="manifest removed and the tag is gone: forget it"))
+            continue
+        if rec.deletion_policy == "Retain":
+            out.append(A.ReleaseObject(**base, object_kind="tag", name=name,
+                                       reason="manifest removed; deletionPolicy Retain keeps the tag"))
+            continue
+        users = [u for u in state.protected_tags(branch).get(name, ()) if u not in dropped]
+        if users:
+            out.append(A.TagConflict(**base, tag=name, conflict="ProtectedByBranch",
+                                     reason=f"manifest removed, but branch(es) {users} were created from it: it is "
+                                            "kept until they are dropped"))
+            continue
+        out.append(A.DeleteTag(**base, tag=name, snapshot_id=existing.snapshot_id,
+                               reason="manifest removed (deletionPolicy Delete): delete with cleanup"))
+    return out

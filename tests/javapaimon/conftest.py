@@ -1,0 +1,38 @@
+"""The Java Paimon tier (marker ``javapaimon``): one JVM and one Java-written warehouse per Paimon
+version and session; every test works on its own copy of that warehouse."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.javapaimon import warehouse as W
+from tests.support import javapaimon as J
+
+
+@pytest.fixture(scope="session", params=J.VERSIONS, ids=lambda v: f"paimon-{v}")
+def java(request: pytest.FixtureRequest) -> Iterator[J.JavaPaimon]:
+    version: str = request.param
+    driver = J.JavaPaimon(J.classpath_or_skip(version), version)
+    try:
+        yield driver
+    finally:
+        driver.close()
+
+
+@pytest.fixture(scope="session")
+def java_warehouse(java: J.JavaPaimon, tmp_path_factory: pytest.TempPathFactory) -> W.Built:
+    """The warehouse Java Paimon wrote with every feature of issue 13 point 2 (built once)."""
+    root = tmp_path_factory.mktemp(f"java-wh-{java.version}") / "wh"
+    return W.build(java, str(root))
+
+
+@pytest.fixture
+def wh(java_warehouse: W.Built, tmp_path: Path) -> str:
+    """A private copy of the Java-written warehouse (metadata and data are small: copying is cheap)."""
+    target = tmp_path / "wh"
+    shutil.copytree(java_warehouse.root, target, copy_function=shutil.copy2)
+    return str(target)

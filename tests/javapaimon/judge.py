@@ -1,0 +1,92 @@
+"""How Java Paimon judges one tablekeeper operation (issue 13 point 3).
+
+``judged(java, wh, table, run)``: Java reads every view before and after ``run`` (views that Java
+cannot read are failures). ``java_still_works``: afterwards Java commits to main and every branch,
+runs its own ``expire_snapshots`` and ``remove_orphan_files``, and still reads every tag and the
+latest state of every branch as before (plus its probe row): Java's maintenance never misses a
+file tablekeeper kept, and nothing tablekeeper left behind breaks Java's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+import pytest
+
+from tablekeeper.cli.main import main
+from tests.support import javapaimon as J
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """Run the tablekeeper CLI as a user would; returns stdout, fails the test on a non-zero exit."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert code == 0, f"tablekeeper {' '.join(args)} exited {code}: {err}{out}"
+    return out
+
+
+def readable(views: Mapping[str, Any]) -> dict[str, Any]:
+    """``views`` with every entry checked: Java read each one."""
+    broken = {k: v["error"] for k, v in views.items() if "error" in v}
+    assert not broken, f"Java Paimon could not read: {broken}"
+    return dict(views)
+
+
+def judged(java: J.JavaPaimon, wh: str, table: str, run: Callable[[], object]) -> tuple[dict[str, Any], dict[str, Any]]:
+    before = readable(java.views(wh, table))
+    run()
+    after = readable(java.views(wh, table))
+    check_system_tables(wh, table, after)
+    return before, after
+
+
+def check_system_tables(wh: str, table: str, views: Mapping[str, Any]) -> None:
+    """Java's system tables of main agree with the files on disk."""
+    root = J.table_root(wh, table)
+    snapshots = {int(r[0]) for r in J.system_rows(views, "snapshots") if r[0] is not None}
+    assert snapshots == set(J.ids(root / "snapshot", "snapshot-"))
+    assert {r[0] for r in J.system_rows(views, "tags")} == set(J.names(root / "tag", "tag-"))
+    assert {r[0] for r in J.system_rows(views, "branches")} == set(J.branches_on_disk(wh, table))
+    assert {r[0] for r in J.system_rows(views, "consumers")} == set(J.names(root / "consumer", "consumer-"))
+    assert J.system_rows(views, "options")  # every table here has options
+
+
+def unchanged_except(before: Mapping[str, Any], after: Mapping[str, Any], *, removed: Collection[str] = (),
+                     changed: Collection[str] = (), added: Collection[str] = ()) -> None:
+    """Every data view is equal before and after, except what the operation meant to change."""
+    b, a = J.data_views(before), J.data_views(after)
+    for key in removed:
+        assert key in b, f"{key} was not there before"
+        assert key not in a, f"{key} should be gone"
+    assert set(a) - set(b) == set(added), f"unexpected new views: {sorted(set(a) - set(b) - set(added))}"
+    for key in set(b) - set(removed) - set(changed):
+        assert key in a, f"{key} disappeared"
+        assert a[key] == b[key], f"{key} reads differently after the operation"
+
+
+def java_still_works(java: J.JavaPaimon, wh: str, table: str, after: Mapping[str, Any]) -> None:
+    branches = ["main", *J.branches_on_disk(wh, table)]
+    for branch in branches:
+        java.table_call("commit_probe", wh, table, on_branch=branch)
+    for branch in branches:
+        java.table_call("expire_snapshots", wh, table, on_branch=branch, retain_max=3, retain_min=1,
+                        older_than_ms=0)
+    java.table_call("remove_orphan_files", wh, table, older_than_epoch_ms=J.now_ms() + 60_000)
+    final = java.views(wh, table)
+    readable({k: v for k, v in final.items() if k.startswith(("main@", "$")) or k.endswith("@latest")})
+    for key, value in J.data_views(after).items():
+        if key.startswith("main@tag-"):
+            # (tags of other branches are not compared here: Java Paimon 1.3/1.4's own
+            # expire_snapshots on a branch deletes the manifests of that branch's tags, also on
+            # tables only Java ever wrote; docs/compatibility.md)
+            assert final.get(key) == value, f"{key} reads differently after Java's commit and maintenance"
+        elif key.endswith("@latest"):
+            rows_after, rows_final = value["rows"], final[key]["rows"]
+            assert len(rows_final) == len(rows_after) + 1 and all(r in rows_final for r in rows_after), key
+
+
+def java_deleted_nothing_we_kept(java: J.JavaPaimon, wh: str, table: str, older_than_ms: int) -> list[str]:
+    """Java's own orphan cleanup (dry run) after ours: what it would still delete."""
+    res = java.table_call("remove_orphan_files", wh, table, older_than_epoch_ms=older_than_ms, dry_run=True)
+    return sorted(res["paths"])

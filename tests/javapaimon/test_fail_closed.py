@@ -1,0 +1,102 @@
+"""Fail closed on what we do not know (issue 13 point 6), on Java-written tables: a snapshot or
+schema of an unknown format version, or a manifest with an unknown field, makes every
+destructive command stop with exit code 2 and an error naming the file, deleting nothing."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import time
+from pathlib import Path
+
+import fastavro
+import pytest
+
+from tablekeeper.cli.main import main
+from tests.javapaimon import warehouse as W
+from tests.support import javapaimon as J
+
+pytestmark = [pytest.mark.javapaimon, pytest.mark.timeout(900)]
+
+
+def _bump_version(path: Path, version: int) -> str:
+    data = json.loads(path.read_text())
+    data["version"] = version
+    path.write_text(json.dumps(data, indent=2))
+    return str(path)
+
+
+def _newer_snapshot(wh: str) -> tuple[str, str]:
+    root = J.table_root(wh, W.ORDERS)
+    latest = J.ids(root / "snapshot", "snapshot-")[-1]
+    return _bump_version(root / "snapshot" / f"snapshot-{latest}", 4), "version 4"
+
+
+def _newer_schema(wh: str) -> tuple[str, str]:
+    root = J.table_root(wh, W.ORDERS)
+    return _bump_version(root / "schema" / "schema-0", 9), "version 9"
+
+
+def _newer_manifest(wh: str) -> tuple[str, str]:
+    """Every data manifest rewritten with one more entry field, as a newer writer would."""
+    root = J.table_root(wh, W.ORDERS)
+    manifests = [p for p in (root / "manifest").glob("manifest-*")
+                 if not p.name.startswith("manifest-list-") and "orphan" not in p.name]
+    for path in manifests:
+        with path.open("rb") as f:
+            reader = fastavro.reader(f)
+            schema = copy.deepcopy(reader.writer_schema)
+            records = list(reader)
+        assert schema is not None
+        schema["fields"].append({"name": "_NEW_FIELD", "type": "long", "default": 0})
+        for r in records:
+            r["_NEW_FIELD"] = 1
+        with path.open("wb") as f:
+            fastavro.writer(f, schema, records)
+    return str(root / "manifest"), "_NEW_FIELD"
+
+
+def _commands(wh: str) -> list[tuple[str, ...]]:
+    t = W.ORDERS
+    return [
+        ("expire", "-w", wh, t, "--retain-min", "1", "--time-retained", "1 s"),
+        ("expire-changelog", "-w", wh, t),
+        ("expire-partitions", "-w", wh, t, "--expiration-time", "30 d", "--timestamp-formatter", "yyyy-MM-dd"),
+        ("clean-orphans", "-w", wh, t, "--older-than", str(J.now_ms() - 1000), "--force"),
+        ("tag", "delete", "-w", wh, t, "t1", "--force"),
+        ("branch", "drop", "-w", wh, t, "dev"),
+        ("branch", "fast-forward", "-w", wh, t, "dev"),
+    ]
+
+
+def _listing(wh: str) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(Path(wh).rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("edit", [_newer_snapshot, _newer_schema, _newer_manifest],
+                         ids=["snapshot-version", "schema-version", "manifest-field"])
+def test_unknown_format_stops_every_destructive_command(java: J.JavaPaimon, wh: str, edit: object,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    if java.version != J.VERSIONS[0]:
+        pytest.skip("the format checks do not depend on the writer version: judged on the newest Paimon")
+    orphan = J.table_root(wh, W.ORDERS) / "manifest" / "manifest-orphan-0"
+    orphan.write_bytes(b"x")  # something clean-orphans would delete
+    old = time.time() - 3 * 86400
+    os.utime(orphan, (old, old))
+    assert callable(edit)
+    named, detail = edit(wh)
+    before = _listing(wh)
+    # Branch commands read no manifest and delete no data or manifest file (they move snapshot,
+    # tag and schema files, whose versions format_guard checks): not run for a manifest field.
+    commands = [c for c in _commands(wh) if not (c[0] == "branch" and detail == "_NEW_FIELD")]
+    for args in commands:
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        if code == 0:
+            # Only a command that changes no file may pass: expire-changelog with nothing to expire.
+            assert "nothing" in out and args[0] == "expire-changelog", (args, out)
+            continue
+        assert code == 2, (args, err)
+        assert err.startswith("error: ") and detail in err and (named in err or Path(named).name in err), (args, err)
+    assert _listing(wh) == before
