@@ -176,12 +176,18 @@ def copy_storage(src: Storage, name: str) -> Storage:
         return Storage(copy_tree(src.warehouse, f"{src.warehouse}-{name}"))
     bucket, prefix = src.warehouse.removeprefix("s3://").split("/", 1)
     target = f"{prefix}-{name}"
-    for key in src.fs.find(f"{bucket}/{prefix}"):
+    for key in objects(src.fs, src.warehouse):  # directory markers (``dir/``) too, as pyarrow wrote them
         rel = key[len(f"{bucket}/{prefix}/"):]
-        src_key = f"{prefix}/{rel}"
-        s3support.put_objects(bucket, {f"{target}/{rel}": src.fs.cat_file(key)})
-        s3support.set_mtime(bucket, f"{target}/{rel}", s3support.get_mtime(bucket, src_key))
+        body = b"" if key.endswith("/") else src.fs.cat_file(key)
+        s3support.put_objects(bucket, {f"{target}/{rel}": body})
+        s3support.set_mtime(bucket, f"{target}/{rel}", s3support.get_mtime(bucket, f"{prefix}/{rel}"))
     return Storage(f"s3://{bucket}/{target}", src.options, src.fs)
+
+
+def objects(fs: s3fs.S3FileSystem, uri: str) -> list[str]:
+    """Every object key below ``uri`` as ``bucket/key`` (``find`` without ``detail`` strips the
+    trailing ``/`` of directory markers, which would make them look like files)."""
+    return sorted(fs.find(uri.removeprefix("s3://"), detail=True))
 
 
 def remove_storage(storage: Storage) -> None:
@@ -197,7 +203,7 @@ def tree(storage: Storage) -> set[str]:
     if storage.fs is None:
         return set(dir_listing(storage.warehouse))
     prefix = storage.warehouse.removeprefix("s3://")
-    return {k[len(prefix) + 1:] for k in storage.fs.find(prefix) if not k.endswith("/")}
+    return {k[len(prefix) + 1:] for k in objects(storage.fs, storage.warehouse) if not k.endswith("/")}
 
 
 def relative(paths: list[str], storage: Storage) -> list[str]:
