@@ -72,18 +72,18 @@ def build_elsewhere(warehouse: str, spec: _synth.SynthSpec, early: list[int]) ->
     in the child); the ground truth comes back pickled."""
     import pickle
 
-    from tablekeeper.core import forked
+    from tablekeeper.core import child_process
 
-    def build(_send: forked.Send) -> bytes:
+    def build(_send: child_process.Send) -> bytes:
         built = _synth.build_table(warehouse, spec, track_referenced=True, sample_live=early)
         age_table(built, AGE_S)
         return pickle.dumps((built, list(_synth.validate_with_pypaimon(built, early))))
 
-    if not forked.available():
+    if not child_process.available():
         built = _synth.build_table(warehouse, spec, track_referenced=True, sample_live=early)
         age_table(built, AGE_S)
         return built, list(_synth.validate_with_pypaimon(built, early))
-    built, valid = pickle.loads(forked.ForkedCall(build).result())  # noqa: S301 - our own child
+    built, valid = pickle.loads(child_process.ForkedCall(build).result())  # noqa: S301 - our own child
     return built, valid
 
 
@@ -118,7 +118,7 @@ def instrumented_phases(warehouse: str, config: orphans.OrphanConfig) -> dict[st
     scanning this process's share of the manifests, waiting for the forked helpers and merging
     what their scanners did not see. The helpers walk the lists, build their scanners and scan
     their shares meanwhile, in other processes."""
-    from tablekeeper.core import forked, name_scan, references
+    from tablekeeper.core import child_process, name_scan, references
 
     acc: dict[str, float] = {}
     patched: list[tuple[Any, str, Any]] = []
@@ -142,7 +142,7 @@ def instrumented_phases(warehouse: str, config: orphans.OrphanConfig) -> dict[st
     wrap(references._Walk, "walk", "walk")
     wrap(references._Walk, "adopt_walk", "adopt")
     wrap(references._Walk, "scan_shared", "scan")
-    wrap(forked.ForkedCall, "result", "wait")
+    wrap(child_process.ForkedCall, "result", "wait")
     wrap(name_scan.NameScanner, "merge_state", "merge")
     try:
         start = time.perf_counter()

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn
 from rich.table import Table as RichTable
 
 from tablekeeper.cli import gitops
-from tablekeeper.core import branches, execution, forks, plans
+from tablekeeper.core import branches, execution, fork_points, plans
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
 
@@ -121,7 +121,7 @@ def build_timeline(table: Table) -> dict[str, Any]:
                 "latest": t.latest_snapshot_id(), "earliest": t.earliest_snapshot_id()}
 
     out: dict[str, Any] = {"table": table.identifier, "main": branch_data(main), "branches": []}
-    for fp in forks.fork_points(main):
+    for fp in fork_points.fork_points(main):
         data = branch_data(main.on_branch(fp.branch))
         data.update({"name": fp.branch, "fork_snapshot_id": fp.snapshot_id, "from_tag": fp.from_tag})
         out["branches"].append(data)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tablekeeper.core import errors, forks, names
+from tablekeeper.core import errors, fork_points, names
 from tablekeeper.core.paimon import hints, layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.storage import join
@@ -62,7 +62,7 @@ def fork_tag_name(branch: str, snapshot_id: int) -> str:
 def list_branches(table: Table) -> list[BranchRow]:
     main = table.on_branch(layout.MAIN)
     rows = []
-    for fp in forks.fork_points(main):
+    for fp in fork_points.fork_points(main):
         path = layout.branch_root(main.root, fp.branch)
         try:
             mtime = main.file_io.stat(path).mtime_ms
@@ -256,7 +256,7 @@ def fast_forward(table: Table, name: str, *, dry_run: bool = False) -> BranchCha
         raise errors.InvalidInputError(f"branch {name!r} has no snapshot to fast-forward to",
                                        fix="commit to the branch first")
     first = branch.snapshot(earliest)
-    fp = forks.fork_point(branch)
+    fp = fork_points.fork_point(branch)
     if fp.snapshot_id is None and (main.snapshot_ids() or main.tag_names()):
         raise errors.DivergedBranchError(
             f"branch {name!r} shares no snapshot with main; fast-forward would replace main's history",

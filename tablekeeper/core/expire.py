@@ -1,4 +1,9 @@
-"""Snapshot expiration (paimon-semantics.md §2) as a pure planner returning a frozen Plan.
+"""Snapshot and changelog expiration (paimon-semantics.md §2), decided as data.
+
+``decide_expire`` / ``decide_expire_changelog`` return a :class:`decisions.ExpirationDecision`
+(range, expiring ids, the roots with their uses, the tail); ``plan_expire`` /
+``plan_expire_changelog`` evaluate it in process, the Spark job evaluates the same decision
+distributed.
 
 Range: Java 2.0's ``ExpireSnapshotsImpl`` (retain min/max, time retention checked on the
 *next* snapshot, expire limit, consumers). Deletion: Java's ``SnapshotDeletion`` order — data
@@ -9,19 +14,20 @@ a protecting root aborts the plan (IncompleteProtectionSetError)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
-from tablekeeper.core import durations, errors, plans, safety
-from tablekeeper.core.paimon import hints, layout, manifests
+from tablekeeper.core import decisions, durations, errors, expire_evaluation, plans, safety
+from tablekeeper.core.paimon import hints, layout
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.reachability import DataKey, MetaUnion, Reachability, gc_paused
+from tablekeeper.core.reachability import gc_paused
 from tablekeeper.core.storage import join
 
 __all__ = ["ExpireConfig", "ExpireRange", "ChangelogConfig", "config_from_options", "changelog_config_from_options",
-           "compute_range", "changelog_range", "plan_expire", "plan_expire_changelog"]
+           "compute_range", "changelog_range", "protecting_roots", "expiring_snapshots", "previous_tag",
+           "decide_expire", "decide_expire_changelog", "plan_expire", "plan_expire_changelog"]
 
 INT_MAX = 2**31 - 1
 
@@ -133,8 +139,9 @@ def compute_range(table: Table, config: ExpireConfig, now_ms: int) -> ExpireRang
     return ExpireRange(earliest, latest, end, reason)
 
 
-def _roots(table: Table) -> tuple[list[Snapshot], list[Snapshot], list[Snapshot]]:
-    """(tags of every branch, snapshots and tags of other branches, long-lived changelogs)."""
+def protecting_roots(table: Table) -> tuple[list[Snapshot], list[Snapshot], list[Snapshot]]:
+    """(tags of every branch, snapshots and tags of the other branches, long-lived changelogs of
+    every branch): the roots that protect files from an expiration of ``table``'s branch."""
     tags: list[Snapshot] = []
     others: list[Snapshot] = []
     changelogs: list[Snapshot] = []
@@ -151,206 +158,113 @@ def _roots(table: Table) -> tuple[list[Snapshot], list[Snapshot], list[Snapshot]
     return tags, others, changelogs
 
 
-def _delta_deletions(reach: Reachability, snapshot: Snapshot) -> list[manifests.FileRef]:
-    """DELETE entries of a delta, cancelled by an ADD of the same file in the same delta
-    (upgrades: DELETE level L + ADD level L' of one file), regardless of order."""
-    refs = reach.delta_refs(snapshot)
-    added = {(r.partition, r.bucket, r.file_name) for r in refs if r.kind == manifests.ADD}
-    return [r for r in refs if r.kind == manifests.DELETE and (r.partition, r.bucket, r.file_name) not in added]
-
-
-def _prefetch(reach: Reachability, table: Table, config: ExpireConfig, expiring: list[Snapshot],
-              end_snapshot: Snapshot, tag_roots: list[Snapshot], other_roots: list[Snapshot],
-              changelog_roots: list[Snapshot]) -> None:
-    """Warm ``reach``'s caches with what ``_plan_expire`` is about to read, in parallel (object
-    stores only, see ``Reachability.prefetch``): the delta lists (and manifests) of ``(begin,
-    end]``, the full state of each tag that is the nearest previous tag of one of them, other
-    branches' roots and changelog roots, the changelog lists of the expiring snapshots; then,
-    lists only, everything the manifest step and ``keep_meta`` walk. Errors are swallowed:
-    the sequential reads meet them where they always did."""
-    if not reach.prefetches:
-        return
-    try:
-        own_tags = sorted((t.snapshot for t in table.tags()), key=lambda s: s.id)
-    except Exception:
-        return
-    deltas = [*expiring[1:], end_snapshot]
-    previous: dict[int, Snapshot] = {}
-    for snap in deltas:
-        tag = max((t for t in own_tags if t.id < snap.id), key=lambda t: t.id, default=None)
-        if tag is not None:
-            previous.setdefault(tag.id, tag)
-    full_state = [*previous.values(), *other_roots]
-    names: list[str | None] = [s.delta_manifest_list for s in deltas]
-    names += [n for s in full_state for n in (s.base_manifest_list, s.delta_manifest_list)]
-    names += [s.delta_manifest_list for s in changelog_roots]
-    changelog_lists = [*tag_roots, *other_roots, *changelog_roots, end_snapshot]
-    if not config.changelog_decoupled:
-        changelog_lists += expiring
-    names += [s.changelog_manifest_list for s in changelog_lists]
-    reach.prefetch(names)
-    reach.prefetch([n for s in [*expiring, end_snapshot, *tag_roots, *other_roots, *changelog_roots]
-                    for n in s.manifest_lists], manifests_too=False)
-
-
-def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
-    """Plan snapshot expiration of ``table``'s branch. Pure: reads metadata, writes nothing.
-
-    Cost grows with what expires, not with the table's history:
-
-    - data files come only from the *delta* lists of ``(begin, end]`` (plus the live sets of
-      the tags that precede them and of other branches' roots, which is what protects files);
-      nothing walks the retained snapshots;
-    - the manifests of the expiring snapshots' *base* lists must still be looked at (a writer
-      that merges manifests writes files that appear in base lists only), but those lists
-      repeat each other block for block, and ``Reachability`` decodes and visits each distinct
-      Avro block once (``MetaUnion``) instead of once per snapshot: a pypaimon-written table
-      (no manifest merging, ``base(s) = base(s-1) + delta(s-1)``) otherwise costs
-      O(expiring x history) in list entries;
-    - on object stores the manifests every step will need (deltas, tag and branch states,
-      changelog lists) are fetched and decoded ahead by a small thread pool (locally decoding
-      holds the GIL and threads measured no faster); the cyclic GC is paused while planning.
-
-    Why this is still safe: the set of files planned is unchanged. A block is skipped only
-    after its identical bytes were decoded and their files considered for an earlier snapshot
-    (deletion is decided per path against the same ``keep_meta``); prefetching swallows every
-    error so the sequential reads below meet and raise them exactly as before; the protection
-    sets (other branches, tags of every branch, changelogs, the end snapshot) are built in
-    full, as before, and any read error under them still aborts the plan."""
-    with gc_paused():
-        return _plan_expire(table, config, now_ms)
-
-
-def _plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
-    rng = compute_range(table, config, now_ms)
-    details: tuple[tuple[str, object], ...] = (
-        ("branch", table.branch), ("earliest", rng.earliest), ("latest", rng.latest),
-        ("end_exclusive", rng.end_exclusive), ("expired_snapshots", 0), ("stop_reason", rng.reason))
-    snapshot_dir = table.dir(layout.SNAPSHOT_DIR)
-    earliest_hint = join(snapshot_dir, hints.EARLIEST)
-    if rng.earliest is None or rng.end_exclusive is None or rng.end_exclusive <= rng.earliest:
-        hint_steps: tuple[plans.Step, ...] = ()
-        if rng.earliest is not None and table.read_hint(layout.SNAPSHOT_DIR, hints.EARLIEST) is None:
-            hint_steps = (plans.WriteStep(earliest_hint, hints.encode_hint(rng.earliest), "EARLIEST was missing"),)
-        return plans.Plan("expire-snapshots", table.identifier, hint_steps, (f"nothing expires: {rng.reason}",), details)
-    end = rng.end_exclusive
+def expiring_snapshots(table: Table, begin: int, end: int) -> tuple[list[Snapshot], list[int]]:
+    """The snapshots of ``[begin, end)`` and the ids whose files are already gone (a concurrent
+    expiration, or an earlier interrupted run: tolerated, Paimon #4235)."""
     expiring: list[Snapshot] = []
     missing: list[int] = []
-    for sid in range(rng.earliest, end):
+    for sid in range(begin, end):
         try:
             expiring.append(table.snapshot(sid))
         except errors.SnapshotNotFoundError:
-            missing.append(sid)  # a concurrent expiry removed it: tolerated (Paimon #4235)
-    notes: list[str] = [f"expiring snapshots {rng.earliest}..{end - 1} (stop: {rng.reason})"]
+            missing.append(sid)
+    return expiring, missing
+
+
+def previous_tag(tags: Sequence[Snapshot], sid: int) -> int | None:
+    """The id of the nearest tag before snapshot ``sid``: its live files protect the files that
+    ``sid``'s delta deletes (Paimon's TagDeletion rule)."""
+    before = [t.id for t in tags if t.id < sid]
+    return max(before) if before else None
+
+
+def decide_expire(table: Table, config: ExpireConfig, now_ms: int) -> decisions.ExpirationDecision:
+    """Decide a snapshot expiration of ``table``'s branch: range, roots and their uses, tail.
+
+    Roots: tags of every branch and every snapshot and tag of every *other* branch protect
+    (strictly); the first retained snapshot protects its changelog and metadata and its delta
+    is a candidate; long-lived changelogs (and, decoupled, the expiring snapshots themselves,
+    which live on as changelog-N) protect what a changelog reads; the expiring snapshots'
+    deltas (all but the first), changelogs (unless decoupled) and metadata are candidates,
+    each delta protected by the live files of the tag before it.
+
+    Raises:
+        IncompleteProtectionSetError: a protecting root cannot be enumerated.
+    """
+    rng = compute_range(table, config, now_ms)
+    details: dict[str, object] = {
+        "branch": table.branch, "earliest": rng.earliest, "latest": rng.latest, "end_exclusive": rng.end_exclusive,
+        "expired_snapshots": 0, "stop_reason": rng.reason}
+    earliest_hint = join(table.dir(layout.SNAPSHOT_DIR), hints.EARLIEST)
+
+    def decided(expiring: Sequence[Snapshot], missing: Sequence[int], roots: Sequence[decisions.RootUse],
+                tail: Sequence[plans.Step], notes: Sequence[str]) -> decisions.ExpirationDecision:
+        details["expired_snapshots"] = len(expiring)
+        depth = len(table.schema().partition_keys) if config.clean_empty_directories and roots else None
+        return decisions.ExpirationDecision(
+            "expire-snapshots", table.identifier, table.branch, tuple(s.id for s in expiring), tuple(missing),
+            tuple(roots), tuple(tail), tuple(notes), tuple(details.items()), empty_dirs_depth=depth)
+
+    if rng.earliest is None or rng.end_exclusive is None or rng.end_exclusive <= rng.earliest:
+        hint_steps: list[plans.Step] = []
+        if rng.earliest is not None and table.read_hint(layout.SNAPSHOT_DIR, hints.EARLIEST) is None:
+            hint_steps.append(plans.WriteStep(earliest_hint, hints.encode_hint(rng.earliest), "EARLIEST was missing"))
+        return decided((), (), (), hint_steps, (f"nothing expires: {rng.reason}",))
+    end = rng.end_exclusive
+    expiring, missing = expiring_snapshots(table, rng.earliest, end)
+    notes = [f"expiring snapshots {rng.earliest}..{end - 1} (stop: {rng.reason})"]
     if missing:
         notes.append(f"snapshot files already gone (concurrent or earlier run): {missing[:10]}")
     if not expiring:
-        return plans.Plan("expire-snapshots", table.identifier,
-                          (plans.WriteStep(earliest_hint, hints.encode_hint(end), "advance EARLIEST"),),
-                          tuple(notes), details)
+        return decided((), missing, (), (plans.WriteStep(earliest_hint, hints.encode_hint(end), "advance EARLIEST"),),
+                       notes)
     end_snapshot = table.snapshot(end)
-    reach = Reachability(table)
     try:
-        tag_roots, other_roots, changelog_roots = _roots(table)
-        _prefetch(reach, table, config, expiring, end_snapshot, tag_roots, other_roots, changelog_roots)
-        # Decoupled: the expiring snapshots live on as changelog-N (written by this plan), so
-        # they protect what a changelog reads — for producer 'none' that is their delta files
-        # (Java's "keep APPEND files" rule), otherwise their changelog files.
-        changelog_like = [*changelog_roots, *(expiring if config.changelog_decoupled else [])]
-        keep_data: set[DataKey] = reach.union_live(other_roots)
-        keep_changelog: set[DataKey] = set()
-        for root in [*tag_roots, *other_roots, end_snapshot]:
-            keep_changelog.update((r.partition, r.bucket, r.file_name) for r in reach.changelog_refs(root))
-        keep_meta = reach.union_meta([end_snapshot, *tag_roots, *other_roots])
-        for log in changelog_like:
-            log_data = reach.changelog_root_data(log)
-            keep_data.update(log_data)
-            keep_changelog.update(log_data)
-            keep_meta.update(reach.changelog_root_meta(log))
+        tag_roots, other_roots, changelog_roots = protecting_roots(table)
         own_tags = sorted((t.snapshot for t in table.tags()), key=lambda s: s.id)
-        tag_live: dict[int, set[DataKey]] = {}
     except FileNotFoundError as e:
-        raise errors.IncompleteProtectionSetError(
-            f"cannot read a protecting root while planning expiration: {e}",
-            fix="a manifest of a retained snapshot/tag/branch is missing; repair it (nothing was deleted)") from e
-    files: list[plans.PlannedFile] = []
-    skipped: list[int] = []
-    # 1. data files deleted in the deltas of (begin, end]
-    for snap in [*expiring[1:], end_snapshot]:
-        try:
-            deletions = _delta_deletions(reach, snap)
-        except FileNotFoundError:
-            skipped.append(snap.id)  # an earlier run already removed this delta: its data went first
-            continue
-        previous_tag = max((t for t in own_tags if t.id < snap.id), key=lambda t: t.id, default=None)
-        protected: set[DataKey] = set()
-        if previous_tag is not None:
-            try:
-                if previous_tag.id not in tag_live:
-                    tag_live[previous_tag.id] = set(reach.live_files(previous_tag))
-            except FileNotFoundError as e:
-                raise errors.IncompleteProtectionSetError(
-                    f"cannot read tag at snapshot {previous_tag.id}: {e}", fix="repair the tag's manifests") from e
-            protected = tag_live[previous_tag.id]
-        for ref in deletions:
-            key = (ref.partition, ref.bucket, ref.file_name)
-            if key in protected or key in keep_data:
-                continue
-            reason = f"deleted in snapshot {snap.id}"
-            for i, path in enumerate(reach.data_paths(ref)):
-                files.append(plans.PlannedFile(path, plans.FileKind.DATA, ref.file_size if i == 0 else None, reason))
-    if skipped:
-        notes.append(f"deltas of snapshots {skipped[:10]} already cleaned by an earlier run")
-    # 2. changelog files of [begin, end) (only when not decoupled)
-    if not config.changelog_decoupled:
+        raise decisions.abort_unreadable_protection("a root", e) from e
+    decoupled = config.changelog_decoupled
+    data, changelog = plans.FileKind.DATA, plans.FileKind.CHANGELOG_DATA
+    roots: list[decisions.RootUse] = []
+    roots.extend(decisions.RootUse(s, keep_changelog=True, keep_meta=True) for s in tag_roots)
+    roots.extend(decisions.RootUse(s, keep_live=True, keep_changelog=True, keep_meta=True) for s in other_roots)
+    roots.append(decisions.RootUse(end_snapshot, keep_changelog=True, keep_meta=True, cand_delta=data,
+                                   prev_tag=previous_tag(own_tags, end_snapshot.id)))
+    # decoupled: the expiring snapshots live on as changelog-N and protect what a changelog reads
+    roots.extend(decisions.RootUse(s, log_keep=True) for s in [*changelog_roots, *(expiring if decoupled else [])])
+    for i, s in enumerate(expiring):
+        roots.append(decisions.RootUse(s, cand_delta=data if i > 0 else None,
+                                       prev_tag=previous_tag(own_tags, s.id) if i > 0 else None,
+                                       cand_changelog=None if decoupled else changelog,
+                                       cand_meta=True, cand_meta_changelog=not decoupled))
+    used_tags = {r.prev_tag for r in roots if r.prev_tag is not None}
+    seen: set[int] = set()
+    for t in own_tags:
+        if t.id in used_tags and t.id not in seen:
+            seen.add(t.id)
+            roots.append(decisions.RootUse(t, tag_live=True))
+    tail: list[plans.Step] = []
+    if decoupled:  # keep changelog-N copies before the snapshot files go
         for snap in expiring:
-            try:
-                refs = reach.changelog_refs(snap)
-            except FileNotFoundError:
-                continue
-            for ref in refs:
-                key = (ref.partition, ref.bucket, ref.file_name)
-                if ref.kind == manifests.ADD and key not in keep_changelog:
-                    for i, path in enumerate(reach.data_paths(ref)):
-                        files.append(plans.PlannedFile(path, plans.FileKind.CHANGELOG_DATA,
-                                                       ref.file_size if i == 0 else None,
-                                                       f"changelog of snapshot {snap.id}"))
-    # 3. manifests, index, statistics of [begin, end) not used by any root (each list block and
-    #    index manifest shared by several expiring snapshots is looked at once)
-    union = MetaUnion()
-    for snap in expiring:
-        try:
-            metas = reach.meta_files(snap, include_changelog=not config.changelog_decoupled, tolerant=True,
-                                     union=union)
-        except FileNotFoundError:
-            metas = set()  # partially cleaned by an earlier run: the rest is orphan-cleanup's
-        for meta in metas:
-            if meta.path in keep_meta:
-                continue
-            kind = {"manifest": plans.FileKind.MANIFEST, "index": plans.FileKind.INDEX}.get(
-                meta.kind, plans.FileKind.STATISTICS)
-            files.append(plans.PlannedFile(meta.path, kind, meta.size, "only expired snapshots used it"))
-    data_kinds = (plans.FileKind.DATA, plans.FileKind.CHANGELOG_DATA)
-    steps: list[plans.Step] = list(plans.Plan.ordered_deletes(f for f in files if f.kind in data_kinds))
-    if config.clean_empty_directories:  # after data, before manifests (Java's order)
-        dirs = sorted({f.path.rsplit("/", 1)[0] for f in files if f.kind in data_kinds})
-        if dirs:
-            steps.append(plans.RemoveEmptyDirsStep(tuple(dirs), depth=len(table.schema().partition_keys)))
-    steps.extend(plans.Plan.ordered_deletes(f for f in files if f.kind not in data_kinds))
-    # 4. decoupled: keep changelog-N copies before the snapshot files go
-    if config.changelog_decoupled:
-        for snap in expiring:
-            steps.append(plans.WriteStep(table.changelog_path(snap.id), table.file_io.read_text(table.snapshot_path(snap.id)),
-                                         "decoupled changelog lifecycle", create_only=True))
-        steps.append(plans.WriteStep(join(table.dir(layout.CHANGELOG_DIR), hints.LATEST),
-                                     hints.encode_hint(expiring[-1].id), "changelog LATEST"))
-    # 5. snapshot files, oldest first, then EARLIEST
-    steps.append(plans.DeleteStep(plans.FileKind.SNAPSHOT, tuple(
+            tail.append(plans.WriteStep(table.changelog_path(snap.id), table.file_io.read_text(
+                table.snapshot_path(snap.id)), "decoupled changelog lifecycle", create_only=True))
+        tail.append(plans.WriteStep(join(table.dir(layout.CHANGELOG_DIR), hints.LATEST),
+                                    hints.encode_hint(expiring[-1].id), "changelog LATEST"))
+    tail.append(plans.DeleteStep(plans.FileKind.SNAPSHOT, tuple(
         plans.PlannedFile(table.snapshot_path(s.id), plans.FileKind.SNAPSHOT, s.file_size, "expired")
         for s in expiring)))
-    steps.append(plans.WriteStep(earliest_hint, hints.encode_hint(end), "new earliest snapshot"))
-    details = tuple((k, len(expiring) if k == "expired_snapshots" else v) for k, v in details)
-    return plans.Plan("expire-snapshots", table.identifier, tuple(steps), tuple(notes), details)
+    tail.append(plans.WriteStep(earliest_hint, hints.encode_hint(end), "new earliest snapshot"))
+    return decided(expiring, missing, roots, tail, notes)
+
+
+def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
+    """Plan snapshot expiration of ``table``'s branch in process: :func:`decide_expire`,
+    evaluated by :func:`tablekeeper.core.expire_evaluation.evaluate`. Pure: reads metadata,
+    writes nothing (see that module for why its cost grows with what expires, not with the
+    table's history)."""
+    with gc_paused():
+        return expire_evaluation.evaluate(table, decide_expire(table, config, now_ms))
 
 
 @dataclass(frozen=True)
@@ -401,63 +315,62 @@ def changelog_range(table: Table, config: ChangelogConfig, now_ms: int) -> tuple
     return [i for i in ids if i < end], end
 
 
-def plan_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) -> plans.Plan:
-    """Expire long-lived ``changelog-N`` files (decoupled lifecycle, Java's ExpireChangelogImpl):
-    changelog files they added, delta files they deleted (producer ``none``), manifests no
-    retained root uses, then the ``changelog-N`` files and the changelog EARLIEST hint. Tags of
-    every branch, other branches, the earliest snapshot and the end changelog protect files."""
+def decide_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) -> decisions.ExpirationDecision:
+    """Decide an expiration of long-lived ``changelog-N`` files (decoupled lifecycle, Java's
+    ExpireChangelogImpl): the changelog files they added (producer other than ``none``) or the
+    files their delta deleted (producer ``none``) and metadata no retained root uses are
+    candidates; tags of every branch, other branches and the earliest snapshot protect live
+    files, every snapshot, tag and other branch protects metadata, kept changelogs protect what
+    they read. The tail deletes the ``changelog-N`` files, then writes the changelog EARLIEST.
+
+    Raises:
+        IncompleteProtectionSetError: a protecting root cannot be enumerated.
+    """
     ids = table.changelog_ids()
     latest = table.latest_snapshot_id()
+
+    def decided(roots: Sequence[decisions.RootUse], expiring: Sequence[int], tail: Sequence[plans.Step],
+                notes: Sequence[str]) -> decisions.ExpirationDecision:
+        return decisions.ExpirationDecision(
+            "expire-changelog", table.identifier, table.branch, tuple(expiring), (), tuple(roots), tuple(tail),
+            tuple(notes), (("expired_changelogs", len(expiring)),))
+
     if not ids or latest is None:
-        return plans.Plan("expire-changelog", table.identifier, (), ("no long-lived changelogs",))
-    _expiring_ids, end = changelog_range(table, config, now_ms)
-    expiring = [table.changelog(i) for i in ids if i < end]
-    if not expiring:
-        return plans.Plan("expire-changelog", table.identifier, (), ("nothing expires",))
-    reach = Reachability(table)
+        return decided((), (), (), ("no long-lived changelogs",))
+    expiring_ids, end = changelog_range(table, config, now_ms)
+    if not expiring_ids:
+        return decided((), (), (), ("nothing expires",))
     try:
-        tag_roots, other_roots, _logs = _roots(table)
+        expiring = [table.changelog(i) for i in expiring_ids]
+        tag_roots, other_roots, _logs = protecting_roots(table)
         earliest_snapshot = table.snapshot(table.earliest_snapshot_id() or latest)
         kept_logs = [table.changelog(i) for i in ids if i >= end]
-        keep_data: set[DataKey] = reach.union_live([*other_roots, *tag_roots, earliest_snapshot])
-        keep_meta = reach.union_meta([earliest_snapshot, *tag_roots, *other_roots, *table.snapshots()])
-        for log in kept_logs:
-            keep_data.update(reach.changelog_root_data(log))
-            keep_meta.update(reach.changelog_root_meta(log))
+        all_snapshots = table.snapshots()
     except (FileNotFoundError, errors.SnapshotNotFoundError) as e:
         raise errors.IncompleteProtectionSetError(f"cannot read a protecting root: {e}",
                                                   fix="repair the table; nothing was deleted") from e
-    files: list[plans.PlannedFile] = []
+    roots: list[decisions.RootUse] = []
+    roots.extend(decisions.RootUse(s, keep_live=True) for s in [*other_roots, *tag_roots, earliest_snapshot])
+    roots.extend(decisions.RootUse(s, keep_meta=True)
+                 for s in [earliest_snapshot, *tag_roots, *other_roots, *all_snapshots])
+    roots.extend(decisions.RootUse(log, log_keep=True) for log in kept_logs)
     for log in expiring:
-        try:
-            if log.changelog_manifest_list:
-                refs = [r for r in reach.changelog_refs(log) if r.kind == manifests.ADD]
-                kind = plans.FileKind.CHANGELOG_DATA
-            else:
-                refs = _delta_deletions(reach, log)
-                kind = plans.FileKind.DATA
-        except FileNotFoundError:
-            continue
-        for ref in refs:
-            if (ref.partition, ref.bucket, ref.file_name) in keep_data:
-                continue
-            for path in reach.data_paths(ref):
-                files.append(plans.PlannedFile(path, kind, None, f"changelog {log.id} expired"))
-        try:
-            metas = reach.meta_files(log, tolerant=True)
-        except FileNotFoundError:
-            metas = set()
-        for meta in metas:
-            if meta.path not in keep_meta:
-                mkind = {"manifest": plans.FileKind.MANIFEST, "index": plans.FileKind.INDEX}.get(
-                    meta.kind, plans.FileKind.STATISTICS)
-                files.append(plans.PlannedFile(meta.path, mkind, meta.size, "only expired changelogs used it"))
-    steps: list[plans.Step] = list(plans.Plan.ordered_deletes(files))
-    steps.append(plans.DeleteStep(plans.FileKind.CHANGELOG_META, tuple(
-        plans.PlannedFile(table.changelog_path(c.id), plans.FileKind.CHANGELOG_META, None, "expired")
-        for c in expiring)))
-    steps.append(plans.WriteStep(join(table.dir(layout.CHANGELOG_DIR), hints.EARLIEST), hints.encode_hint(end),
-                                 "new earliest changelog"))
-    return plans.Plan("expire-changelog", table.identifier, tuple(steps),
-                      (f"expiring changelogs {expiring[0].id}..{expiring[-1].id}",),
-                      (("expired_changelogs", len(expiring)),))
+        if log.changelog_manifest_list:
+            roots.append(decisions.RootUse(log, cand_changelog=plans.FileKind.CHANGELOG_DATA, changelog_vs_data=True,
+                                           cand_sizes=False, cand_meta=True))
+        else:
+            roots.append(decisions.RootUse(log, cand_delta=plans.FileKind.DATA, cand_sizes=False, cand_meta=True))
+    tail = (
+        plans.DeleteStep(plans.FileKind.CHANGELOG_META, tuple(
+            plans.PlannedFile(table.changelog_path(c.id), plans.FileKind.CHANGELOG_META, None, "expired")
+            for c in expiring)),
+        plans.WriteStep(join(table.dir(layout.CHANGELOG_DIR), hints.EARLIEST), hints.encode_hint(end),
+                        "new earliest changelog"))
+    return decided(roots, expiring_ids, tail, (f"expiring changelogs {expiring[0].id}..{expiring[-1].id}",))
+
+
+def plan_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) -> plans.Plan:
+    """Plan a changelog expiration in process: :func:`decide_expire_changelog`, evaluated by
+    :func:`tablekeeper.core.expire_evaluation.evaluate`."""
+    with gc_paused():
+        return expire_evaluation.evaluate(table, decide_expire_changelog(table, config, now_ms))

@@ -21,15 +21,14 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import timedelta
 
-from tablekeeper.core import errors, plans, references, safety
+from tablekeeper.core import decisions, errors, plans, references, safety
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.reachability import gc_paused
 from tablekeeper.core.storage import ListedEntry, join
 
-__all__ = ["OrphanConfig", "CandidateListing", "resolve_older_than", "list_candidates", "plan_orphan_clean"]
-
-_KEPT_NAMES = {"EARLIEST", "LATEST"}
+__all__ = ["OrphanConfig", "CandidateListing", "resolve_older_than", "data_roots", "decide_orphan_clean",
+           "list_candidates", "enumerate_roots", "read_roots", "plan_orphan_clean"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,9 @@ def resolve_older_than(now_ms: int, *, older_than_ms: int | None = None, older_t
     return older_than_ms
 
 
-def _data_roots(table: Table) -> list[str]:
+def data_roots(table: Table) -> list[str]:
+    """Where data files live: the table (or ``data-file.path-directory``) and every
+    ``data-file.external-paths`` entry."""
     options = table.options()
     roots = [join(table.root, options["data-file.path-directory"])
              if options.get("data-file.path-directory") else table.root]
@@ -75,16 +76,16 @@ def _data_roots(table: Table) -> list[str]:
 
 
 def _bucket_dirs(table: Table, root: str, depth: int) -> list[str]:
-    """Walk exactly ``depth`` partition levels (names with '='), then ``bucket-*``."""
+    """Walk exactly ``depth`` partition levels, then the bucket directories."""
     level = [root]
     for _ in range(depth):
         nxt: list[str] = []
         for d in level:
-            nxt.extend(e.path for e in table.file_io.scan_dir(d) if e.is_dir and "=" in e.name)
+            nxt.extend(e.path for e in table.file_io.scan_dir(d) if e.is_dir and decisions.is_partition_dir(e.name))
         level = nxt
     out: list[str] = []
     for d in level:
-        out.extend(e.path for e in table.file_io.scan_dir(d) if e.is_dir and e.name.startswith("bucket-"))
+        out.extend(e.path for e in table.file_io.scan_dir(d) if e.is_dir and decisions.is_bucket_dir(e.name))
     return out
 
 
@@ -128,7 +129,31 @@ class CandidateListing:
                     yield ListedEntry(join(directory, name), name, False)
 
 
-def list_candidates(table: Table, older_than_ms: int) -> CandidateListing:
+def decide_orphan_clean(table: Table, config: OrphanConfig) -> decisions.OrphanCleanDecision:
+    """Decide an orphan clean of the whole table (all branches share data and manifests):
+    which directories hold candidates, the data roots and partition depth of the bucket walk,
+    the name prefixes manifests may reference. Roots are enumerated only after the listing
+    (:func:`enumerate_roots`)."""
+    main = table.on_branch(layout.MAIN)
+    listings = [decisions.CandidateDir(main.shared_dir(layout.MANIFEST_DIR), plans.FileKind.MANIFEST),
+                decisions.CandidateDir(main.shared_dir(layout.INDEX_DIR), plans.FileKind.INDEX),
+                decisions.CandidateDir(main.shared_dir(layout.STATISTICS_DIR), plans.FileKind.STATISTICS)]
+    for branch in main.all_branches():  # leftover temp files of crashed commits
+        listings.append(decisions.CandidateDir(branch.dir(layout.SNAPSHOT_DIR), plans.FileKind.OTHER,
+                                               temp_prefix=layout.SNAPSHOT_PREFIX))
+        listings.append(decisions.CandidateDir(branch.dir(layout.CHANGELOG_DIR), plans.FileKind.OTHER,
+                                               temp_prefix=layout.CHANGELOG_PREFIX))
+    options = main.options()
+    # manifests reference data and changelog files only: the bucket directories' names; the
+    # default prefixes too: files written before a prefix option changed keep their names
+    prefixes = (options.get("data-file.prefix", "data-"), options.get("changelog-file.prefix", "changelog-"),
+                "data-", "changelog-")
+    return decisions.OrphanCleanDecision(
+        main.identifier, config.older_than_ms, tuple(listings), tuple(data_roots(main)),
+        len(main.schema().partition_keys), tuple(dict.fromkeys(prefixes)), config.clean_empty_directories)
+
+
+def list_candidates(table: Table, decision: decisions.OrphanCleanDecision) -> CandidateListing:
     """Candidate files and the bucket directories seen.
 
     Where the listing carries mtimes (object stores) files younger than the threshold are
@@ -138,53 +163,65 @@ def list_candidates(table: Table, older_than_ms: int) -> CandidateListing:
     io = table.file_io
     main = table.on_branch(layout.MAIN)
     meta_files: list[ListedEntry] = []
-    for kind in (layout.MANIFEST_DIR, layout.INDEX_DIR, layout.STATISTICS_DIR):
-        meta_files.extend(e for e in io.scan_dir(main.shared_dir(kind)) if not e.is_dir)
-    depth = len(main.schema().partition_keys)
+    for directory in decision.listings:
+        meta_files.extend(e for e in io.scan_dir(directory.path)
+                          if not e.is_dir and decisions.is_candidate_name(directory, e.name))
     buckets: list[str] = []
     data_files: list[ListedEntry] = []
     local_data: list[tuple[str, list[str]]] = []
-    for root in _data_roots(main):
-        for bucket in _bucket_dirs(main, root, depth):
+    for root in decision.data_roots:
+        for bucket in _bucket_dirs(main, root, decision.partition_depth):
             buckets.append(bucket)
             if io.is_local:
                 local_data.append((bucket, io.list_names(bucket)))
             else:
                 data_files.extend(e for e in io.scan_dir(bucket) if not e.is_dir)
-    for branch in main.all_branches():
-        for kind, prefix in ((layout.SNAPSHOT_DIR, layout.SNAPSHOT_PREFIX),
-                             (layout.CHANGELOG_DIR, layout.CHANGELOG_PREFIX)):
-            for e in io.scan_dir(branch.dir(kind)):
-                if not e.is_dir and not e.name.startswith(prefix) and e.name not in _KEPT_NAMES:
-                    meta_files.append(e)  # leftover temp files of crashed commits
-    return CandidateListing([e for e in meta_files if _old_enough(e, older_than_ms)],
-                            [e for e in data_files if _old_enough(e, older_than_ms)], local_data, buckets)
+    threshold = decision.older_than_ms
+    return CandidateListing([e for e in meta_files if _old_enough(e, threshold)],
+                            [e for e in data_files if _old_enough(e, threshold)], local_data, buckets)
 
 
-def _roots(table: Table) -> list[references.Root]:
-    """Every snapshot, tag and long-lived changelog of every branch, with the path that proves
-    the root still exists and whether it is a changelog-N."""
-    out: list[references.Root] = []
-    for branch in table.all_branches():
+def enumerate_roots(table: Table) -> tuple[decisions.OrphanRoot, ...]:
+    """Every snapshot, tag and long-lived changelog of every branch: what protects files from
+    orphan cleanup. Enumerated after the candidates were listed.
+
+    Raises:
+        IncompleteProtectionSetError: a branch without schema (its files cannot be attributed).
+    """
+    out: list[decisions.OrphanRoot] = []
+    for branch in table.on_branch(layout.MAIN).all_branches():
         if not branch.schema_ids():
             raise errors.IncompleteProtectionSetError(
                 f"branch {branch.branch!r} has no schema: its files cannot be attributed",
                 fix="check that branch manually (Paimon aborts here too), then drop or repair it")
-        for sid in branch.snapshot_ids():
-            try:
-                out.append((branch, branch.snapshot_path(sid), branch.snapshot(sid), False))
-            except errors.SnapshotNotFoundError:
-                continue
-        for name in branch.tag_names():
-            try:
-                out.append((branch, branch.tag_path(name), branch.tag(name).snapshot, False))
-            except errors.TagNotFoundError:
-                continue
-        for cid in branch.changelog_ids():
-            try:
-                out.append((branch, branch.changelog_path(cid), branch.changelog(cid), True))
-            except FileNotFoundError:
-                continue
+        out.extend(decisions.OrphanRoot(branch.snapshot_path(sid), "snapshot", branch.branch, str(sid))
+                   for sid in branch.snapshot_ids())
+        out.extend(decisions.OrphanRoot(branch.tag_path(name), "tag", branch.branch, name)
+                   for name in branch.tag_names())
+        out.extend(decisions.OrphanRoot(branch.changelog_path(cid), "changelog", branch.branch, str(cid))
+                   for cid in branch.changelog_ids())
+    return tuple(out)
+
+
+def read_roots(table: Table, roots: tuple[decisions.OrphanRoot, ...]) -> list[references.Root]:
+    """The roots' snapshots; a root that vanished since it was enumerated is left out (a
+    concurrent expiration: it protects nothing)."""
+    out: list[references.Root] = []
+    main = table.on_branch(layout.MAIN)
+    for root in roots:
+        branch = main.on_branch(root.branch)
+        try:
+            if root.kind == "tag":
+                snap = branch.tag(root.name).snapshot
+            elif root.kind == "changelog":
+                snap = branch.changelog(int(root.name))
+            else:
+                snap = branch.snapshot(int(root.name))
+        except (errors.SnapshotNotFoundError, errors.TagNotFoundError, FileNotFoundError):
+            if decisions.missing_reference_aborts(branch.file_io.exists(root.path)):
+                raise
+            continue
+        out.append((branch, root.path, snap, root.kind == "changelog"))
     return out
 
 
@@ -204,19 +241,14 @@ def plan_orphan_clean(table: Table, config: OrphanConfig, *,
 
 def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callable[[], None] | None) -> plans.Plan:
     main = table.on_branch(layout.MAIN)
-    listing = list_candidates(main, config.older_than_ms)
+    decision = decide_orphan_clean(main, config)
+    listing = list_candidates(main, decision)
     if after_listing is not None:
         after_listing()
-    options = main.options()
-    # manifests reference data and changelog files only: the bucket directories' names; the
-    # default prefixes too: files written before a prefix option changed keep their names
-    prefixes = (options.get("data-file.prefix", "data-"), options.get("changelog-file.prefix", "changelog-"),
-                "data-", "changelog-")
-    refs = references.find_references(main, _roots(main), {e.name for e in listing.meta_files},
-                                      listing.data_names, prefixes, processes=config.processes)
-    kind_of = {main.shared_dir(layout.MANIFEST_DIR): plans.FileKind.MANIFEST,
-               main.shared_dir(layout.INDEX_DIR): plans.FileKind.INDEX,
-               main.shared_dir(layout.STATISTICS_DIR): plans.FileKind.STATISTICS}
+    refs = references.find_references(main, read_roots(main, enumerate_roots(main)),
+                                      {e.name for e in listing.meta_files}, listing.data_names,
+                                      decision.name_prefixes, processes=config.processes)
+    kind_of = {d.path: d.kind for d in decision.listings}
     files = []
     unreferenced = 0
     for listed in listing.unreferenced(refs.used_meta, refs.unreferenced_data):
@@ -225,8 +257,7 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
         if s is None or s.is_dir or s.mtime_ms >= config.older_than_ms:
             continue  # vanished, replaced by a directory, or written after the threshold
         parent_dir = s.path.rsplit("/", 1)[0]
-        kind = kind_of.get(parent_dir, plans.FileKind.OTHER if "/snapshot/" in s.path or "/changelog/" in s.path
-                           else plans.FileKind.DATA)
+        kind = kind_of.get(parent_dir, plans.FileKind.DATA)
         files.append(plans.PlannedFile(s.path, kind, s.size, "referenced by no snapshot, tag or changelog"))
     n_listed = listing.count
     steps: list[plans.Step] = list(plans.Plan.ordered_deletes(files))

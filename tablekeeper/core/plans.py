@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["FileKind", "PlannedFile", "DeleteStep", "WriteStep", "RemoveEmptyDirsStep", "Step", "Plan",
-           "STAGE_ORDER"]
+           "STAGE_ORDER", "stage_of"]
 
 
 class FileKind(enum.StrEnum):
@@ -44,6 +44,17 @@ def _manifest_rank(path: str) -> tuple[int, str]:
     if name.startswith("manifest-list-"):
         return (1, path)
     return (0, path)
+
+
+def stage_of(kind: FileKind | str, path: str) -> int:
+    """Position of a file in Paimon's deletion order: ``STAGE_ORDER``, and within the manifest
+    stage manifests before manifest lists before index manifests (as ``Plan.ordered_deletes``
+    sorts them). Evaluators that delete stage by stage order their work by it."""
+    file_kind = FileKind(kind)
+    stage = STAGE_ORDER.index(file_kind) * 3
+    if file_kind == FileKind.MANIFEST:
+        stage += _manifest_rank(path)[0]
+    return stage
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from tablekeeper.core import root_metadata
+from tablekeeper.core.decisions import ListRole
 from tablekeeper.core.paimon import avro_container, layout, manifests, pypaimon_adapter
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
@@ -306,17 +308,11 @@ class Reachability:
         (an interrupted earlier run deletes manifests before lists, index files before the
         index manifest) contributes only its own name. Never use it for protecting roots."""
         out: set[MetaFile] = set()
-        lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
-        if include_changelog:
-            lists.append(snapshot.changelog_manifest_list)
-        list_sizes = {snapshot.base_manifest_list: snapshot.fields.get("baseManifestListSize"),
-                      snapshot.delta_manifest_list: snapshot.fields.get("deltaManifestListSize"),
-                      snapshot.changelog_manifest_list: snapshot.fields.get("changelogManifestListSize")}
+        roles = [ListRole.BASE, ListRole.DELTA] + ([ListRole.CHANGELOG] if include_changelog else [])
         new_blocks: list[int] = []
-        for list_name in lists:
-            if not list_name:
-                continue
-            out.add(MetaFile("manifest", join(self.manifest_dir, list_name), list_sizes.get(list_name)))
+        for role, list_name in root_metadata.lists_of(snapshot, roles):
+            ref = root_metadata.list_file(self.manifest_dir, snapshot, role, list_name)
+            out.add(MetaFile(ref.kind, ref.path, ref.size))
             try:
                 blocks = self.manifest_list_blocks(list_name)
             except FileNotFoundError:
@@ -328,13 +324,12 @@ class Reachability:
                     if block_id in union.blocks:
                         continue  # reported for an earlier root of the union
                     new_blocks.append(block_id)
-                for meta in metas:
-                    out.add(MetaFile("manifest", join(self.manifest_dir, meta.file_name), meta.file_size))
-                    for extra in meta.extra_files:
-                        out.add(MetaFile("manifest", join(self.manifest_dir, extra)))
+                out.update(MetaFile(m.kind, m.path, m.size) for m in root_metadata.list_contents(self.manifest_dir,
+                                                                                                 metas))
         new_index: str | None = None
-        if snapshot.index_manifest:
-            out.add(MetaFile("manifest", join(self.manifest_dir, snapshot.index_manifest)))
+        index_manifest = root_metadata.index_manifest_file(self.manifest_dir, snapshot)
+        if index_manifest is not None and snapshot.index_manifest:
+            out.add(MetaFile(index_manifest.kind, index_manifest.path, index_manifest.size))
             entries: list[manifests.IndexManifestEntry] = []
             if union is None or snapshot.index_manifest not in union.index_manifests:
                 try:
@@ -343,12 +338,11 @@ class Reachability:
                 except FileNotFoundError:
                     if not tolerant:
                         raise
-            for entry in entries:
-                if entry.kind == 0:
-                    out.add(MetaFile("index", self.index_path(entry), entry.file_size))
-        if snapshot.statistics:
-            out.add(MetaFile("statistics", join(self.table.shared_dir(layout.STATISTICS_DIR),
-                                                snapshot.statistics)))
+            for entry in root_metadata.added_index_entries(entries):
+                out.add(MetaFile("index", self.index_path(entry), entry.file_size))
+        statistics = root_metadata.statistics_file(self.table.shared_dir(layout.STATISTICS_DIR), snapshot)
+        if statistics is not None:
+            out.add(MetaFile(statistics.kind, statistics.path, statistics.size))
         if union is not None:
             union.blocks.update(new_blocks)
             if new_index is not None:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from tablekeeper.core import errors, forked
+from tablekeeper.core import child_process, decisions, errors
 from tablekeeper.core.name_scan import NameScanner
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon.snapshot import Snapshot
@@ -76,13 +76,13 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
     """
     processes = default_processes() if processes is None else processes
     joined = "\n".join(data_names).encode("utf-8")
-    helpers: list[forked.ForkedCall] = []
-    claims: forked.SharedClaims | None = None
-    if processes > 1 and len(data_names) >= MIN_NAMES_TO_FORK and main.file_io.is_local and forked.available():
+    helpers: list[child_process.ForkedCall] = []
+    claims: child_process.SharedClaims | None = None
+    if processes > 1 and len(data_names) >= MIN_NAMES_TO_FORK and main.file_io.is_local and child_process.available():
         # forked before this process builds its scanner: the first helper walks the roots
         # meanwhile and hands its walk over; then every process claims manifests as it goes
-        claims = forked.SharedClaims()
-        helpers = [forked.ForkedCall(functools.partial(_helper_scan, main, roots, meta_names, data_names, prefixes,
+        claims = child_process.SharedClaims()
+        helpers = [child_process.ForkedCall(functools.partial(_helper_scan, main, roots, meta_names, data_names, prefixes,
                                                        joined, claims)) for _ in range(processes - 1)]
     try:
         walk = _Walk(main, meta_names, NameScanner(data_names, prefixes, joined), data_names)
@@ -113,7 +113,7 @@ def _digest(paths: list[str]) -> bytes:
 
 
 def _helper_scan(main: Table, roots: list[Root], meta_names: set[str], data_names: list[str],
-                 prefixes: tuple[str, ...], joined: bytes, claims: forked.SharedClaims, send: forked.Send) -> bytes:
+                 prefixes: tuple[str, ...], joined: bytes, claims: child_process.SharedClaims, send: child_process.Send) -> bytes:
     """In a forked helper: walk the roots as the caller does and send that walk (the manifests
     found, the metadata names marked); build the same name scanner as the caller; once the
     caller published the digest of the walk it uses, and only if this walk is the same, claim
@@ -156,12 +156,12 @@ class _Walk:
         assert self._scanner is not None, "a helper's walk has no scanner"
         return self._scanner
 
-    def adopt_walk(self, helper: forked.ForkedCall) -> list[str] | None:
+    def adopt_walk(self, helper: child_process.ForkedCall) -> list[str] | None:
         """The manifests of the helper's walk, its marks taken over; None if it sent none in
         time (this process then walks itself, and meets any error there)."""
         try:
             final, message = helper.receive(HELPER_TIMEOUT_FLOOR_S)
-        except forked.ForkedCallError:
+        except child_process.ForkedCallError:
             return None
         if final:
             return None
@@ -207,7 +207,7 @@ class _Walk:
                     except FileNotFoundError:
                         # a changelog-N of producer != none keeps only its changelog manifests:
                         # Paimon's expiration deleted its base/delta lists on purpose
-                        if is_changelog and snap.changelog_manifest_list and list_name != snap.changelog_manifest_list:
+                        if decisions.optional_list("changelog" if is_changelog else "snapshot", snap, list_name):
                             continue
                         raise
                     for block_id, block in blocks:
@@ -231,7 +231,7 @@ class _Walk:
                         done_index.add(snap.index_manifest)
                 mark(snap.statistics)
             except FileNotFoundError as e:
-                if not branch.file_io.exists(root_path):
+                if not decisions.missing_reference_aborts(branch.file_io.exists(root_path)):
                     continue  # the root itself vanished (concurrent expiry): nothing to protect
                 raise errors.IncompleteProtectionSetError(
                     f"{root_path} references a missing file: {e}",
@@ -240,7 +240,7 @@ class _Walk:
                 raise errors.IncompleteProtectionSetError(f"cannot read metadata of {root_path}: {e}",
                                                           fix="repair the damaged file") from e
 
-    def scan_shared(self, paths: list[str], helpers: list[forked.ForkedCall], claims: forked.SharedClaims) -> None:
+    def scan_shared(self, paths: list[str], helpers: list[child_process.ForkedCall], claims: child_process.SharedClaims) -> None:
         """Mark what the manifests at ``paths`` reference, claiming them batch by batch against
         the helpers; then merge what each helper's scanner did not see. Whatever a helper claimed
         but did not deliver (it failed, ended early, took too long or walked other manifests) is
@@ -263,7 +263,7 @@ class _Walk:
         for helper in helpers:
             try:
                 helper_digest, claimed, state, deferred = pickle.loads(helper.result(timeout))  # noqa: S301 - our child
-            except forked.ForkedCallError:
+            except child_process.ForkedCallError:
                 continue
             if helper_digest != digest or not self.scanner.merge_state(state):
                 continue  # (a helper with another walk claims nothing)

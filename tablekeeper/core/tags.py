@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tablekeeper.core import errors, forks, names, plans
+from tablekeeper.core import errors, fork_points, names, plans
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
@@ -176,7 +176,7 @@ def _existing(table: Table, name: str, snap: Snapshot) -> TagResult:
 
 def protected_fork_tags(table: Table) -> dict[str, list[str]]:
     """Tags on this branch that branches were created from: {tag: [branches]}."""
-    return forks.fork_tags_of(table)
+    return fork_points.fork_tags_of(table)
 
 
 def _refuse_fork_tag(table: Table, name: str, verb: str, force: bool) -> None:

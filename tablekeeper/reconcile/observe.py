@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from tablekeeper.core import forks
+from tablekeeper.core import fork_points
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.tag_auto import SnapshotPoint, TagPoint
@@ -102,8 +102,8 @@ def observe(table: Table) -> TableState:
     snapshots: dict[str, tuple[SnapshotPoint, ...]] = {layout.MAIN: _snapshots(main)}
     tags: dict[str, dict[str, TagState]] = {layout.MAIN: _tags(main)}
     branches: dict[str, BranchState] = {}
-    points = {fp.branch: fp for fp in forks.fork_points(main)}
-    main_ids = forks.main_identities(main)
+    points = {fp.branch: fp for fp in fork_points.fork_points(main)}
+    main_ids = fork_points.main_identities(main)
     for name in main.branch_names():
         b = main.on_branch(name)
         snapshots[name] = _snapshots(b)
@@ -118,7 +118,7 @@ def observe(table: Table) -> TableState:
     for branch_name, by_name in tags.items():
         users: dict[str, tuple[str, ...]] = {}
         for tag in by_name.values():
-            forked = forks.fork_users(branch_name, tag.identity, known, main_ids)
+            forked = fork_points.fork_users(branch_name, tag.identity, known, main_ids)
             if forked:
                 users[tag.name] = tuple(forked)
         if users:

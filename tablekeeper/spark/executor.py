@@ -1,4 +1,8 @@
-"""Executor-side functions of the tablekeeper Spark jobs.
+"""Executor-side functions of the tablekeeper Spark jobs: the I/O of evaluating core's
+decisions (``tablekeeper.core.decisions``) — listing, manifest reads, deletes — and core's
+per-file rules applied where the rows are (``decisions.is_candidate_name``,
+``decisions.effective_deletions``, ``manifests.merge_kinds``, ``core.root_metadata``). No rule
+is stated here.
 
 Rules (style.md §2.13, spark-jobs.md §6.4):
 
@@ -40,7 +44,8 @@ __all__ = [
     "DELETE_FIELDS", "SUMMARY_FIELDS", "REMOVED_FIELDS", "PID_FIELDS",
     "expand_bucket_dirs", "list_files", "read_roots", "read_lists", "used_names", "index_names",
     "read_entries", "read_index_entries", "expand_roots", "expand_paths", "delete_files", "remove_empty_dirs",
-    "worker_pid", "EXPAND_FIELDS", "EXPANDED_FIELDS", "index_key",
+    "worker_pid", "EXPAND_FIELDS", "EXPANDED_FIELDS", "KEYED_FIELDS", "MERGED_FIELDS", "index_key",
+    "effective_deletions", "merge_live",
     "InjectedFault",
 ]
 
@@ -49,7 +54,7 @@ _Item = TypeVar("_Item")
 
 WALK_FIELDS: Fields = (("dir", "string"), ("depth", "int"))
 DIR_FIELDS: Fields = (("dir", "string"),)
-LISTING_FIELDS: Fields = (("dir", "string"), ("mode", "string"), ("kind", "string"))
+LISTING_FIELDS: Fields = (("dir", "string"), ("temp_prefix", "string"), ("kind", "string"))
 CANDIDATE_FIELDS: Fields = (("name", "string"), ("path", "string"), ("size", "long"), ("mtime_ms", "long"),
                             ("parent_dir", "string"), ("kind", "string"), ("stage", "int"))
 ROOT_FIELDS: Fields = (("root_path", "string"), ("root_kind", "string"))
@@ -62,7 +67,7 @@ USED_FIELDS: Fields = (("source", "string"), ("name", "string"), ("error_kind", 
 ENTRY_FIELDS: Fields = (("manifest_name", "string"), ("kind", "int"), ("partition", "binary"), ("bucket", "int"),
                         ("level", "int"), ("file_name", "string"), ("ident_x", "string"),
                         ("extra_files", "array<string>"), ("external_path", "string"), ("file_size", "long"),
-                        ("error_kind", "string"), ("error", "string"))
+                        ("entry_pos", "int"), ("error_kind", "string"), ("error", "string"))
 INDEX_ENTRY_FIELDS: Fields = (("index_manifest", "string"), ("kind", "int"), ("partition", "binary"),
                               ("bucket", "int"), ("index_type", "string"), ("file_name", "string"),
                               ("file_size", "long"), ("external_path", "string"),
@@ -83,11 +88,14 @@ EXPAND_FIELDS: Fields = (("rid", "int"), ("base", "string"), ("delta", "string")
 EXPANDED_FIELDS: Fields = (("rid", "int"), ("what", "string"), ("list_role", "string"), ("name", "string"),
                            ("path", "string"), ("kind", "string"), ("size", "long"), ("stage", "int"),
                            ("partition", "binary"), ("bucket", "int"), ("index_type", "string"),
-                           ("external_path", "string"), ("error_kind", "string"), ("error", "string"))
+                           ("external_path", "string"), ("pos", "int"), ("error_kind", "string"),
+                           ("error", "string"))
+KEYED_FIELDS: Fields = (("rid", "int"), ("partition", "binary"), ("bucket", "int"), ("file_name", "string"))
+MERGED_FIELDS: Fields = (("rid", "int"), ("partition", "binary"), ("bucket", "int"), ("file_name", "string"),
+                         ("error", "string"))
 
 _CHUNK = 8_192
 _SAMPLE_MAX = 20  # safety.STATUS_SAMPLE_MAX, without importing it at module level
-_KEPT_NAMES = frozenset({"EARLIEST", "LATEST"})
 #: Index types Paimon keeps per bucket (in the bucket directory with index-file-in-data-file-dir).
 _BUCKET_INDEX_TYPES = frozenset({"HASH", "DELETION_VECTORS"})
 
@@ -201,15 +209,10 @@ def local_form(path: str) -> str:
 
 
 def stage_of(kind: str, path: str) -> int:
-    """Position of a file in Paimon's deletion order (``plans.STAGE_ORDER``; manifests before
-    manifest lists before index manifests, as ``Plan.ordered_deletes`` sorts them)."""
+    """Position of a file in Paimon's deletion order (``plans.stage_of``)."""
     from tablekeeper.core import plans
 
-    file_kind = plans.FileKind(kind)
-    stage = plans.STAGE_ORDER.index(file_kind) * 3
-    if file_kind == plans.FileKind.MANIFEST:
-        stage += plans._manifest_rank(path)[0]
-    return stage
+    return plans.stage_of(kind, path)
 
 
 def _classify(error: BaseException) -> tuple[str, str]:
@@ -218,41 +221,41 @@ def _classify(error: BaseException) -> tuple[str, str]:
 
 # -- listing ---------------------------------------------------------------------------------------
 def expand_bucket_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """(dir, depth) -> every ``bucket-*`` directory ``depth`` partition levels (names with '=')
-    below ``dir`` (the walk of ``orphans.list_candidates``)."""
+    """(dir, depth) -> every bucket directory ``depth`` partition levels below ``dir`` (the walk
+    of ``orphans.list_candidates``, by ``decisions.is_partition_dir`` / ``is_bucket_dir``)."""
+    from tablekeeper.core import decisions
+
     io = file_io(spec["storage"])
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
         level = [row[0]]
         for _ in range(int(row[1])):
-            level = [s.path for d in level for s in io.list_dir(d) if s.is_dir and "=" in s.name]
+            level = [s.path for d in level for s in io.list_dir(d) if s.is_dir and decisions.is_partition_dir(s.name)]
         for d in level:
             for s in io.list_dir(d):
-                if s.is_dir and s.name.startswith("bucket-"):
+                if s.is_dir and decisions.is_bucket_dir(s.name):
                     out.add(s.path)
 
     return _map(batches, ("dir", "depth"), DIR_FIELDS, one)
 
 
 def list_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """(dir, mode, kind) -> regular files older than ``spec["older_than_ms"]``.
+    """(dir, temp prefix, kind) of a ``decisions.CandidateDir`` -> its candidate files
+    (``decisions.is_candidate_name``) older than ``spec["older_than_ms"]``."""
+    from tablekeeper.core import decisions, plans
 
-    ``mode`` ``all`` keeps every file; ``temp:<prefix>`` keeps only names not starting with the
-    prefix and not a hint (leftover temp files in snapshot/ and changelog/)."""
     io = file_io(spec["storage"])
     threshold = int(spec["older_than_ms"])
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
-        directory, mode, kind = row
-        prefix = mode[len("temp:"):] if mode.startswith("temp:") else None
+        directory, temp_prefix, kind = row
+        candidate_dir = decisions.CandidateDir(directory, plans.FileKind(kind), temp_prefix)
         for s in io.list_dir(directory):
-            if s.is_dir or s.mtime_ms >= threshold:
-                continue
-            if prefix is not None and (s.name.startswith(prefix) or s.name in _KEPT_NAMES):
+            if s.is_dir or s.mtime_ms >= threshold or not decisions.is_candidate_name(candidate_dir, s.name):
                 continue
             out.add(s.name, s.path, s.size, s.mtime_ms, s.path.rsplit("/", 1)[0], kind, stage_of(kind, s.path))
 
-    return _map(batches, ("dir", "mode", "kind"), CANDIDATE_FIELDS, one)
+    return _map(batches, ("dir", "temp_prefix", "kind"), CANDIDATE_FIELDS, one)
 
 
 # -- metadata reads --------------------------------------------------------------------------------
@@ -262,7 +265,7 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
     Paimon's expiration deletes those on purpose, so they may be missing), ``index`` (index
     manifest), ``name`` (statistics). A root that vanished yields nothing (concurrent
     expiration: nothing to protect); an unreadable one an error row."""
-    from tablekeeper.core import errors
+    from tablekeeper.core import decisions, errors
     from tablekeeper.core.paimon.snapshot import Snapshot
     from tablekeeper.core.paimon.tag import Tag
 
@@ -273,7 +276,9 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
         try:
             data = io.read_bytes(path)
         except FileNotFoundError:
-            return
+            if decisions.missing_reference_aborts(root_exists=False):
+                raise
+            return  # the root vanished since it was enumerated: it protects nothing
         try:
             if kind == "tag":
                 snap = Tag.from_json(path.rsplit("/", 1)[-1][len("tag-"):], data).snapshot
@@ -282,9 +287,8 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
         except (errors.FormatError, ValueError, KeyError, TypeError) as e:
             out.add(path, "root", path.rsplit("/", 1)[-1], "format", f"{type(e).__name__}: {e}")
             return
-        optional = kind == "changelog" and bool(snap.changelog_manifest_list)
         for name in snap.manifest_lists:
-            what = "optlist" if optional and name != snap.changelog_manifest_list else "list"
+            what = "optlist" if decisions.optional_list(kind, snap, name) else "list"
             out.add(path, what, name, None, None)
         if snap.index_manifest:
             out.add(path, "index", snap.index_manifest, None, None)
@@ -366,12 +370,16 @@ def read_entries(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     bucket, level, file name, identifier extras, extra files, external path)."""
     from tablekeeper.core.paimon import manifests
 
-    def emit(name: str, r: manifests.FileRef, out: _Rows) -> None:
+    def read(io: FileIO, path: str) -> Iterable[tuple[int, manifests.FileRef]]:
+        return enumerate(manifests.read_manifest_refs(io, path))
+
+    def emit(name: str, item: tuple[int, manifests.FileRef], out: _Rows) -> None:
+        pos, r = item
         out.add(name, int(r.kind), bytes(r.partition), int(r.bucket), int(r.level), r.file_name,
                 _ident_x(r.extra_files, r.external_path, r.embedded_index), list(r.extra_files),
-                r.external_path, int(r.file_size or 0), None, None)
+                r.external_path, int(r.file_size or 0), pos, None, None)
 
-    return _map_manifest_files(spec, batches, ENTRY_FIELDS, manifests.read_manifest_refs, emit)
+    return _map_manifest_files(spec, batches, ENTRY_FIELDS, read, emit)
 
 
 def read_index_entries(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -413,87 +421,117 @@ def index_key(file_name: str, external_path: str | None, partition: bytes | None
 
 
 def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """One row per root of an expiration plan -> what the plan needs from it, in one pass:
+    """One row per root use of an expiration decision (``decisions.RootUse``) -> what the
+    evaluation needs from it, in one pass:
 
-    - ``manifest`` rows (list role, manifest name) for the lists in ``entry_roles`` (the
-      manifests whose entries are read next);
-    - ``meta`` rows (path, kind, size, stage): ``Reachability.meta_files`` of the root — the
-      manifest lists in ``meta_lists`` (with their sizes from the snapshot), their manifests
-      and extra files and, with ``meta_extra``, the index manifest and statistics — and
-      ``index`` rows (ADD entries of the index manifest, located later). A list or index
-      manifest that cannot be read contributes its own name only; whether that is tolerable
-      is the driver's decision (``meta_files(tolerant=True)`` vs. strict);
-    - ``error`` rows for lists and index manifests that are missing or unreadable; the driver
-      decides what they mean for each use of the root.
+    - ``manifest`` rows (list role, manifest name, position in the list) for the lists in
+      ``entry_roles`` (the manifests whose entries are read next);
+    - ``meta`` rows (path, kind, size, stage): the root's metadata as
+      ``core.root_metadata`` states it, for the lists in ``meta_lists`` and, with
+      ``meta_extra``, the index manifest and statistics; ``index`` rows (the index files it
+      keeps, located later). A list or index manifest that cannot be read contributes its own
+      name only;
+    - ``error`` rows for lists and index manifests that are missing or unreadable: the driver
+      judges them with ``decisions.judge_missing``.
     """
-    from tablekeeper.core import errors
+    from tablekeeper.core import errors, root_metadata
+    from tablekeeper.core.decisions import ListRole
     from tablekeeper.core.paimon import manifests
+    from tablekeeper.core.paimon.snapshot import Snapshot
 
     io = file_io(spec["storage"])
     manifest_dir, stats_dir = spec["manifest_dir"], spec["statistics_dir"]
+    blank = (None,) * 8
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
         (rid, base, delta, changelog, base_size, delta_size, changelog_size, index_manifest, statistics,
          entry_roles, meta_lists, meta_extra) = row
-        roles = [(r, n) for r, n in (("base", base), ("delta", delta), ("changelog", changelog)) if n]
-        sizes = {"base": base_size, "delta": delta_size, "changelog": changelog_size}
-        need_entries = set(entry_roles.split(",")) if entry_roles else set()
-        meta_roles = set(meta_lists.split(",")) if meta_lists else set()
-        read: dict[str, Any] = {}
+        snap = Snapshot({"id": 0, "baseManifestList": base, "deltaManifestList": delta, "changelogManifestList": changelog,
+                            "baseManifestListSize": base_size, "deltaManifestListSize": delta_size,
+                            "changelogManifestListSize": changelog_size, "indexManifest": index_manifest,
+                            "statistics": statistics})
+        need_entries = {ListRole(r) for r in entry_roles.split(",")} if entry_roles else set()
+        meta_roles = {ListRole(r) for r in meta_lists.split(",")} if meta_lists else set()
+        read: dict[ListRole, Any] = {}
 
         def error(role: str, name: str, e: BaseException) -> None:
-            out.add(rid, "error", role, name, None, None, None, None, None, None, None, None, *_classify(e))
+            out.add(rid, "error", role, name, *blank, None, *_classify(e))
 
-        for role, name in roles:
-            if role not in need_entries and role not in meta_roles:
-                continue
+        for role, name in root_metadata.lists_of(snap, need_entries | meta_roles):
             try:
                 read[role] = _cached_list(io, manifest_dir, name)
             except (FileNotFoundError, errors.FormatError) as e:
-                error(role, name, e)
+                error(role.value, name, e)
                 read[role] = None
-        for role, _name in roles:
-            if role in need_entries and read.get(role) is not None:
-                for meta in read[role]:
-                    out.add(rid, "manifest", role, meta.file_name, None, None, None, None, None, None, None, None,
-                            None, None)
+        for role, _name in root_metadata.lists_of(snap, need_entries):
+            for pos, meta in enumerate(read.get(role) or ()):
+                out.add(rid, "manifest", role.value, meta.file_name, *blank, pos, None, None)
         if not meta_roles and not meta_extra:
             return
         rows: list[tuple[Any, ...]] = []
 
-        def meta_row(path: str, kind: str, size: int) -> None:
-            rows.append((rid, "meta", None, None, path, kind, size, stage_of(kind, path), None, None, None, None,
-                         None, None))
+        def meta_row(ref: root_metadata.MetaRef) -> None:
+            rows.append((rid, "meta", None, None, ref.path, ref.kind, ref.size, stage_of(ref.kind, ref.path), None,
+                         None, None, None, None, None, None))
 
-        for role, name in roles:
-            if role not in meta_roles:
-                continue
-            meta_row(_join(manifest_dir, name), "manifest", int(sizes[role] or 0))
-            if read.get(role) is None:
-                continue
-            for meta in read[role]:
-                meta_row(_join(manifest_dir, meta.file_name), "manifest", int(meta.file_size))
-                for extra in meta.extra_files:
-                    meta_row(_join(manifest_dir, extra), "manifest", 0)
-        if index_manifest and meta_extra:
-            meta_row(_join(manifest_dir, index_manifest), "manifest", 0)
+        for role, name in root_metadata.lists_of(snap, meta_roles):
+            meta_row(root_metadata.list_file(manifest_dir, snap, role, name))
+            for ref in root_metadata.list_contents(manifest_dir, read.get(role) or ()):
+                meta_row(ref)
+        index_file = root_metadata.index_manifest_file(manifest_dir, snap) if meta_extra else None
+        if index_file is not None and index_manifest:
+            meta_row(index_file)
             try:
-                entries = manifests.read_index_manifest(io, _join(manifest_dir, index_manifest))
+                entries = manifests.read_index_manifest(io, index_file.path)
             except (FileNotFoundError, errors.FormatError) as e:
-                error("index", index_manifest, e)
+                error(ListRole.INDEX.value, index_manifest, e)
                 entries = []
-            for entry in entries:
-                if entry.kind == 0:
-                    key = index_key(entry.file_name, entry.external_path, entry.partition, entry.bucket)
-                    rows.append((rid, "index", None, entry.file_name, key, "index", int(entry.file_size),
-                                 stage_of("index", key), bytes(entry.partition), int(entry.bucket), entry.index_type,
-                                 entry.external_path, None, None))
-        if statistics and meta_extra:
-            meta_row(_join(stats_dir, statistics), "statistics", 0)
+            for entry in root_metadata.added_index_entries(entries):
+                key = index_key(entry.file_name, entry.external_path, entry.partition, entry.bucket)
+                rows.append((rid, "index", None, entry.file_name, key, "index", int(entry.file_size),
+                             stage_of("index", key), bytes(entry.partition), int(entry.bucket), entry.index_type,
+                             entry.external_path, None, None, None))
+        stats_file = root_metadata.statistics_file(stats_dir, snap) if meta_extra else None
+        if stats_file is not None:
+            meta_row(stats_file)
         for r in rows:
             out.add(*r)
 
     return _map(batches, [n for n, _ in EXPAND_FIELDS], EXPANDED_FIELDS, one)
+
+
+def effective_deletions(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(rid, file key, the kinds of its entries within that root's delta) -> the keys the delta
+    really deletes (``decisions.effective_deletions``)."""
+    from tablekeeper.core import decisions
+
+    def one(row: tuple[Any, ...], out: _Rows) -> None:
+        rid, partition, bucket, file_name, kinds = row
+        if decisions.effective_deletions(kinds):
+            out.add(rid, partition, bucket, file_name)
+
+    return _map(batches, ("rid", "partition", "bucket", "file_name", "kinds"), KEYED_FIELDS, one)
+
+
+def merge_live(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(rid, identifier, its entries with their positions) -> the identifier's key if it is
+    live after core's merge (``manifests.merge_kinds``, entries in manifest-list order), or an
+    error row if the merge finds the metadata inconsistent (an ADD of a present file)."""
+    from tablekeeper.core import errors
+    from tablekeeper.core.paimon import manifests
+
+    def one(row: tuple[Any, ...], out: _Rows) -> None:
+        rid, partition, bucket, level, file_name, entries = row
+        ordered = sorted(entries, key=lambda e: (e["list_order"], e["manifest_pos"], e["entry_pos"]))
+        try:
+            state = manifests.merge_kinds((e["kind"] for e in ordered), file_name, bucket, level)
+        except errors.FormatError as e:
+            out.add(rid, partition, bucket, file_name, e.message)
+            return
+        if state == manifests.ADD:
+            out.add(rid, partition, bucket, file_name, None)
+
+    return _map(batches, ("rid", "partition", "bucket", "level", "file_name", "entries"), MERGED_FIELDS, one)
 
 
 def expand_paths(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -1,35 +1,34 @@
-"""The driver of the tablekeeper Spark jobs: the core plans, executed distributed.
+"""The driver of the tablekeeper Spark jobs: core's decisions, evaluated distributed.
 
-The protection rules are core's: ranges, roots and thresholds come from ``tablekeeper.core``
-(``expire.compute_range``, ``expire._roots``, ``orphans.resolve_older_than``,
-``orphans._data_roots``...), small metadata steps run through core's own plan types and
-executor (``plans.DeleteStep``/``WriteStep`` + ``execution.execute``), and every file is deleted
-in ``plans.STAGE_ORDER``. What is distributed is what grows with the table: listing, manifest
-reads, the set differences and the deletes. The driver holds root descriptors, bucket
-directories, error rows, per-kind counts and a sample of at most ``safety.STATUS_SAMPLE_MAX``
-paths — never a list of files.
+Nothing here decides what is safe to delete. Each job asks core for a decision
+(:mod:`tablekeeper.core.decisions`) and evaluates it at scale; what is distributed is what grows
+with the table: listing, manifest reads, set differences and deletes. The driver holds root
+descriptors, bucket directories, error rows, per-kind counts and a sample of at most
+``safety.STATUS_SAMPLE_MAX`` paths — never a list of files.
 
-Orphan cleanup (spark-jobs.md §5.1):
-  1. candidates first: shared dirs + temp files of every branch + bucket dirs (first partition
-     level listed on the driver, deeper levels walked in executors), listed per directory in
-     executors, materialised (``localCheckpoint``) before any root is read (Paimon #3075);
-  2. used set in executors: root JSON -> manifest lists -> distinct manifests -> names, scoped
-     to candidate names by a semi-join (Paimon #4287); read errors travel as rows (through the
-     semi-join via a sentinel name) and are judged on the driver as core does: a missing file
-     under a root that still exists aborts, under a vanished root is ignored;
+Orphan cleanup evaluates ``orphans.decide_orphan_clean`` (spark-jobs.md §5.1):
+  1. candidates first: the decision's candidate directories and the bucket directories of its
+     data roots (first partition level listed on the driver, deeper levels walked in executors
+     with core's directory predicates), listed per directory in executors with core's
+     candidate-name filter, materialised (``localCheckpoint``) before any root is read
+     (Paimon #3075);
+  2. roots from ``orphans.enumerate_roots``; the used set in executors: root JSON -> manifest
+     lists -> distinct manifests -> names, scoped to candidate names by a semi-join (Paimon
+     #4287); read errors travel as rows and are judged on the driver with
+     ``decisions.missing_reference_aborts`` / ``decisions.optional_list``;
   3. orphans = candidates left-anti-join used (by name), materialised once; counts and sample;
-  4. deletes per stage, ``repartition(n, parent_dir)``, summary rows; then emptied bucket and
-     partition directories, non-recursively.
+  4. deletes per stage (``plans.stage_of``), ``repartition(n, parent_dir)``, summary rows; then
+     emptied bucket and partition directories, non-recursively.
 
-Expiration (§5.2): range and roots on the driver (core); manifest lists, manifests and index
-manifests read in executors in two passes (candidate deltas first, then the protecting roots,
-scoped to candidate names); candidates = deletions not re-added in the same delta, minus live
-files of other branches and long-lived changelogs, minus the previous tag's live files; then
-metadata not used by any retained root. Any read error under a protecting root aborts before
-the first delete (fail closed); read errors under an expiring snapshot are tolerated exactly as
-core tolerates them (that snapshot's deltas were cleaned by an earlier run). Deletes run stage by
-stage in executors, then the snapshot files and EARLIEST (and, decoupled, the changelog copies)
-through core's executor on the driver.
+Expiration evaluates ``expire.decide_expire`` / ``decide_expire_changelog`` (§5.2): each
+``RootUse`` of the decision is one row; manifest lists, manifests and index manifests are read in
+executors in two passes (the candidates' deltas and changelogs first, then the protecting uses,
+scoped to candidate names). Core's rules are applied where the data is: deletions within one
+delta by ``decisions.effective_deletions``, live files by ``manifests.merge_kinds`` in manifest
+order, a root's metadata by ``core.root_metadata``, every read error by
+``decisions.judge_missing`` (abort, skip a cleaned delta, or a broken tag). Deletes run stage by
+stage in executors, then the decision's tail (changelog copies, snapshot or changelog files,
+EARLIEST) through core's executor on the driver.
 """
 
 from __future__ import annotations
@@ -46,12 +45,11 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tablekeeper.core import errors, execution, expire, orphans, plans, safety
-from tablekeeper.core.paimon import hints, layout
+from tablekeeper.core import decisions, errors, execution, expire, orphans, plans, safety
+from tablekeeper.core.decisions import ListRole, ReadOutcome, RootUse
+from tablekeeper.core.paimon import layout, manifests
 from tablekeeper.core.paimon.pypaimon_adapter import PartitionPathResolver
-from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table, open_table
-from tablekeeper.core.storage import join
 from tablekeeper.spark import engine, launch
 from tablekeeper.spark import executor as ex
 
@@ -61,7 +59,6 @@ log = logging.getLogger(__name__)
 
 #: A name no Paimon file can have: error rows carry it through the semi-join with candidates.
 _ERROR_NAME = "\x00tablekeeper-read-error"
-_ADD, _DELETE = 0, 1
 _DATA, _CHANGELOG = plans.FileKind.DATA.value, plans.FileKind.CHANGELOG_DATA.value
 _MANIFEST, _INDEX, _STATS = plans.FileKind.MANIFEST.value, plans.FileKind.INDEX.value, plans.FileKind.STATISTICS.value
 _ERROR_COLLECT_MAX = 1_000
@@ -246,47 +243,34 @@ def _clean_orphans(ctx: _Ctx) -> None:
     request, result = ctx.request, ctx.result
     main = open_table(request.warehouse, request.table, options=dict(request.options)).on_branch(layout.MAIN)
     now = request.now_ms if request.now_ms is not None else engine.now_ms()
-    threshold = engine.orphan_threshold(request, now)
+    decision = orphans.decide_orphan_clean(main, orphans.OrphanConfig(engine.orphan_threshold(request, now)))
+    threshold = decision.older_than_ms
     io = main.file_io
-    depth = len(main.schema().partition_keys)
+    depth = decision.partition_depth
     spec = ctx.spec(main, older_than_ms=threshold, depth=depth)
     t0 = time.perf_counter()
 
     # 1. candidates, listed and materialised before any root is read
-    listing: list[tuple[str, str, str]] = [
-        (main.shared_dir(layout.MANIFEST_DIR), "all", _MANIFEST),
-        (main.shared_dir(layout.INDEX_DIR), "all", _INDEX),
-        (main.shared_dir(layout.STATISTICS_DIR), "all", _STATS),
-    ]
-    for branch in main.all_branches():
-        listing.append((branch.dir(layout.SNAPSHOT_DIR), "temp:" + layout.SNAPSHOT_PREFIX, plans.FileKind.OTHER.value))
-        listing.append((branch.dir(layout.CHANGELOG_DIR), "temp:" + layout.CHANGELOG_PREFIX,
-                        plans.FileKind.OTHER.value))
+    listing = [(d.path, d.temp_prefix, d.kind.value) for d in decision.listings]
     walks: list[tuple[str, int]] = []
-    for root in orphans._data_roots(main):
+    for root in decision.data_roots:
         if depth == 0:
             walks.append((root, 0))
         else:
-            walks.extend((s.path, depth - 1) for s in io.list_dir(root) if s.is_dir and "=" in s.name)
+            walks.extend((s.path, depth - 1) for s in io.list_dir(root)
+                         if s.is_dir and decisions.is_partition_dir(s.name))
     buckets = _planning(lambda: ctx.keep(ctx.io(ctx.df(walks, ex.WALK_FIELDS), ex.expand_bucket_dirs,
                                                 ex.DIR_FIELDS, spec)), "listing bucket directories")
-    listing_df = buckets.select("dir", F.lit("all").alias("mode"), F.lit(_DATA).alias("kind")).unionByName(
-        ctx.df(listing, ex.LISTING_FIELDS))
+    listing_df = buckets.select("dir", F.lit(None).cast("string").alias("temp_prefix"),
+                                F.lit(_DATA).alias("kind")).unionByName(ctx.df(listing, ex.LISTING_FIELDS))
     cands = _planning(lambda: ctx.keep(ctx.io(listing_df, ex.list_files, ex.CANDIDATE_FIELDS, spec, key="dir")),
                       "listing candidate files")
     n_candidates = cands.count()
     n_buckets = buckets.count()
 
-    # 2. the used set, read in executors, scoped to candidate names
-    roots: list[tuple[str, str]] = []
-    for branch in main.all_branches():
-        if not branch.schema_ids():
-            raise errors.IncompleteProtectionSetError(
-                f"branch {branch.branch!r} has no schema: its files cannot be attributed",
-                fix="check that branch manually (Paimon aborts here too), then drop or repair it")
-        roots.extend((branch.snapshot_path(sid), "snapshot") for sid in branch.snapshot_ids())
-        roots.extend((branch.tag_path(name), "tag") for name in branch.tag_names())
-        roots.extend((branch.changelog_path(cid), "changelog") for cid in branch.changelog_ids())
+    # 2. the used set, read in executors, scoped to candidate names (roots enumerated now, after
+    #    the listing, as core does)
+    roots = [(r.path, r.kind) for r in orphans.enumerate_roots(main)]
     refs = _planning(lambda: ctx.keep(ctx.io(ctx.df(roots, ex.ROOT_FIELDS), ex.read_roots, ex.ROOT_REF_FIELDS,
                                              spec)), "reading snapshot, tag and changelog files")
     ok_refs = refs.filter(_is_null("error_kind"))
@@ -359,145 +343,89 @@ def _judge_orphan_errors(ctx: _Ctx, io: Any, problems: Sequence[Any], refs: Data
     via_manifest = F.col("name").isin(sorted(owners)) & F.col("what").isin("list", "optlist")
     roots = refs.filter(direct | via_manifest).select("root_path", "name").distinct().collect()
     for r in roots:
-        if io.exists(r["root_path"]):
+        if decisions.missing_reference_aborts(io.exists(r["root_path"])):
             raise errors.IncompleteProtectionSetError(
                 f"{r['root_path']} references a missing file ({r['name']} or a manifest it lists)",
                 fix="repair the table (e.g. Paimon's remove_unexisting_files) before cleaning orphans")
     ctx.result.notes.append(f"{len(missing)} missing file(s) referenced only by roots that vanished meanwhile")
 
 
-# -- expiration: one distributed planner for snapshots and changelogs ---------------------------------
-@dataclass
-class _Root:
-    """One root and what the plan uses it for. A snapshot used in several ways appears once
-    per use (e.g. an expiring snapshot of a decoupled table is a candidate and, as the
-    changelog-N it becomes, a protecting root)."""
-
-    snap: Snapshot
-    keep_live: bool = False          # its live files (base + delta) protect data
-    keep_changelog: bool = False     # every file its changelog names protects changelog files
-    keep_meta: bool = False          # its lists, manifests, index, statistics are kept (strict reads)
-    log_keep: bool = False           # a retained changelog-N: Reachability.changelog_root_data/_meta
-    tag_live: bool = False           # live files protect deltas after it (previous-tag rule)
-    cand_delta: str | None = None    # kind of the files its delta deletes (candidates)
-    cand_changelog: str | None = None  # kind of the files its changelog adds (candidates)
-    changelog_vs_data: bool = False  # changelog candidates checked against kept data (not changelog)
-    cand_sizes: bool = True          # candidates carry the manifest's file size (as core's planner does)
-    prev_tag: int | None = None
-    cand_meta: bool = False          # its metadata are candidates (tolerant reads)
-    cand_meta_changelog: bool = True
-    rid: int = 0
-
-    @property
-    def sid(self) -> int:
-        return self.snap.id
-
-    @property
-    def log_role(self) -> str:
-        """The list a retained changelog-N is read through (``changelog_root_data``): its
-        changelog manifests (producer != none), else its delta (producer none)."""
-        return "changelog" if self.snap.changelog_manifest_list else "delta"
-
-    @property
-    def meta_lists(self) -> tuple[str, ...]:
-        """The lists whose names and manifests are this use's metadata."""
-        if self.keep_meta or (self.log_keep and self.log_role == "delta"):
-            return ("base", "delta", "changelog")  # meta_files(root)
-        if self.log_keep:
-            return ("changelog",)  # changelog_root_meta: the changelog list, its manifests
-        if self.cand_meta:
-            return ("base", "delta", "changelog") if self.cand_meta_changelog else ("base", "delta")
-        return ()
-
-    @property
-    def meta_extra(self) -> bool:
-        """Index manifest, index files and statistics belong to this use's metadata."""
-        return self.keep_meta or self.log_keep or self.cand_meta
-
-    @property
-    def strict_index(self) -> bool:
-        return self.keep_meta or (self.log_keep and self.log_role == "delta")
-
-    def strict_entries(self, role: str) -> bool:
-        """Whether a missing manifest list or manifest of ``role`` must abort the plan because
-        this use reads its entries strictly (core: ``live_files``, ``changelog_refs``,
-        ``changelog_root_data``)."""
-        return bool((self.keep_live and role in ("base", "delta"))
-                    or (self.keep_changelog and role == "changelog")
-                    or (self.log_keep and role == self.log_role))
-
-    def strict_list(self, role: str) -> bool:
-        """Whether a missing manifest list of ``role`` must abort (entries, or strict metadata:
-        ``meta_files(root)`` / ``changelog_root_meta``)."""
-        strict_meta = self.keep_meta or (self.log_keep and (self.log_role == "delta" or role == "changelog"))
-        return strict_meta or self.strict_entries(role)
-
-
-_ROOT_FIELDS: ex.Fields = (
+# -- expiration: core's decision, evaluated distributed ---------------------------------------------
+_USE_FIELDS: ex.Fields = (
     ("rid", "int"), ("sid", "long"), ("keep_live", "boolean"), ("keep_changelog", "boolean"), ("keep_meta", "boolean"),
     ("log_keep", "boolean"), ("tag_live", "boolean"), ("cand_delta", "string"), ("cand_changelog", "string"),
     ("changelog_vs_data", "boolean"), ("cand_sizes", "boolean"), ("prev_tag", "long"), ("cand_meta", "boolean"),
     ("log_role", "string"),
 )
 _BUCKET_FIELDS: ex.Fields = (("partition", "binary"), ("bucket", "int"), ("bucket_dir", "string"))
+_LIST_ORDER = {ListRole.BASE.value: 0, ListRole.DELTA.value: 1, ListRole.CHANGELOG.value: 2}
 
 
 @dataclass
 class _Judgement:
+    """What the read errors met so far mean, as ``decisions.judge_missing`` says."""
+
     skip_delta: set[int] = field(default_factory=set)
     skip_changelog: set[int] = field(default_factory=set)
     broken_tags: dict[int, str] = field(default_factory=dict)  # tag_live rid -> error
 
+    def missing(self, rid: int, use: RootUse, what: str, role: str, label: str, error: str) -> None:
+        outcomes = decisions.judge_missing(use, what, ListRole(role))
+        if ReadOutcome.ABORT in outcomes:
+            raise decisions.abort_unreadable_protection(label, error)
+        if ReadOutcome.BREAKS_TAG in outcomes:
+            self.broken_tags.setdefault(rid, f"{label}: {error}")
+        if ReadOutcome.SKIP_DELTA in outcomes:
+            self.skip_delta.add(rid)
+        if ReadOutcome.SKIP_CHANGELOG in outcomes:
+            self.skip_changelog.add(rid)
 
-def _abort_strict(what: str, error: str) -> errors.TablekeeperError:
-    return errors.IncompleteProtectionSetError(
-        f"cannot read a protecting root while planning expiration: {what}: {error}",
-        fix="a manifest of a retained snapshot/tag/branch is missing; repair it (nothing was deleted)")
+
+def _use_row(rid: int, u: RootUse) -> tuple[Any, ...]:
+    return (rid, u.sid, u.keep_live, u.keep_changelog, u.keep_meta, u.log_keep, u.tag_live,
+            u.cand_delta.value if u.cand_delta else None, u.cand_changelog.value if u.cand_changelog else None,
+            u.changelog_vs_data, u.cand_sizes, u.prev_tag, u.cand_meta, u.log_role.value)
 
 
-def _plan_expiration(ctx: _Ctx, table: Table, roots: list[_Root]) -> tuple[DataFrame, list[int], dict[str, Any]]:
-    """Distributed planning over ``roots``; returns (planned delete rows, stages, spec)."""
-    for i, root in enumerate(roots):
-        root.rid = i
+def _plan_expiration(ctx: _Ctx, table: Table, decision: decisions.ExpirationDecision
+                     ) -> tuple[DataFrame, list[int], dict[str, Any]]:
+    """Distributed evaluation of ``decision``'s roots; returns (planned delete rows, stages, spec)."""
+    roots = decision.roots
+    by_rid = dict(enumerate(roots))
     main = table.on_branch(layout.MAIN)
     resolver = PartitionPathResolver(main)
     in_data_dir = resolver.index_file_in_data_file_dir
     spec = ctx.spec(main, index_file_in_data_file_dir=in_data_dir,
                     statistics_dir=main.shared_dir(layout.STATISTICS_DIR))
-    by_rid = {r.rid: r for r in roots}
-    root_df = F.broadcast(ctx.df([(r.rid, r.sid, r.keep_live, r.keep_changelog, r.keep_meta, r.log_keep, r.tag_live,
-                                   r.cand_delta, r.cand_changelog, r.changelog_vs_data, r.cand_sizes, r.prev_tag,
-                                   r.cand_meta, r.log_role) for r in roots], _ROOT_FIELDS))
+    root_df = F.broadcast(ctx.df([_use_row(rid, u) for rid, u in by_rid.items()], _USE_FIELDS))
 
     # 1. every root in one pass: manifests to read, metadata paths, read errors
     expand_rows = []
-    for r in roots:
-        entry_roles = set()
-        if r.keep_live or r.tag_live:
-            entry_roles |= {"base", "delta"}
-        if r.cand_delta:
-            entry_roles.add("delta")
-        if r.keep_changelog or r.cand_changelog:
-            entry_roles.add("changelog")
-        if r.log_keep:
-            entry_roles.add(r.log_role)
-        f = r.snap.fields
-        expand_rows.append((r.rid, r.snap.base_manifest_list, r.snap.delta_manifest_list,
-                            r.snap.changelog_manifest_list, f.get("baseManifestListSize"),
+    for rid, u in by_rid.items():
+        f = u.snapshot.fields
+        expand_rows.append((rid, u.snapshot.base_manifest_list, u.snapshot.delta_manifest_list,
+                            u.snapshot.changelog_manifest_list, f.get("baseManifestListSize"),
                             f.get("deltaManifestListSize"), f.get("changelogManifestListSize"),
-                            r.snap.index_manifest, r.snap.statistics, ",".join(sorted(entry_roles)),
-                            ",".join(r.meta_lists), r.meta_extra))
+                            u.snapshot.index_manifest, u.snapshot.statistics,
+                            ",".join(sorted(r.value for r in u.entry_roles)), ",".join(r.value for r in u.meta_lists),
+                            u.meta_extra))
     expanded = _planning(lambda: ctx.keep(ctx.io(ctx.df(expand_rows, ex.EXPAND_FIELDS), ex.expand_roots,
                                                  ex.EXPANDED_FIELDS, spec)), "reading manifest lists")
     judged = _Judgement()
     for row in expanded.filter(F.col("what") == "error").collect():
-        _judge_root_error(judged, by_rid[int(row["rid"])], row)
+        role, name = row["list_role"], row["name"]
+        label = f"{'index manifest' if role == ListRole.INDEX else 'manifest list'} {name}"
+        if row["error_kind"] != "missing":
+            raise errors.FormatError(f"cannot read {label}: {row['error']}", fix="repair the damaged file")
+        rid = int(row["rid"])
+        judged.missing(rid, by_rid[rid], "list", role, label, row["error"])
     root_manifests = expanded.filter(F.col("what") == "manifest").select(
-        "rid", "list_role", F.col("name").alias("manifest_name")).join(root_df, "rid")
+        "rid", "list_role", F.col("name").alias("manifest_name"), F.col("pos").alias("manifest_pos")).join(
+        root_df, "rid")
 
-    # 2. pass A: the candidates (deltas and changelogs of the roots being expired)
-    cand_use = (((F.col("list_role") == "delta") & F.col("cand_delta").isNotNull())
-                | ((F.col("list_role") == "changelog") & F.col("cand_changelog").isNotNull()))
+    # 2. pass A: the candidates (deltas and changelogs of the expiring uses)
+    cand_use = (((F.col("list_role") == ListRole.DELTA.value) & F.col("cand_delta").isNotNull())
+                | ((F.col("list_role") == ListRole.CHANGELOG.value) & F.col("cand_changelog").isNotNull()))
     cand_manifests = root_manifests.filter(cand_use)
     entries_a = _planning(lambda: ctx.keep(ctx.io(cand_manifests.select(F.col("manifest_name").alias("name"))
                                                   .distinct(), ex.read_entries, ex.ENTRY_FIELDS, spec, key="name")),
@@ -505,27 +433,31 @@ def _plan_expiration(ctx: _Ctx, table: Table, roots: list[_Root]) -> tuple[DataF
     bad_a = entries_a.filter(F.col("error_kind").isNotNull()).select("manifest_name", "error_kind", "error") \
         .limit(_ERROR_COLLECT_MAX).collect()
     if bad_a:
-        _judge_manifest_errors(judged, by_rid, cand_manifests, bad_a, candidates=True)
+        _judge_manifest_errors(judged, by_rid, cand_manifests, bad_a)
     cand_entries = cand_manifests.join(entries_a.filter(_is_null("error_kind")), "manifest_name")
-    cand_entries = _without(cand_entries, "delta", judged.skip_delta)
-    cand_entries = _without(cand_entries, "changelog", judged.skip_changelog)
+    cand_entries = _without(cand_entries, ListRole.DELTA, judged.skip_delta)
+    cand_entries = _without(cand_entries, ListRole.CHANGELOG, judged.skip_changelog)
     key = ["partition", "bucket", "file_name"]
     size = F.when(F.col("cand_sizes"), F.col("file_size")).otherwise(F.lit(0)).cast("long").alias("size")
-    deltas = cand_entries.filter((F.col("list_role") == "delta") & F.col("cand_delta").isNotNull())
-    re_added = deltas.filter(F.col("kind") == _ADD).select("rid", *key).distinct()
-    deletions = deltas.filter(F.col("kind") == _DELETE).join(re_added, ["rid", *key], "left_anti").select(
+    deltas = cand_entries.filter((F.col("list_role") == ListRole.DELTA.value) & F.col("cand_delta").isNotNull())
+    # core's rule (decisions.effective_deletions) on each file's entry kinds within one delta
+    effective = ctx.io(deltas.groupBy("rid", *key).agg(F.collect_set("kind").alias("kinds")),
+                       ex.effective_deletions, ex.KEYED_FIELDS, spec)
+    deletions = deltas.filter(F.col("kind") == manifests.DELETE).join(effective, ["rid", *key], "left_semi").select(
         "rid", "prev_tag", F.col("cand_delta").alias("file_kind"), F.lit(True).alias("vs_data"), *key,
         "extra_files", "external_path", size)
-    added_logs = cand_entries.filter((F.col("list_role") == "changelog") & F.col("cand_changelog").isNotNull()
-                                     & (F.col("kind") == _ADD)).select(
+    added_logs = cand_entries.filter((F.col("list_role") == ListRole.CHANGELOG.value)
+                                     & F.col("cand_changelog").isNotNull() & (F.col("kind") == manifests.ADD)).select(
         "rid", F.lit(None).cast("long").alias("prev_tag"), F.col("cand_changelog").alias("file_kind"),
         F.col("changelog_vs_data").alias("vs_data"), *key, "extra_files", "external_path", size)
     candidates = _planning(lambda: ctx.keep(deletions.unionByName(added_logs)), "computing candidates")
 
-    # 3. pass B: protecting roots, scoped to candidate names
-    keep_use = ((F.col("list_role").isin("base", "delta") & (F.col("keep_live") | F.col("tag_live")))
-                | ((F.col("list_role") == "changelog") & F.col("keep_changelog"))
-                | ((F.col("list_role") == F.col("log_role")) & F.col("log_keep")))
+    # 3. pass B: protecting uses, scoped to candidate names
+    log_role_entries = (F.col("list_role") == F.col("log_role")) & F.col("log_keep")
+    live_use = F.col("list_role").isin(ListRole.BASE.value, ListRole.DELTA.value) & (
+        F.col("keep_live") | F.col("tag_live"))
+    keep_use = live_use | ((F.col("list_role") == ListRole.CHANGELOG.value) & F.col("keep_changelog")) \
+        | log_role_entries
     keep_manifests = root_manifests.filter(keep_use)
     entries_b_all = ctx.io(keep_manifests.select(F.col("manifest_name").alias("name")).distinct(), ex.read_entries,
                            ex.ENTRY_FIELDS, spec, key="name") \
@@ -537,29 +469,28 @@ def _plan_expiration(ctx: _Ctx, table: Table, roots: list[_Root]) -> tuple[DataF
     bad_b = entries_b.filter(F.col("error_kind").isNotNull()).select("manifest_name", "error_kind", "error") \
         .limit(_ERROR_COLLECT_MAX).collect()
     if bad_b:
-        _judge_manifest_errors(judged, by_rid, keep_manifests, bad_b, candidates=False)
-    for rid, error in judged.broken_tags.items():  # only previous tags still in use matter (as in core)
-        if any(r.cand_delta and r.rid not in judged.skip_delta and r.prev_tag == by_rid[rid].sid for r in roots):
-            raise errors.IncompleteProtectionSetError(
-                f"cannot read tag at snapshot {by_rid[rid].sid}: {error}", fix="repair the tag's manifests")
+        _judge_manifest_errors(judged, by_rid, keep_manifests, bad_b)
+    for rid, error in judged.broken_tags.items():  # only previous tags still in use matter
+        tag = by_rid[rid]
+        if any(u.cand_delta and r not in judged.skip_delta and u.prev_tag == tag.sid for r, u in by_rid.items()):
+            raise errors.IncompleteProtectionSetError(f"cannot read tag at snapshot {tag.sid}: {error}",
+                                                      fix="repair the tag's manifests")
     keep_entries = keep_manifests.join(entries_b.filter(_is_null("error_kind")), "manifest_name")
+    # core's merge (manifests.merge_kinds) per identifier, entries in manifest-list order
     ident = ["rid", "partition", "bucket", "level", "file_name", "ident_x"]
-    live_groups = _planning(lambda: ctx.keep(keep_entries.filter(
-        F.col("list_role").isin("base", "delta") & (F.col("keep_live") | F.col("tag_live"))).groupBy(*ident).agg(
-        F.sum(F.when(F.col("kind") == _ADD, 1).otherwise(0)).alias("adds"),
-        F.sum(F.when(F.col("kind") == _DELETE, 1).otherwise(0)).alias("dels"))), "merging live files")
-    twice = live_groups.filter(F.col("adds") > 1).limit(1).collect()
-    if twice:
-        raise errors.FormatError(
-            f"file {twice[0]['file_name']} (bucket {twice[0]['bucket']}, level {twice[0]['level']}) is added twice",
-            fix="the table's manifests are inconsistent: Paimon itself refuses to read this snapshot; restore the "
-                "manifests or roll back to an earlier snapshot")
-    live = live_groups.filter((F.col("adds") > 0) & (F.col("dels") == 0)).join(
-        root_df.select("rid", "sid", "keep_live", "tag_live"), "rid")
-    log_data = keep_entries.filter(F.col("log_keep") & (F.col("list_role") == F.col("log_role"))
-                                   & (F.col("kind") == _ADD)).select(*key)
+    order = F.when(F.col("list_role") == ListRole.BASE.value, 0).otherwise(1)
+    merged = _planning(lambda: ctx.keep(ctx.io(keep_entries.filter(live_use).groupBy(*ident).agg(
+        F.collect_list(F.struct(order.alias("list_order"), "manifest_pos", "entry_pos", "kind")).alias("entries")),
+        ex.merge_live, ex.MERGED_FIELDS, spec)), "merging live files")
+    corrupt = merged.filter(F.col("error").isNotNull()).limit(1).collect()
+    if corrupt:
+        raise errors.FormatError(corrupt[0]["error"],
+                                 fix="the table's manifests are inconsistent: Paimon itself refuses to read this "
+                                     "snapshot; restore the manifests or roll back to an earlier snapshot")
+    live = merged.filter(_is_null("error")).join(root_df.select("rid", "sid", "keep_live", "tag_live"), "rid")
+    log_data = keep_entries.filter(log_role_entries & (F.col("kind") == manifests.ADD)).select(*key)
     keep_data = live.filter(F.col("keep_live")).select(*key).unionByName(log_data).distinct()
-    keep_changelog = keep_entries.filter((F.col("list_role") == "changelog") & F.col("keep_changelog")) \
+    keep_changelog = keep_entries.filter((F.col("list_role") == ListRole.CHANGELOG.value) & F.col("keep_changelog")) \
         .select(*key).unionByName(log_data).distinct()
     tag_live = live.filter(F.col("tag_live")).select(F.col("sid").alias("prev_tag"), *key).distinct()
     data_side = candidates.filter(F.col("vs_data")).join(keep_data, key, "left_anti") \
@@ -567,7 +498,7 @@ def _plan_expiration(ctx: _Ctx, table: Table, roots: list[_Root]) -> tuple[DataF
     log_side = candidates.filter(~F.col("vs_data")).join(keep_changelog, key, "left_anti")
     survivors = _planning(lambda: ctx.keep(data_side.unionByName(log_side)), "protecting candidates")
 
-    # 4. metadata the expiring roots use and no retained root uses
+    # 4. metadata the expiring uses reach and no protecting use does
     meta = expanded.filter(F.col("what").isin("meta", "index")).join(
         root_df.select("rid", "keep_meta", "log_keep", "cand_meta"), "rid")
     kept_meta = meta.filter(F.col("keep_meta") | F.col("log_keep")).select("path")
@@ -600,186 +531,58 @@ def _plan_expiration(ctx: _Ctx, table: Table, roots: list[_Root]) -> tuple[DataF
     first = F.min(F.struct("stage", "kind", "size", "parent_dir")).alias("f")
     planned = _planning(lambda: ctx.keep(paths.unionByName(plain_meta).groupBy("path").agg(first).select(
         "path", "f.kind", "f.size", "f.parent_dir", "f.stage")), "planning")
-    ctx.result.notes.extend(_skip_notes(judged, by_rid))
+    skipped = sorted({by_rid[r].sid for r in judged.skip_delta})
+    if skipped:
+        ctx.result.notes.append(f"deltas of snapshots {skipped[:10]} already cleaned by an earlier run")
     return planned, _record_planned(ctx, planned), spec
 
 
-def _without(df: DataFrame, role: str, rids: set[int]) -> DataFrame:
+def _without(df: DataFrame, role: ListRole, rids: set[int]) -> DataFrame:
     if not rids:
         return df
-    return df.filter(~((F.col("list_role") == role) & F.col("rid").isin(sorted(rids))))
+    return df.filter(~((F.col("list_role") == role.value) & F.col("rid").isin(sorted(rids))))
 
 
-def _skip_notes(judged: _Judgement, by_rid: Mapping[int, _Root]) -> list[str]:
-    skipped = sorted({by_rid[r].sid for r in judged.skip_delta})
-    return [f"deltas of snapshots {skipped[:10]} already cleaned by an earlier run"] if skipped else []
-
-
-def _judge_root_error(judged: _Judgement, r: _Root, row: Any) -> None:
-    """A manifest list or index manifest of root ``r`` could not be read: abort if the use of
-    the root needs it (protecting roots read strictly), else record what the expiring root
-    loses (core's planner tolerates exactly these)."""
-    role, name, kind, error = row["list_role"], row["name"], row["error_kind"], row["error"]
-    what = "index manifest" if role == "index" else "manifest list"
-    if kind != "missing":
-        raise errors.FormatError(f"cannot read {what} {name}: {error}", fix="repair the damaged file")
-    if role == "index":
-        if r.strict_index:
-            raise _abort_strict(f"index manifest {name}", error)
-        return
-    if r.strict_list(role):
-        raise _abort_strict(f"manifest list {name}", error)
-    if r.tag_live and role in ("base", "delta"):
-        judged.broken_tags.setdefault(r.rid, f"{name}: {error}")
-    if r.cand_delta and role == "delta":
-        judged.skip_delta.add(r.rid)
-    if r.cand_changelog and role == "changelog":
-        judged.skip_changelog.add(r.rid)
-
-
-def _judge_manifest_errors(judged: _Judgement, by_rid: Mapping[int, _Root], uses: DataFrame, rows: Sequence[Any],
-                           *, candidates: bool) -> None:
+def _judge_manifest_errors(judged: _Judgement, by_rid: Mapping[int, RootUse], uses: DataFrame,
+                           rows: Sequence[Any]) -> None:
     for row in rows:
         if row["error_kind"] != "missing":
             raise errors.FormatError(f"cannot read manifest {row['manifest_name']}: {row['error']}",
                                      fix="repair the damaged file")
     names = sorted({row["manifest_name"] for row in rows})
     for use in uses.filter(F.col("manifest_name").isin(names)).select("rid", "list_role").distinct().collect():
-        r, role = by_rid[int(use["rid"])], use["list_role"]
-        if candidates:
-            if r.cand_delta and role == "delta":
-                judged.skip_delta.add(r.rid)
-            if r.cand_changelog and role == "changelog":
-                judged.skip_changelog.add(r.rid)
-            continue
-        if r.strict_entries(role):
-            raise _abort_strict(f"a manifest of snapshot {r.sid} ({role})", f"missing {names[:5]}")
-        if r.tag_live and role in ("base", "delta"):
-            judged.broken_tags.setdefault(r.rid, f"missing manifest(s) {names[:5]}")
+        rid, role = int(use["rid"]), use["list_role"]
+        judged.missing(rid, by_rid[rid], "manifest", role, f"a manifest of snapshot {by_rid[rid].sid} ({role})",
+                       f"missing {names[:5]}")
 
 
-def _snapshots_in(table: Table, begin: int, end: int) -> tuple[list[Snapshot], list[int]]:
-    expiring: list[Snapshot] = []
-    missing: list[int] = []
-    for sid in range(begin, end):
-        try:
-            expiring.append(table.snapshot(sid))
-        except errors.SnapshotNotFoundError:
-            missing.append(sid)  # a concurrent expiry removed it: tolerated, as core does
-    return expiring, missing
+def _evaluate(ctx: _Ctx, table: Table, decision: decisions.ExpirationDecision, t0: float) -> None:
+    """Evaluate ``decision``: nothing to read (hints only) -> core's executor runs its tail;
+    otherwise distributed planning, then the deletes and the tail."""
+    result = ctx.result
+    result.details.update(dict(decision.details))
+    result.notes.extend(decision.notes)
+    if not decision.reads_manifests:
+        _run_tail(ctx, table, decision.tail_plan(), t0)
+        return
+    planned, stages, spec = _plan_expiration(ctx, table, decision)
+    _finish(ctx, table, planned, stages, spec, decision.tail_plan(), t0, empty_dirs_depth=decision.empty_dirs_depth)
 
 
 def _expire(ctx: _Ctx) -> None:
-    """``expire.plan_expire``, distributed (same range, roots and rules)."""
-    request, result = ctx.request, ctx.result
-    table = engine.open_request_table(request)
-    config = engine.expire_config(request, table)
-    now = request.now_ms if request.now_ms is not None else engine.now_ms()
+    """``expire.decide_expire``, evaluated distributed."""
+    table = engine.open_request_table(ctx.request)
+    now = ctx.request.now_ms if ctx.request.now_ms is not None else engine.now_ms()
     t0 = time.perf_counter()
-    rng = expire.compute_range(table, config, now)
-    trivial = rng.earliest is None or rng.end_exclusive is None or rng.end_exclusive <= rng.earliest
-    expiring, missing = ([], []) if trivial else _snapshots_in(table, rng.earliest or 0, rng.end_exclusive or 0)
-    if trivial or not expiring:  # nothing to read: core's planner is exact and cheap here
-        _run_tail(ctx, table, expire.plan_expire(table, config, now), t0)
-        return
-    assert rng.earliest is not None and rng.end_exclusive is not None
-    end = rng.end_exclusive
-    result.details.update({"branch": table.branch, "earliest": rng.earliest, "latest": rng.latest,
-                           "end_exclusive": end, "expired_snapshots": len(expiring), "stop_reason": rng.reason})
-    result.notes.append(f"expiring snapshots {rng.earliest}..{end - 1} (stop: {rng.reason})")
-    if missing:
-        result.notes.append(f"snapshot files already gone (concurrent or earlier run): {missing[:10]}")
-    end_snapshot = table.snapshot(end)
-    try:
-        tag_roots, other_roots, changelog_roots = expire._roots(table)
-        own_tags = sorted((t.snapshot for t in table.tags()), key=lambda s: s.id)
-    except FileNotFoundError as e:
-        raise _abort_strict("a root", str(e)) from e
-    decoupled = config.changelog_decoupled
-    roots: list[_Root] = []
-    roots.extend(_Root(s, keep_changelog=True, keep_meta=True) for s in tag_roots)
-    roots.extend(_Root(s, keep_live=True, keep_changelog=True, keep_meta=True) for s in other_roots)
-    roots.append(_Root(end_snapshot, keep_changelog=True, keep_meta=True, cand_delta=_DATA,
-                       prev_tag=_previous(own_tags, end_snapshot.id)))
-    # decoupled: the expiring snapshots live on as changelog-N and protect what a changelog reads
-    roots.extend(_Root(s, log_keep=True) for s in [*changelog_roots, *(expiring if decoupled else [])])
-    for i, s in enumerate(expiring):
-        roots.append(_Root(s, cand_delta=_DATA if i > 0 else None,
-                           prev_tag=_previous(own_tags, s.id) if i > 0 else None,
-                           cand_changelog=None if decoupled else _CHANGELOG,
-                           cand_meta=True, cand_meta_changelog=not decoupled))
-    used_tags = {r.prev_tag for r in roots if r.prev_tag is not None}
-    seen: set[int] = set()
-    for t in own_tags:
-        if t.id in used_tags and t.id not in seen:
-            seen.add(t.id)
-            roots.append(_Root(t, tag_live=True))
-    planned, stages, spec = _plan_expiration(ctx, table, roots)
-    steps: list[plans.Step] = []
-    if decoupled:
-        for snap in expiring:
-            steps.append(plans.WriteStep(table.changelog_path(snap.id), table.file_io.read_text(
-                table.snapshot_path(snap.id)), "decoupled changelog lifecycle", create_only=True))
-        steps.append(plans.WriteStep(join(table.dir(layout.CHANGELOG_DIR), hints.LATEST),
-                                     hints.encode_hint(expiring[-1].id), "changelog LATEST"))
-    steps.append(plans.DeleteStep(plans.FileKind.SNAPSHOT, tuple(
-        plans.PlannedFile(table.snapshot_path(s.id), plans.FileKind.SNAPSHOT, s.file_size, "expired")
-        for s in expiring)))
-    steps.append(plans.WriteStep(join(table.dir(layout.SNAPSHOT_DIR), hints.EARLIEST), hints.encode_hint(end),
-                                 "new earliest snapshot"))
-    tail = plans.Plan("expire-snapshots", table.identifier, tuple(steps))
-    empty_dirs = len(table.schema().partition_keys) if config.clean_empty_directories else None
-    _finish(ctx, table, planned, stages, spec, tail, t0, empty_dirs_depth=empty_dirs)
-
-
-def _previous(own_tags: Sequence[Snapshot], sid: int) -> int | None:
-    before = [t.id for t in own_tags if t.id < sid]
-    return max(before) if before else None
+    _evaluate(ctx, table, expire.decide_expire(table, engine.expire_config(ctx.request, table), now), t0)
 
 
 def _expire_changelog(ctx: _Ctx) -> None:
-    """``expire.plan_expire_changelog``, distributed (same range, roots and rules)."""
-    request, result = ctx.request, ctx.result
-    table = engine.open_request_table(request)
-    config = engine.changelog_config(request, table)
-    now = request.now_ms if request.now_ms is not None else engine.now_ms()
+    """``expire.decide_expire_changelog``, evaluated distributed."""
+    table = engine.open_request_table(ctx.request)
+    now = ctx.request.now_ms if ctx.request.now_ms is not None else engine.now_ms()
     t0 = time.perf_counter()
-    # the range, exactly as expire.plan_expire_changelog computes it (the parity tests pin it)
-    ids = table.changelog_ids()
-    latest = table.latest_snapshot_id()
-    expiring_ids, end = engine.changelog_range(table, config, now)
-    expiring: list[Snapshot] = [table.changelog(i) for i in expiring_ids]
-    if not expiring:  # nothing to read: core's planner is exact and cheap here
-        _run_tail(ctx, table, expire.plan_expire_changelog(table, config, now), t0)
-        return
-    try:
-        tag_roots, other_roots, _logs = expire._roots(table)
-        earliest_snapshot = table.snapshot(table.earliest_snapshot_id() or latest or 0)
-        kept_logs = [table.changelog(i) for i in ids if i >= end]
-        all_snapshots = table.snapshots()
-    except (FileNotFoundError, errors.SnapshotNotFoundError) as e:
-        raise errors.IncompleteProtectionSetError(f"cannot read a protecting root: {e}",
-                                                  fix="repair the table; nothing was deleted") from e
-    roots: list[_Root] = []
-    roots.extend(_Root(s, keep_live=True) for s in [*other_roots, *tag_roots, earliest_snapshot])
-    roots.extend(_Root(s, keep_meta=True) for s in [earliest_snapshot, *tag_roots, *other_roots, *all_snapshots])
-    roots.extend(_Root(log, log_keep=True) for log in kept_logs)
-    for log in expiring:
-        if log.changelog_manifest_list:
-            roots.append(_Root(log, cand_changelog=_CHANGELOG, changelog_vs_data=True, cand_sizes=False,
-                               cand_meta=True))
-        else:
-            roots.append(_Root(log, cand_delta=_DATA, cand_sizes=False, cand_meta=True))
-    planned, stages, spec = _plan_expiration(ctx, table, roots)
-    result.details["expired_changelogs"] = len(expiring)
-    result.notes.append(f"expiring changelogs {expiring[0].id}..{expiring[-1].id}")
-    tail = plans.Plan("expire-changelog", table.identifier, (
-        plans.DeleteStep(plans.FileKind.CHANGELOG_META, tuple(
-            plans.PlannedFile(table.changelog_path(c.id), plans.FileKind.CHANGELOG_META, None, "expired")
-            for c in expiring)),
-        plans.WriteStep(join(table.dir(layout.CHANGELOG_DIR), hints.EARLIEST), hints.encode_hint(end),
-                        "new earliest changelog")))
-    _finish(ctx, table, planned, stages, spec, tail, t0)
+    _evaluate(ctx, table, expire.decide_expire_changelog(table, engine.changelog_config(ctx.request, table), now), t0)
 
 
 def _tail_summary(ctx: _Ctx, tail: plans.Plan) -> None:

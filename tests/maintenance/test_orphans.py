@@ -694,18 +694,18 @@ def test_name_scan_on_the_java_fixture_matches_decoding(tmp_path: Path, monkeypa
 @pytest.fixture
 def forking(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Fork helpers on tables of any size; the pids of the helpers started."""
-    from tablekeeper.core import forked, references
+    from tablekeeper.core import child_process, references
 
     monkeypatch.setattr(references, "MIN_NAMES_TO_FORK", 0)
     pids: list[int] = []
-    real = forked.ForkedCall
+    real = child_process.ForkedCall
 
     class Recorded(real):  # type: ignore[misc, valid-type]
         def __init__(self, fn: Any) -> None:
             super().__init__(fn)
             pids.append(self._pid)
 
-    monkeypatch.setattr(forked, "ForkedCall", Recorded)
+    monkeypatch.setattr(child_process, "ForkedCall", Recorded)
     return pids
 
 
@@ -823,12 +823,12 @@ def test_a_helper_that_walked_other_roots_is_not_trusted(mixed: str, forking: li
     than the indices it claims, so it claims nothing."""
     import functools
 
-    from tablekeeper.core import forked, references
+    from tablekeeper.core import child_process, references
 
     planted = plant_shaped_orphans(table_root(mixed))
     backdate_tree(mixed, OLD)
     monkeypatch.setattr(references, "CLAIM_BATCH", 1)
-    recorded = forked.ForkedCall
+    recorded = child_process.ForkedCall
     started: list[int] = []
 
     class SecondSeesLess(recorded):  # type: ignore[misc, valid-type]
@@ -838,7 +838,7 @@ def test_a_helper_that_walked_other_roots_is_not_trusted(mixed: str, forking: li
             started.append(1)
             super().__init__(fn)
 
-    monkeypatch.setattr(forked, "ForkedCall", SecondSeesLess)
+    monkeypatch.setattr(child_process, "ForkedCall", SecondSeesLess)
     plan = orphans.plan_orphan_clean(handle(mixed), orphans.OrphanConfig(orphans.resolve_older_than(now_ms()),
                                                                           processes=3))
     assert len(forking) == 2
@@ -851,11 +851,11 @@ def test_a_helper_claims_manifests_only_when_its_walk_is_the_published_one(mixed
     leaves the counter untouched."""
     import pickle
 
-    from tablekeeper.core import forked, references
+    from tablekeeper.core import child_process, references
 
     t = handle(mixed)
-    roots = orphans._roots(t)
-    listing = orphans.list_candidates(t, now_ms())
+    roots = orphans.read_roots(t, orphans.enumerate_roots(t))
+    listing = orphans.list_candidates(t, orphans.decide_orphan_clean(t, orphans.OrphanConfig(now_ms())))
     names = listing.data_names
     joined = "\n".join(names).encode()
     walk = references._Walk(t, set(), None, [])
@@ -863,7 +863,7 @@ def test_a_helper_claims_manifests_only_when_its_walk_is_the_published_one(mixed
     walk.walk(roots, paths.append)
     sent: list[bytes] = []
     for published, expect_all in ((references._digest(paths), True), (references._digest(paths[::-1]), False)):
-        claims = forked.SharedClaims()
+        claims = child_process.SharedClaims()
         claims.publish(published)
         result = references._helper_scan(t, roots, set(), names, ("data-", "changelog-"), joined, claims, sent.append)
         digest, claimed, _state, _deferred = pickle.loads(result)
@@ -881,15 +881,15 @@ def test_the_caller_ignores_a_helper_result_of_another_walk(mixed: str) -> None:
     import pickle
     import uuid as uuid_
 
-    from tablekeeper.core import forked, references
+    from tablekeeper.core import child_process, references
     from tablekeeper.core.name_scan import NameScanner
 
     root = table_root(mixed)
     orphan_name = f"data-{uuid_.uuid4()}-0.parquet"
     plant(f"{root}/dt=a/bucket-0/{orphan_name}")
     t = handle(mixed)
-    roots = orphans._roots(t)
-    names = orphans.list_candidates(t, now_ms()).data_names
+    roots = orphans.read_roots(t, orphans.enumerate_roots(t))
+    names = orphans.list_candidates(t, orphans.decide_orphan_clean(t, orphans.OrphanConfig(now_ms()))).data_names
     walk = references._Walk(t, set(), NameScanner(names, ("data-",)), names)
     paths: list[str] = []
     walk.walk(roots, paths.append)
@@ -902,7 +902,7 @@ def test_the_caller_ignores_a_helper_result_of_another_walk(mixed: str) -> None:
         def cancel(self) -> None:
             pass
 
-    claims = forked.SharedClaims()
+    claims = child_process.SharedClaims()
     claims._memory[0:8] = len(paths).to_bytes(8, "little")  # the forged helper "claimed" everything
     walk.scan_shared(paths, [ForgedHelper()], claims)  # type: ignore[list-item]
     assert orphan_name in walk.scanner.missing()
