@@ -9,7 +9,10 @@ one is ``Ready`` (tag created in storage, status written).
 Prints: table and tag reconcile throughput, API requests the operator made per tag, the operator's
 peak RSS (VmHWM), and a check that storage holds exactly the tags. Nothing is asserted.
 
-    .venv/bin/python bench/operator.py [--tables 100] [--tags-per-table 10]
+    .venv/bin/python bench/operator.py [--tables 100] [--tags-per-table 10] [--apiserver]
+
+``--apiserver`` then runs the same workload against a real kube-apiserver (bench/operator_apiserver.py)
+and prints its numbers with the ratios against this emulator run.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from tests.support import paimon as P  # noqa: E402
 from tests.support.k8s import OperatorEmulator, load_crds, register_crds, url_of  # noqa: E402
 
 NS = "bench"
+#: The last emulator run's numbers (the baseline of ``--apiserver``).
+LAST_RUN: dict[str, Any] = {}
 
 
 @contextlib.contextmanager
@@ -204,6 +209,7 @@ async def run(tables: int, tags_per_table: int, timeout: float) -> int:
     print(f"api:    {calls} requests by the operator while reconciling the tags ({calls / n:.1f} per tag)")
     print(f"rss:    operator peak RSS {rss / 1024:.0f} MiB" if rss is not None else "rss:    unavailable (no /proc)")
     print(f"check:  {in_storage} tags in storage (expected {n})")
+    LAST_RUN.update(tags_s=tags_s, calls_per_tag=calls / n, rss_kib=rss)
     return 0
 
 
@@ -212,9 +218,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables", type=int, default=100)
     parser.add_argument("--tags-per-table", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for Ready")
+    parser.add_argument("--apiserver", action="store_true",
+                        help="also run against a real kube-apiserver + etcd (scripts/k8s-testenv; bench/operator_apiserver.py); "
+                             "the emulator run of the same size is the baseline")
+    parser.add_argument("--recheck", type=float, default=20.0,
+                        help="--apiserver: the operator's periodic re-check interval, seconds")
     args = parser.parse_args(argv)
     with _fast_membership():
-        return asyncio.run(run(args.tables, args.tags_per_table, args.timeout))
+        code = asyncio.run(run(args.tables, args.tags_per_table, args.timeout))
+    if code or not args.apiserver:
+        return code
+    from bench import operator_apiserver
+
+    print("--- the same against a real kube-apiserver + etcd")
+    real = operator_apiserver.run(args.tables, args.tags_per_table, args.timeout, args.recheck,
+                                  build_warehouse, peak_rss_kib)
+    print(f"ratio:  apiserver/emulator time to all Ready {real['tags_s'] / LAST_RUN['tags_s']:.2f}x, "
+          f"operator peak RSS {real['rss_kib'] / LAST_RUN['rss_kib']:.2f}x"
+          if real["rss_kib"] and LAST_RUN.get("rss_kib") else "ratio:  unavailable")
+    return 0
 
 
 if __name__ == "__main__":

@@ -159,7 +159,9 @@ def write_local_manifests(examples_dir: Path, warehouse: str) -> str:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     for src in sorted(examples_dir.glob("*.yaml")):
-        docs = list(yaml.safe_load_all(src.read_text()))
+        # only tablekeeper.io objects: plan/apply -f reject Kubernetes' own (examples/00's Namespace)
+        docs = [d for d in yaml.safe_load_all(src.read_text())
+                if isinstance(d, dict) and str(d.get("apiVersion", "")).startswith("tablekeeper.io/")]
         for doc in docs:
             if isinstance(doc, dict) and doc.get("kind") in ("PaimonCatalog", "ClusterPaimonCatalog"):
                 doc.setdefault("spec", {})["warehouse"] = warehouse

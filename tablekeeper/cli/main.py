@@ -6,6 +6,7 @@ having changed nothing."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -18,16 +19,21 @@ import click
 from tablekeeper.cli import render
 from tablekeeper.core import (
     branches,
+    commit_point,
     durations,
     errors,
     execution,
     expire,
+    expire_commit,
+    lease,
     orphans,
     partitions,
     plans,
     retention_settings,
+    tag_deletion,
     tags,
     timestamps,
+    writers,
 )
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table, open_table, open_table_path
@@ -61,7 +67,43 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
+_LEASE_META = "tablekeeper.lease"
+
+
+def _maintains(operation: str) -> Callable[[F], F]:
+    """A command that changes a table: adds ``--wait`` and makes :func:`_open` take the table's
+    maintenance lease (core/lease.py) for the rest of the command (not for ``--dry-run``)."""
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, wait: str | None = None, **kwargs: Any) -> Any:
+            ctx = click.get_current_context()
+            ctx.meta[_LEASE_META] = (operation, _duration(wait, "--wait"), bool(kwargs.get("dry_run")))
+            return func(*args, **kwargs)
+        return click.option(  # type: ignore[return-value]
+            "--wait", metavar="DURATION",
+            help="If another tablekeeper maintains the table, wait up to this long (e.g. '10 m') for its "
+                 "lease; default: exit 2 at once, naming the holder.")(wrapper)
+    return decorate
+
+
+def _take_lease(t: Table) -> None:
+    ctx = click.get_current_context(silent=True)
+    wanted = ctx.meta.get(_LEASE_META) if ctx is not None else None
+    if ctx is None or wanted is None:
+        return
+    operation, wait, dry_run = wanted
+    if not dry_run:
+        ctx.meta[_LEASE_META] = None  # one lease per command, taken by the first table opened
+        ctx.with_resource(lease.held(t.file_io, t.root, f"tablekeeper {operation}", wait=wait))
+
+
 def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN) -> Table:
+    t = _open_table(table, warehouse, options, branch)
+    _take_lease(t)
+    return t
+
+
+def _open_table(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN) -> Table:
     opts = _parse_options(options)
     if warehouse:
         return open_table(warehouse, table, branch=branch, options=opts)
@@ -94,6 +136,23 @@ def _run_plan(plan: plans.Plan, table: Table, dry_run: bool, output: str, parall
         _emit(output, summary, lambda: render.plan(plan, dry_run=True))
         return
     result = execution.execute(plan, table.file_io, parallelism=parallelism, progress=render.progress_callback())
+    _report(plan, result, output)
+
+
+def _run_checked(plan: Callable[[], plans.Plan], table: Table, dry_run: bool, output: str,
+                 parallelism: int | None) -> None:
+    """Like :func:`_run_plan`, re-planning when tags, branches or consumers grow before a stage
+    (core/commit_point.py)."""
+    if dry_run:
+        _run_plan(plan(), table, dry_run, output, parallelism)
+        return
+    made, result = commit_point.run_checked(table, plan, lambda p: execution.execute(
+        p, table.file_io, parallelism=parallelism, progress=render.progress_callback()))
+    _report(made, result, output)
+
+
+def _report(plan: plans.Plan, result: execution.ExecutionResult, output: str) -> None:
+    summary = plan.summary()
     summary["result"] = result.as_dict()
     _emit(output, summary, lambda: render.plan(plan, dry_run=False, result=result))
     if result.failed:
@@ -167,6 +226,7 @@ def tag_group() -> None:
 @click.option("--branch", "-b", default=layout.MAIN, show_default=True, help="Branch to tag.")
 @click.option("--dry-run", is_flag=True, help="Show what would be created.")
 @_common
+@_maintains("tag create")
 def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | None, time_retained: str | None,
                branch: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Create tag NAME on TABLE (idempotent; never moves an existing tag)."""
@@ -186,11 +246,17 @@ def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | Non
 @click.option("--parallelism", type=int, help="Delete threads (default: 2 x CPUs, max 8).")
 @click.option("--dry-run", is_flag=True, help="Print the cleanup plan, delete nothing.")
 @_common
+@_maintains("tag delete")
 def tag_delete(table: str, name: str, branch: str, force: bool, parallelism: int | None, dry_run: bool,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete tag NAME and the files only it still references."""
     t = _open(table, warehouse, options, branch)
-    _run_plan(tags.plan_delete_tag(t, name, force=force), t, dry_run, output, parallelism)
+    if dry_run:
+        _run_plan(tags.plan_delete_tag(t, name, force=force), t, dry_run, output, parallelism)
+        return
+    deletion = tag_deletion.delete_tag(t, name, force=force, run=lambda p: execution.execute(
+        p, t.file_io, parallelism=parallelism, progress=render.progress_callback()))
+    _report(deletion.executed, deletion.result, output)
 
 
 @tag_group.command("rename")
@@ -201,6 +267,7 @@ def tag_delete(table: str, name: str, branch: str, force: bool, parallelism: int
 @click.option("--force", is_flag=True, help="Rename even if a branch was created from this tag.")
 @click.option("--dry-run", is_flag=True)
 @_common
+@_maintains("tag rename")
 def tag_rename(table: str, old: str, new: str, branch: str, force: bool, dry_run: bool,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Rename tag OLD to NEW."""
@@ -219,6 +286,7 @@ def tag_rename(table: str, old: str, new: str, branch: str, force: bool, dry_run
 @click.option("--force", is_flag=True, help="Replace even if a branch was created from this tag.")
 @click.option("--dry-run", is_flag=True)
 @_common
+@_maintains("tag replace")
 def tag_replace(table: str, name: str, snapshot: int | None, time_retained: str | None, branch: str, force: bool,
                 dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Point existing tag NAME at another snapshot."""
@@ -253,6 +321,7 @@ def branch_group() -> None:
 @click.option("--empty", is_flag=True, help="Create an empty branch with main's schemas.")
 @click.option("--dry-run", is_flag=True)
 @_common
+@_maintains("branch create")
 def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: int | None, empty: bool,
                   dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Create branch NAME of TABLE."""
@@ -269,6 +338,7 @@ def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: in
 @click.argument("name")
 @click.option("--dry-run", is_flag=True)
 @_common
+@_maintains("branch drop")
 def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                 output: str) -> None:
     """Drop branch NAME (its own data files become orphans for clean-orphans)."""
@@ -281,6 +351,7 @@ def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, opt
 @click.argument("name")
 @click.option("--dry-run", is_flag=True)
 @_common
+@_maintains("branch fast-forward")
 def branch_fast_forward(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                         output: str) -> None:
     """Merge branch NAME into main: main then reads exactly what the branch reads."""
@@ -294,6 +365,7 @@ def branch_fast_forward(table: str, name: str, dry_run: bool, warehouse: str | N
 @click.option("--backup", help="Keep the old main as a branch with this name.")
 @click.option("--dry-run", is_flag=True)
 @_common
+@_maintains("branch replace-main")
 def branch_replace_main(table: str, name: str, backup: str | None, dry_run: bool, warehouse: str | None,
                         options: tuple[str, ...], output: str) -> None:
     """Make branch NAME the table's main (the branch is removed)."""
@@ -307,6 +379,7 @@ def branch_replace_main(table: str, name: str, backup: str | None, dry_run: bool
 @click.argument("new")
 @click.option("--dry-run", is_flag=True)
 @_common
+@_maintains("branch rename")
 def branch_rename(table: str, old: str, new: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                   output: str) -> None:
     """Rename branch OLD to NEW."""
@@ -341,6 +414,7 @@ def _now_ms(now: str | None) -> int:
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help=_ENGINE_HELP)
 @_common
+@_maintains("expire")
 def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int | None, time_retained: str | None,
                expire_limit: int | None, parallelism: int | None, now: str | None, dry_run: bool, engine: str,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:
@@ -356,7 +430,12 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
                       now_ms=_now_ms(now) if now else None)
         return
     config = expire.expire_config(retention, t.options())
-    _run_plan(expire.plan_expire(t, config, _now_ms(now)), t, dry_run, output, parallelism)
+    if dry_run:
+        _run_plan(expire.plan_expire(t, config, _now_ms(now)), t, dry_run, output, parallelism)
+        return
+    made, result = expire_commit.run_expire(t, config, _now_ms(now), lambda p: execution.execute(
+        p, t.file_io, parallelism=parallelism, progress=render.progress_callback()))
+    _report(made, result, output)
 
 
 @cli.command("expire-changelog")
@@ -366,12 +445,13 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
 @click.option("--now", hidden=True)
 @click.option("--dry-run", is_flag=True)
 @_common
+@_maintains("expire-changelog")
 def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: str | None, dry_run: bool,
                          warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Expire long-lived changelog-N files (decoupled changelog.* options of the table)."""
     t = _open(table, warehouse, options, branch)
     config = expire.changelog_config(retention_settings.from_options(t.options()), t.options())
-    _run_plan(expire.plan_expire_changelog(t, config, _now_ms(now)), t, dry_run, output, parallelism)
+    _run_checked(lambda: expire.plan_expire_changelog(t, config, _now_ms(now)), t, dry_run, output, parallelism)
 
 
 @cli.command("expire-partitions")
@@ -386,6 +466,7 @@ def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: 
 @click.option("--now", hidden=True)
 @click.option("--dry-run", is_flag=True)
 @_common
+@_maintains("expire-partitions")
 def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, strategy: str | None,
                           timestamp_formatter: str | None, timestamp_pattern: str | None, max_expires: int | None,
                           zone_known: bool, now: str | None, dry_run: bool, warehouse: str | None,
@@ -432,19 +513,23 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help=_ENGINE_HELP)
 @_common
+@_maintains("clean-orphans")
 def clean_orphans_cmd(table: str, older_than: str | None, force: bool, parallelism: int | None,
                       plan_processes: int | None, now: str | None, dry_run: bool, engine: str, warehouse: str | None,
                       options: tuple[str, ...], output: str) -> None:
     """Delete files no snapshot, tag, branch or changelog references (never directories or
     metadata JSON)."""
     t = _open(table, warehouse, options)
+    now_ms = _now_ms(now)
+    at, age = timestamps.parse_time_or_age(older_than, flag="--older-than") if older_than is not None else (None, None)
+    threshold = orphans.resolve_older_than(now_ms, older_than_ms=at, older_than_age=age, force=force)
+    warning = writers.forced_threshold_warning(t, threshold, now_ms)
+    if warning is not None:
+        click.echo(f"warning: {warning}", err=True)
     if engine == "spark":
         _run_on_spark("clean-orphans", t, options, dry_run, output, older_than=older_than, force=force,
                       parallelism=parallelism, now_ms=_now_ms(now) if now else None)
         return
-    now_ms = _now_ms(now)
-    at, age = timestamps.parse_time_or_age(older_than, flag="--older-than") if older_than is not None else (None, None)
-    threshold = orphans.resolve_older_than(now_ms, older_than_ms=at, older_than_age=age, force=force)
     config = orphans.OrphanConfig(threshold, processes=plan_processes)
     _run_plan(orphans.plan_orphan_clean(t, config), t, dry_run, output, parallelism)
 

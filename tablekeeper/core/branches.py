@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tablekeeper.core import errors, fork_points, format_guard, names
+from tablekeeper.core import errors, fork_points, format_guard, names, seams
 from tablekeeper.core.paimon import hints, layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.storage import join
@@ -221,9 +221,33 @@ def drop_branch(table: Table, name: str, *, dry_run: bool = False) -> BranchChan
     format_guard.check_formats(main, [name])
     files = [s.path for s in main.file_io.walk_files(branch.branch_path)]
     if not dry_run:
-        main.file_io.delete_tree(branch.branch_path)
+        _drop_in_order(branch)
     return BranchChange("would-drop" if dry_run else "dropped", name, (), tuple(sorted(files)),
                         ("data files only this branch wrote are now orphans: run clean-orphans",))
+
+
+def _drop_in_order(branch: Table) -> None:
+    """Unpublish first: tags, then snapshots (hints, newest snapshot first), then changelogs and
+    consumers, and the schemas and the directory last. Interrupted at any point, what is left is
+    a branch that still reads (fewer tags, or no snapshot: an empty branch with its schemas), so
+    readers and every planner (which need a schema per branch) keep working, and a rerun of the
+    drop finishes it. Each phase ends at a ``seams`` point (crash tests)."""
+    io = branch.file_io
+    seams.point("branch-drop:begin")
+    io.delete_files([s.path for s in io.list_dir(branch.dir(layout.TAG_DIR)) if not s.is_dir])
+    seams.point("branch-drop:tags-deleted")
+    snapshot_files = [s for s in io.list_dir(branch.dir(layout.SNAPSHOT_DIR)) if not s.is_dir]
+    hint_files = [s.path for s in snapshot_files if s.name in (hints.EARLIEST, hints.LATEST)]
+    ordered = sorted((s for s in snapshot_files if s.path not in hint_files),
+                     key=lambda s: -(layout.parse_versioned_name(s.name, layout.SNAPSHOT_PREFIX) or -1))
+    io.delete_files(hint_files)
+    io.delete_files([s.path for s in ordered])
+    seams.point("branch-drop:snapshots-deleted")
+    for kind in (layout.CHANGELOG_DIR, layout.CONSUMER_DIR):
+        io.delete_files([s.path for s in io.list_dir(branch.dir(kind)) if not s.is_dir])
+    seams.point("branch-drop:schemas-left")
+    io.delete_tree(branch.branch_path)
+    seams.point("branch-drop:end")
 
 
 def _versioned_files(t: Table, kind: str, prefix: str) -> dict[int, str]:

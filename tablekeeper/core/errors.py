@@ -21,6 +21,7 @@ __all__ = [
     "UnsafePolicyError",
     "IncompleteProtectionSetError",
     "ConcurrentModificationError",
+    "TableLockedError",
     "StorageError",
     "FormatError",
 ]
@@ -116,6 +117,18 @@ class IncompleteProtectionSetError(TablekeeperError):
 
 class ConcurrentModificationError(TablekeeperError):
     reason = "ConcurrentModification"
+
+
+class TableLockedError(TablekeeperError):
+    """Another tablekeeper process holds the table's maintenance lease (core/lease.py)."""
+
+    reason = "TableLocked"
+
+    def __init__(self, message: str, *, fix: str | None = None, holder: str | None = None,
+                 expires_ms: int | None = None) -> None:
+        super().__init__(message, fix=fix)
+        self.holder = holder
+        self.expires_ms = expires_ms
 
 
 class StorageError(TablekeeperError, OSError):

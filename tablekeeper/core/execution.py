@@ -1,6 +1,11 @@
 """The in-process executor: carries a Plan out step by step, in order, with a thread pool per
 delete step, bulk deletes on object stores, a progress callback and per-file outcomes. Missing
-files are tolerated (a concurrent or crashed earlier run); failures are counted, never fatal."""
+files are tolerated (a concurrent or crashed earlier run); failures are counted, never fatal.
+
+Hint files (``snapshot/EARLIEST`` ...) are written through ``hint_writes.write_hint``, which
+re-reads the hint and the listing at write time (monotonic and true): the Spark job executes
+its metadata tail here too, so it gets the same rule. ``seams.point`` marks every phase
+boundary (``before:<step>``, ``mid:<step>``, ``end``) for crash and interleaving tests."""
 
 from __future__ import annotations
 
@@ -11,8 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablekeeper.core import plans
-from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO
+from tablekeeper.core import hint_writes, plans, seams
+from tablekeeper.core.paimon import hints
+from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, basename, parent
 
 __all__ = ["ExecutionResult", "execute", "Progress", "FaultInjector"]
 
@@ -56,6 +62,7 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
     result = ExecutionResult()
     workers = max(1, parallelism or min(8, (os.cpu_count() or 2) * 2))
     for step in plan.steps:
+        seams.point(f"before:{_label(step)}")
         if isinstance(step, plans.RemoveEmptyDirsStep):
             for directory in step.dirs:
                 current = directory
@@ -69,7 +76,11 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
         if isinstance(step, plans.WriteStep):
             if fault is not None:
                 fault([step.path])
-            if step.create_only:
+            target = hint_writes.hint_target(step.path)
+            planned = hints.decode_hint(step.content) if target is not None else None
+            if target is not None and planned is not None and not step.create_only:
+                hint_writes.write_hint(file_io, step.path, planned)
+            elif step.create_only:
                 try:
                     file_io.write_new(step.path, step.content)
                 except FileExistsError:
@@ -81,7 +92,11 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
             continue
         kind = step.kind.value
         sizes = {f.path: f.size or 0 for f in step.files}
-        batches = _batches(list(step.files), batch_size)
+        label = _label(step)
+        files = list(step.files)
+        # With a test listening, the step runs in two halves with a point between them.
+        halves = [files[:len(files) // 2], files[len(files) // 2:]] if seams.active() and len(files) > 1 \
+            else [files]
         done = 0
 
         def run(batch: list[plans.PlannedFile]) -> list[DeleteResult]:
@@ -90,18 +105,32 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
                 fault(paths)
             return file_io.delete_files(paths)
 
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for outcomes in pool.map(run, batches):
-                for r in outcomes:
-                    if r.outcome == DeleteOutcome.DELETED:
-                        result.deleted[kind] += 1
-                        result.deleted_bytes[kind] += sizes.get(r.path, 0)
-                    elif r.outcome == DeleteOutcome.MISSING:
-                        result.missing[kind] += 1
-                    else:
-                        result.failed.append(r)
-                done += len(outcomes)
-                if progress is not None:
-                    progress(kind, done, len(step.files))
+        for i, part in enumerate(halves):
+            if i:
+                seams.point(f"mid:{label}")
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for outcomes in pool.map(run, _batches(part, batch_size)):
+                    for r in outcomes:
+                        if r.outcome == DeleteOutcome.DELETED:
+                            result.deleted[kind] += 1
+                            result.deleted_bytes[kind] += sizes.get(r.path, 0)
+                        elif r.outcome == DeleteOutcome.MISSING:
+                            result.missing[kind] += 1
+                        else:
+                            result.failed.append(r)
+                    done += len(outcomes)
+                    if progress is not None:
+                        progress(kind, done, len(step.files))
         result.order.append(f"delete:{kind}")
+    seams.point("end")
     return result
+
+
+def _label(step: plans.Step) -> str:
+    """The name of ``step``'s seam points: ``delete:data``,
+    ``write:snapshot/EARLIEST``, ``write:changelog/changelog-7``, ``remove-empty-dirs``."""
+    if isinstance(step, plans.RemoveEmptyDirsStep):
+        return "remove-empty-dirs"
+    if isinstance(step, plans.WriteStep):
+        return f"write:{basename(parent(step.path))}/{basename(step.path)}"
+    return f"delete:{step.kind.value}"

@@ -191,8 +191,11 @@ def decide_expire(table: Table, config: ExpireConfig, now_ms: int) -> decisions.
 
     if rng.earliest is None or rng.end_exclusive is None or rng.end_exclusive <= rng.earliest:
         hint_steps: list[plans.Step] = []
-        if rng.earliest is not None and table.read_hint(layout.SNAPSHOT_DIR, hints.EARLIEST) is None:
-            hint_steps.append(plans.WriteStep(earliest_hint, hints.encode_hint(rng.earliest), "EARLIEST was missing"))
+        current = table.read_hint(layout.SNAPSHOT_DIR, hints.EARLIEST)
+        if rng.earliest is not None and current != rng.earliest:  # missing, or stale after a crash (#12)
+            hint_steps.append(plans.WriteStep(earliest_hint, hints.encode_hint(rng.earliest),
+                                              "EARLIEST was missing" if current is None else
+                                              f"EARLIEST named {current}, the earliest snapshot is {rng.earliest}"))
         return decided((), (), (), hint_steps, (f"nothing expires: {rng.reason}",))
     end = rng.end_exclusive
     expiring, missing = expiring_snapshots(table, rng.earliest, end)
@@ -319,7 +322,11 @@ def decide_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) 
         return decided((), (), (), ("no long-lived changelogs",))
     expiring_ids, end = changelog_range(table, config, now_ms)
     if not expiring_ids:
-        return decided((), (), (), ("nothing expires",))
+        current = table.read_hint(layout.CHANGELOG_DIR, hints.EARLIEST)
+        fix: tuple[plans.Step, ...] = () if current is None or current in ids else (plans.WriteStep(
+            join(table.dir(layout.CHANGELOG_DIR), hints.EARLIEST), hints.encode_hint(ids[0]),
+            "changelog EARLIEST named a removed changelog"),)  # stale after a crash (#12)
+        return decided((), (), fix, ("nothing expires",))
     try:
         expiring = [table.changelog(i) for i in expiring_ids]
         tag_roots, other_roots, _logs = protecting_roots(table)

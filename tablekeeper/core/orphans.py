@@ -21,7 +21,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import timedelta
 
-from tablekeeper.core import decisions, errors, plans, references, safety
+from tablekeeper.core import decisions, errors, plans, references, safety, seams
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.reachability import gc_paused
@@ -225,6 +225,44 @@ def read_roots(table: Table, roots: tuple[decisions.OrphanRoot, ...]) -> list[re
     return out
 
 
+#: Passes over roots that appeared while roots vanished, before orphan cleanup fails closed.
+MAX_ROOT_PASSES = 8
+
+
+def _root_key(root: references.Root) -> tuple[str, tuple[str | None, ...]]:
+    return root[1], tuple(root[2].manifest_lists)
+
+
+def _cover_vanished_roots(main: Table, walked: list[references.Root], refs: references.References,
+                          meta_names: set[str], data_names: list[str], prefixes: tuple[str, ...],
+                          processes: int | None) -> references.References:
+    """Issue #12: roots listed, then a writer commits and an expiration removes listed snapshots
+    before they are walked. The vanished snapshots protected nothing themselves any more, but
+    the snapshot committed meanwhile still uses their old files. Files written after listing
+    are too young to be candidates, and a new root's old files come from the root it was made
+    from; so if every listed root was walked, every root made since is covered. Only when some
+    root vanished unwalked are the roots listed again and the new ones walked, until a pass
+    loses none (bounded; then fail closed)."""
+    seen = {_root_key(r) for r in walked}
+    used, unreferenced, vanished = set(refs.used_meta), set(refs.unreferenced_data), refs.vanished
+    for _ in range(MAX_ROOT_PASSES):
+        if not vanished:
+            return references.References(frozenset(used), frozenset(unreferenced))
+        enumerated = enumerate_roots(main)
+        readable = read_roots(main, enumerated)
+        fresh = [r for r in readable if _root_key(r) not in seen]
+        seams.point("orphans:roots-relisted")
+        seen.update(_root_key(r) for r in fresh)
+        more = references.find_references(main, fresh, meta_names, data_names, prefixes, processes=processes)
+        used |= more.used_meta
+        unreferenced &= more.unreferenced_data
+        vanished = (*more.vanished, *(("(unread roots)",) if len(readable) < len(enumerated) else ()))
+    raise errors.IncompleteProtectionSetError(
+        f"roots of {main.identifier} kept vanishing while orphan cleanup walked them ({MAX_ROOT_PASSES} passes)",
+        fix="a concurrent expiration is removing snapshots faster than they can be walked: run orphan cleanup "
+            "again later, or after the expiration (nothing was deleted)")
+
+
 def plan_orphan_clean(table: Table, config: OrphanConfig, *,
                       after_listing: Callable[[], None] | None = None) -> plans.Plan:
     """Plan orphan cleanup of the whole table (all branches share data and manifests).
@@ -243,11 +281,20 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
     main = table.on_branch(layout.MAIN)
     decision = decide_orphan_clean(main, config)
     listing = list_candidates(main, decision)
+    seams.point("orphans:listed")
     if after_listing is not None:
         after_listing()
-    refs = references.find_references(main, read_roots(main, enumerate_roots(main)),
-                                      {e.name for e in listing.meta_files}, listing.data_names,
+    enumerated = enumerate_roots(main)
+    seams.point("orphans:roots-listed")
+    roots = read_roots(main, enumerated)
+    meta_names = {e.name for e in listing.meta_files}
+    refs = references.find_references(main, roots, meta_names, listing.data_names,
                                       decision.name_prefixes, processes=config.processes)
+    if len(roots) < len(enumerated):  # some vanished between enumeration and reading
+        refs = references.References(refs.used_meta, refs.unreferenced_data, (*refs.vanished, "(unread roots)"))
+    refs = _cover_vanished_roots(main, roots, refs, meta_names, listing.data_names, decision.name_prefixes,
+                                 config.processes)
+    seams.point("orphans:walked")
     kind_of = {d.path: d.kind for d in decision.listings}
     files = []
     unreferenced = 0

@@ -79,7 +79,7 @@ class _Preloaded(FileIO):
     read, or a container cut down to some of its blocks)."""
 
     def __init__(self, base: FileIO, path: str, data: bytes) -> None:
-        super().__init__(base.scheme, base.fs)
+        super().__init__(base.scheme, base.fs, base.connection, base.retry)
         self._path, self._data = path, data
 
     def read_bytes(self, path: str) -> bytes:

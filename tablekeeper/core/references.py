@@ -62,6 +62,9 @@ class References:
     used_meta: frozenset[str]
     #: listed data names no reachable manifest references
     unreferenced_data: frozenset[str]
+    #: roots that vanished before they were walked (a concurrent expiration): roots created
+    #: since may still need their files, so the caller walks the roots that appeared meanwhile
+    vanished: tuple[str, ...] = ()
 
 
 def find_references(main: Table, roots: list[Root], meta_names: set[str], data_names: list[str],
@@ -101,7 +104,7 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
     finally:
         for helper in helpers:
             helper.cancel()
-    return References(frozenset(walk.used), frozenset(walk.scanner.missing() - walk.used))
+    return References(frozenset(walk.used), frozenset(walk.scanner.missing() - walk.used), tuple(walk.vanished))
 
 
 #: Manifests a process claims at a time.
@@ -149,6 +152,7 @@ class _Walk:
         self.data_names = data_names
         self._data_name_set: set[str] | None = None  # built only if some manifest must be decoded
         self.used: set[str] = set()  # metadata names, and data names marked by decoding entries
+        self.vanished: list[str] = []  # roots gone before they were walked
         self._scanner = scanner
 
     @property
@@ -239,7 +243,8 @@ class _Walk:
                 mark(snap.statistics)
             except FileNotFoundError as e:
                 if not decisions.missing_reference_aborts(branch.file_io.exists(root_path)):
-                    continue  # the root itself vanished (concurrent expiry): nothing to protect
+                    self.vanished.append(root_path)  # concurrent expiry: see References.vanished
+                    continue
                 raise errors.IncompleteProtectionSetError(
                     f"{root_path} references a missing file: {e}",
                     fix="repair the table (e.g. Paimon's remove_unexisting_files) before cleaning orphans") from e

@@ -19,7 +19,7 @@ from tablekeeper.core.paimon.tag import Tag
 from tablekeeper.core.reachability import DataKey, Reachability
 
 __all__ = [
-    "TagRow", "TagResult", "list_tags", "resolve_snapshot", "create_tag", "plan_delete_tag",
+    "TagRow", "TagResult", "list_tags", "resolve_snapshot", "create_tag", "plan_delete_tag", "plan_tag_cleanup",
     "rename_tag", "replace_tag", "protected_fork_tags",
 ]
 
@@ -225,15 +225,24 @@ def plan_delete_tag(table: Table, name: str, *, force: bool = False) -> plans.Pl
     tag = table.tag(name)
     _refuse_fork_tag(table, name, "delete", force)
     tag_file = plans.PlannedFile(table.tag_path(name), plans.FileKind.TAG, None, f"tag {name}")
+    return plan_tag_cleanup(table, tag, (tag_file,))
+
+
+def plan_tag_cleanup(table: Table, tag: Tag, tag_files: tuple[plans.PlannedFile, ...] = ()) -> plans.Plan:
+    """The files only ``tag`` reaches, judged against the roots as they are now (``tag_files``:
+    the tag file itself, when it still exists). With the tag file already removed
+    (core/tag_deletion.py) this is the re-check after unpublishing: a tag or branch created
+    meanwhile on the same snapshot protects its files here."""
+    name = tag.name
     notes: list[str] = []
     others_same = [t for t in table.tags() if t.name != name and t.snapshot_id == tag.snapshot_id]
     if table.snapshot_exists(tag.snapshot_id):
         notes.append(f"snapshot {tag.snapshot_id} still exists: only the tag file is removed "
                      "(snapshot expiration reclaims its files later)")
-        return plans.Plan("delete-tag", table.identifier, plans.Plan.ordered_deletes([tag_file]), tuple(notes))
+        return plans.Plan("delete-tag", table.identifier, plans.Plan.ordered_deletes(tag_files), tuple(notes))
     if others_same:
         notes.append(f"tag {others_same[0].name!r} pins the same snapshot: only the tag file is removed")
-        return plans.Plan("delete-tag", table.identifier, plans.Plan.ordered_deletes([tag_file]), tuple(notes))
+        return plans.Plan("delete-tag", table.identifier, plans.Plan.ordered_deletes(tag_files), tuple(notes))
     reach = Reachability(table)
     try:
         try:
@@ -267,7 +276,7 @@ def plan_delete_tag(table: Table, name: str, *, force: bool = False) -> plans.Pl
     except errors.FormatError as e:
         raise errors.IncompleteProtectionSetError(
             f"cannot read metadata while deleting tag {name!r}: {e}", fix="repair the damaged file") from e
-    files: list[plans.PlannedFile] = [tag_file]
+    files: list[plans.PlannedFile] = list(tag_files)
     for _key, paths in candidate_paths:
         for path in paths:
             files.append(plans.PlannedFile(path, plans.FileKind.DATA, None, f"only tag {name} reached it"))

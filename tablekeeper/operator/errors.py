@@ -10,6 +10,7 @@ carries the retry decision:
 error                                          reason                      Kopf
 =============================================  ==========================  ===========================
 ``StorageError``, ``OSError``                  ``CatalogUnreachable``      ``TemporaryError(backoff)``
+``TableLockedError`` (another lease holder)    ``TableLocked``             ``TemporaryError(backoff)``
 ``ConcurrentModificationError``                ``ReconcileError``          ``TemporaryError`` (short)
 ``IncompleteProtectionSetError``               ``MaintenanceFailed``       ``TemporaryError(backoff)``
 ``TableNotFoundError``                         ``TableNotFound``           ``PermanentError``
@@ -101,6 +102,8 @@ def classify(error: BaseException) -> Failure:
     """The condition reason and retry decision for ``error``."""
     if isinstance(error, OperatorError):
         return Failure(error.reason, error.message, error.temporary)
+    if isinstance(error, core_errors.TableLockedError):  # another maintainer's lease (core/lease.py)
+        return Failure(Reason.TABLE_LOCKED, _message(error), True)
     if isinstance(error, core_errors.ConcurrentModificationError):
         return Failure(Reason.RECONCILE_ERROR, _message(error), True, short=True)
     if isinstance(error, core_errors.IncompleteProtectionSetError):

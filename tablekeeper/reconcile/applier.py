@@ -26,15 +26,19 @@ from zoneinfo import ZoneInfo
 
 from tablekeeper.core import (
     branches,
+    commit_point,
     errors,
     execution,
     expire,
     expire_batches,
+    expire_commit,
+    lease,
     orphans,
     partitions,
     plans,
     table_options,
     tag_auto,
+    tag_deletion,
     tags,
     timestamps,
 )
@@ -219,7 +223,7 @@ def _delete_tag(run: _Run, a: A.DeleteTag) -> tuple[Status, str]:
         run.save(run.records.with_tag(a.branch, a.tag, None))
         return "unchanged", f"tag {a.tag!r} was already gone"
     before = run.deleted_files
-    run.execute(tags.plan_delete_tag(t, a.tag), t)
+    tag_deletion.delete_tag(t, a.tag, run=lambda p: run.execute(p, t))
     run.save(run.records.with_tag(a.branch, a.tag, None))
     return "applied", f"deleted tag {a.tag!r} and {run.deleted_files - before - 1} file(s) only it referenced"
 
@@ -234,11 +238,10 @@ def _expire_tags(run: _Run, a: A.ExpireTags) -> tuple[Status, str]:
             kept.append(f"{entry.tag} (moved)")
             continue
         try:
-            plan = tags.plan_delete_tag(t, entry.tag)
+            tag_deletion.delete_tag(t, entry.tag, run=lambda p: run.execute(p, t))
         except errors.ProtectedObjectError:
             kept.append(f"{entry.tag} (now a fork point)")
             continue
-        run.execute(plan, t)
         done.append(entry.tag)
         rec = run.records.tag(a.branch, entry.tag)
         if rec is not None:
@@ -289,7 +292,7 @@ def _drop_branch(run: _Run, a: A.DropBranch) -> tuple[Status, str]:
         run.save(run.records.with_branch(a.name, None))
     if a.fork_tag and main.tag_exists(a.fork_tag):
         try:
-            run.execute(tags.plan_delete_tag(main, a.fork_tag), main)
+            tag_deletion.delete_tag(main, a.fork_tag, run=lambda p: run.execute(p, main))
             message += f"; deleted its fork tag {a.fork_tag!r}"
         except errors.ProtectedObjectError:
             message += f"; kept its fork tag {a.fork_tag!r} (another branch uses it)"
@@ -339,10 +342,10 @@ def _expire_snapshots(run: _Run, a: A.ExpireSnapshots) -> tuple[Status, str]:
     config = expire.expire_config(a.retention, t.options())
 
     def batch(_n: int) -> int | None:
-        eplan = expire.plan_expire(t, config, timestamps.epoch_ms(run.now))
+        # unpublish, verify, then delete (core/expire_commit.py)
+        eplan, _done = expire_commit.run_expire(t, config, timestamps.epoch_ms(run.now), lambda p: run.execute(p, t))
         if eplan.is_empty:
             return None
-        run.execute(eplan, t)
         return int(dict(eplan.details).get("expired_snapshots") or 0)
     done = expire_batches.run_batches(batch, run.config.max_batches)
     run.expired = done.expired
@@ -356,10 +359,12 @@ def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
     config = expire.changelog_config(a.retention, t.options())  # the planned limit, not the table option's
 
     def batch(_n: int) -> int | None:
-        cplan = expire.plan_expire_changelog(t, config, timestamps.epoch_ms(run.now))
+        # re-planned when tags, branches or consumers grow before a stage (core/commit_point.py)
+        cplan, _done = commit_point.run_checked(
+            t, lambda: expire.plan_expire_changelog(t, config, timestamps.epoch_ms(run.now)),
+            lambda p: run.execute(p, t))
         if cplan.is_empty:
             return None
-        run.execute(cplan, t)
         return int(dict(cplan.details).get("expired_changelogs") or 0)
     done = expire_batches.run_batches(batch, run.config.max_batches)
     run.expired = done.expired
@@ -415,27 +420,42 @@ def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = N
         loc = table_plan.target.location
         table = opener.open(loc)
         run = _Run(table_plan, table, store.load(loc.warehouse, loc.identifier), store, plan_.now, config)
-        for action in table_plan.changes:
-            start_files, start_bytes = run.deleted_files, run.deleted_bytes
-            engine = getattr(action, "engine", None)
-            error: BaseException | None = None
-            run.expired = None
-            try:
-                status, message = _HANDLERS[action.kind](run, action)
-                if action.kind in A.MAINTENANCE_KINDS:
-                    run.save(run.records.with_run(action.kind, timestamps.epoch_ms(plan_.now)))
-                if engine == "spark":
-                    message += " (engine spark: no Spark runner in this process, ran in-process)"
-                    engine = "in-process"
-            except Exception as e:  # one failing action must not stop the others
-                status, error = "failed", e
-                message = e.message + (f" ({e.fix})" if e.fix else "") if isinstance(e, errors.TablekeeperError) \
-                    else f"{type(e).__name__}: {e}"
-            result = ActionResult(action, status, message, run.deleted_files - start_files,
-                                  run.deleted_bytes - start_bytes, engine, run.expired, error)
-            results.append(result)
-            if on_result is not None:
-                on_result(result)
+        # One maintainer per table (core/lease.py): a locked table fails its actions with TableLocked.
+        maintainer = lease.held(table.file_io, table.root, f"apply {loc.identifier}")
+        try:
+            maintainer.__enter__()
+        except errors.TableLockedError as locked:
+            for action in table_plan.changes:
+                result = ActionResult(action, "failed", locked.message + f" ({locked.fix})",
+                                      engine=getattr(action, "engine", None), error=locked)
+                results.append(result)
+                if on_result is not None:
+                    on_result(result)
+            continue
+        try:
+            for action in table_plan.changes:
+                start_files, start_bytes = run.deleted_files, run.deleted_bytes
+                engine = getattr(action, "engine", None)
+                error: BaseException | None = None
+                run.expired = None
+                try:
+                    status, message = _HANDLERS[action.kind](run, action)
+                    if action.kind in A.MAINTENANCE_KINDS:
+                        run.save(run.records.with_run(action.kind, timestamps.epoch_ms(plan_.now)))
+                    if engine == "spark":
+                        message += " (engine spark: no Spark runner in this process, ran in-process)"
+                        engine = "in-process"
+                except Exception as e:  # one failing action must not stop the others
+                    status, error = "failed", e
+                    message = e.message + (f" ({e.fix})" if e.fix else "") if isinstance(e, errors.TablekeeperError) \
+                        else f"{type(e).__name__}: {e}"
+                result = ActionResult(action, status, message, run.deleted_files - start_files,
+                                      run.deleted_bytes - start_bytes, engine, run.expired, error)
+                results.append(result)
+                if on_result is not None:
+                    on_result(result)
+        finally:
+            maintainer.__exit__(None, None, None)
     return ApplyResult(tuple(results))
 
 

@@ -27,6 +27,7 @@ from tablekeeper.spark.run_steps import (
     changelog_config,
     changelog_due,
     expire_config,
+    maintenance_lease,
     merge_execution,
     merge_step,
     new_result,
@@ -131,13 +132,14 @@ def run(request: job_request.JobRequest, *, engine: EngineChoice = "auto", thres
         chosen = choose_engine(estimate, spark_threshold(threshold))
     else:
         chosen = engine
-    if chosen == "local":
-        result = run_local(request)
-    else:
-        from tablekeeper.spark import job
+    with maintenance_lease(request):
+        if chosen == "local":
+            result = run_local(request)
+        else:
+            from tablekeeper.spark import job
 
-        session = spark if spark is not None else job.local_session()
-        result = job.run(session, request)
+            session = spark if spark is not None else job.local_session()
+            result = job.run(session, request)
     if estimate is not None:
         result.details["estimatedFiles"] = estimate
         result.details["sparkThreshold"] = spark_threshold(threshold)

@@ -33,6 +33,7 @@ EARLIEST) through core's executor on the driver.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -659,7 +660,9 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
     ctx = _Ctx(spark, request, result, fault)
     result.details["parallelism"] = ctx.n
     _PHASES.clear()
+    maintainer = contextlib.ExitStack()  # one maintainer per table (core/lease.py); released below
     try:
+        maintainer.enter_context(run_steps.maintenance_lease(request))
         due = request.with_changelog and _changelog_due(request)
         if request.operation not in run_steps.BATCH_UNIT:
             _OPERATIONS[request.operation](ctx)
@@ -683,6 +686,7 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
                                               dry_run=request.dry_run)
     finally:
         ctx.release()
+        maintainer.close()
         result.timings.update({f"phase {k}": round(v, 3) for k, v in _PHASES.items()})
         result.timings["totalSeconds"] = round(time.perf_counter() - t0, 3)
         result.finished_at = timestamps.iso_ms(timestamps.now_ms())

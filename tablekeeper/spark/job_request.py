@@ -13,6 +13,7 @@ from typing import Any, Literal
 from tablekeeper.core import errors, safety
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.retention_settings import Retention
+from tablekeeper.core.storage import secrets as storage_secrets
 
 __all__ = ["Operation", "OPERATIONS", "JobRequest", "is_secret_option", "argument_parser", "parse_args"]
 
@@ -113,7 +114,7 @@ _SECRET_WORDS = ("secret", "password", "token", "access-key", "access.key", "acc
 def is_secret_option(key: str) -> bool:
     """Whether an option carries a credential (never put into manifests or artifacts)."""
     low = key.lower()
-    return any(word in low for word in _SECRET_WORDS)
+    return any(word in low for word in _SECRET_WORDS) or storage_secrets.is_secret_option(key)
 
 
 def argument_parser() -> argparse.ArgumentParser:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tablekeeper.core import errors
+from tablekeeper.core.storage import stores as storage_stores
 from tablekeeper.spark.job_request import JobRequest, is_secret_option
 from tablekeeper.spark.run_names import check_name
 
@@ -77,7 +78,7 @@ def job_manifest(request: JobRequest, *, name: str, namespace: str, owner: Owner
                  service_account: str, active_deadline_seconds: int, ttl_seconds_after_finished: int,
                  executor: SparkResources | None = None, driver: SparkResources | None = None,
                  spark_conf: Mapping[str, str] | None = None, credentials_secret: str | None = None,
-                 credentials_keys: Sequence[str] = _CREDENTIAL_KEYS, spark_submit: str = "/opt/spark/bin/spark-submit", main_file: str = IMAGE_MAIN_FILE,
+                 credentials_keys: Sequence[str] | None = None, spark_submit: str = "/opt/spark/bin/spark-submit", main_file: str = IMAGE_MAIN_FILE,
                  python: str = "/usr/bin/python3", backoff_limit: int = 0,
                  labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A ``batch/v1`` Job whose pod is the Spark driver (client mode), executors as pods.
@@ -111,7 +112,9 @@ def job_manifest(request: JobRequest, *, name: str, namespace: str, owner: Owner
         "spark.sql.shuffle.partitions": str(max(8, 4 * executor.instances * executor.cores)),
     }
     if credentials_secret:
-        for key in credentials_keys:  # executors are created by Spark, not from this pod spec
+        keys = credentials_keys if credentials_keys is not None else storage_stores.executor_credential_env(
+            request.warehouse) or _CREDENTIAL_KEYS
+        for key in keys:  # executors are created by Spark, not from this pod spec
             conf[f"spark.kubernetes.executor.secretKeyRef.{key}"] = f"{credentials_secret}:{key}"
     conf.update(spark_conf or {})
     command = [spark_submit, "--master", "k8s://https://kubernetes.default.svc", "--deploy-mode", "client",

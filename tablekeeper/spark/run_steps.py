@@ -5,11 +5,13 @@ and the step results summed into one artifact. No pyspark here."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 
 from tablekeeper.core import (
     execution,
     expire,
+    lease,
     orphans,
     plans,
     retention_settings,
@@ -132,3 +134,13 @@ def merge_execution(result: result_artifact.RunResult, executed: execution.Execu
             result.failure_sample.append({"path": r.path, "error": str(r.error)})
     result.written.extend(executed.written)
     result.removed_dirs += len(executed.removed_dirs)
+
+
+def maintenance_lease(request: job_request.JobRequest) -> contextlib.AbstractContextManager[object]:
+    """The table's maintenance lease (core/lease.py, one maintainer per table) for a run that
+    changes the table; none for a dry run. Re-entrant per thread, so the driver may take it
+    again inside the dispatcher's."""
+    if request.dry_run:
+        return contextlib.nullcontext()
+    table = open_request_table(request)
+    return lease.held(table.file_io, table.root, f"spark {request.operation}")

@@ -228,6 +228,7 @@ class MaintenanceMachine(RuleBasedStateMachine):
             options = {"bucket": "2"}
         elif kind == "pk-dynamic":
             options = {"bucket": "-1"}
+        options.update(self.table_options(kind, data))
         cat = catalog(self.wh, self.storage.options)
         create_table(cat, IDENT, ORDERS_SCHEMA, primary_keys=["dt", "id"] if self.pk else None,
                      partition_keys=["dt"], options=options)
@@ -247,6 +248,11 @@ class MaintenanceMachine(RuleBasedStateMachine):
             self.tags["b0"] = {"base": (sid, self.snaps["main"][sid])}
             self.commit("b0", data.draw(st.sampled_from(PARTITIONS), label="b0 dt"), 1, overwrite=True)
         self.ready = True
+
+    def table_options(self, kind: str, data: st.DataObject) -> dict[str, str]:
+        """Extra table options drawn at creation (none here; the two-evaluator machine of
+        test_property_parity.py draws retention and changelog options)."""
+        return {}
 
     def commit(self, branch: str, dt: str, n: int, overwrite: bool, reuse: int = 0) -> None:
         base = self.latest(branch)[1] if self.snaps[branch] else Content(self.pk)

@@ -26,8 +26,8 @@ def example_objects(warehouse: Path) -> list[dict[str, Any]]:
     out = []
     for path in EXAMPLES:
         for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-            if not isinstance(doc, dict):
-                continue
+            if not isinstance(doc, dict) or doc["apiVersion"] == "v1":
+                continue  # examples/00's Namespace: the harness adds namespaces itself
             doc = copy.deepcopy(doc)
             if doc["kind"] == "PaimonCatalog":
                 doc["spec"]["warehouse"] = str(warehouse)  # the adapted copy: an absolute path

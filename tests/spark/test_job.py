@@ -325,3 +325,30 @@ def test_nothing_to_expire_is_planned_by_core_without_spark_stages(spark: Any, t
     assert result.timings["totalSeconds"] <= time.perf_counter() - started
     assert names(wh) - before == {"db.db/orders/snapshot/EARLIEST"}  # core writes a missing EARLIEST hint
     assert result.written == [f"{table_root(wh)}/snapshot/EARLIEST"]
+
+
+def test_a_spark_run_takes_the_table_lease(spark: Any, two_copies: tuple[str, str]) -> None:
+    """One maintainer per table (core/lease.py, issue #12): a Spark run on a table another
+    tablekeeper maintains fails with TableLocked naming the holder, having changed nothing; a
+    dry run needs no lease; once the holder is done, the run goes ahead."""
+    import threading
+
+    from tablekeeper.core import lease
+
+    _local_wh, wh = two_copies
+    h = handle(wh)
+    holder: list[lease.Lease] = []
+    other = threading.Thread(target=lambda: holder.append(lease.acquire(h.file_io, h.root, "cli expire")))
+    other.start()
+    other.join()
+    before = names(wh)
+    kw: dict[str, Any] = {"retain_min": 1, "time_retained": "0 ms", "now_ms": now_ms() + 1000}
+    try:
+        with pytest.raises(errors.TableLockedError, match="cli expire"):
+            job.run(spark, request(wh, "expire", **kw))
+        assert names(wh) == before
+        assert job.run(spark, request(wh, "expire", dry_run=True, **kw)).planned_files
+    finally:
+        holder[0].release()
+    assert job.run(spark, request(wh, "expire", **kw)).deleted
+    assert lease.holder(h.file_io, h.root) is None

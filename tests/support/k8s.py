@@ -97,6 +97,9 @@ CRDS = kmock.resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 Validator = Callable[[dict[str, Any], dict[str, Any] | None], None]  # (new, old) -> raise on error
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_BLOCKING = frozenset({"FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong", "FieldValueTooMany",
+                       "FieldValueTypeInvalid"})
+_PATCH_REJECTED = "the server rejected our request due to an error in our request"  # a failed JSON-patch test
 _NAMESPACE_PATH = re.compile(r"^/api/v1/namespaces/([^/]+)/?$")
 _ROOT_KEYS = frozenset({"apiVersion", "kind", "metadata"})
 
@@ -183,6 +186,74 @@ def _check_date_time(value: object) -> bool:
 _FORMATS = jsonschema.FormatChecker(formats=())
 _FORMATS.checks("date-time")(_check_date_time)
 
+# RE2 (Go: OpenAPI ``pattern`` and cel-go ``matches``) is not Python's ``re`` nor Rust's ``regex``
+# (the ``cel`` package): its ``\s \d \w`` are ASCII (``\s`` = [\t\n\f\r ], no \v, no NBSP), and ``$``
+# without (?m) matches only at the very end (Python's also before a final newline).
+_RE2_CLASSES = {"s": r"\t\n\f\r ", "d": "0-9", "w": "0-9A-Za-z_"}
+
+
+def re2_semantics(pattern: str, *, python: bool) -> str:
+    """``pattern`` rewritten so that Python's ``re`` (``python``) or Rust's ``regex`` matches what
+    Go's RE2 matches: ASCII Perl classes, and (Python) ``$`` as end of text."""
+    out, in_class, i = [], False, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if nxt.lower() in _RE2_CLASSES:
+                body = _RE2_CLASSES[nxt.lower()]
+                if in_class:
+                    out.append(body if nxt.islower() else pattern[i:i + 2])  # negated inside a class: kept
+                else:
+                    out.append(f"[{body}]" if nxt.islower() else f"[^{body}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]" or out[-1] == "["
+        elif char == "[":
+            in_class = True
+        elif char == "$" and python:
+            char = "\\Z"
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _pattern_re2(validator: Any, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterator[Any]:
+    if isinstance(instance, str) and not re.search(re2_semantics(pattern, python=True), instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Draft4RE2 = jsonschema.validators.extend(jsonschema.Draft4Validator, {"pattern": _pattern_re2})
+_CEL_MATCHES = re.compile(r"""matches\(\s*'((?:\\.|[^'\\])*)'\s*\)""")
+
+
+def _cel_re2(rule: str) -> str:
+    """The rule with the regex literal of every ``matches('...')`` given RE2 semantics."""
+    def fix(match: re.Match[str]) -> str:
+        regex = match.group(1).replace("\\\\", "\\")
+        literal = re2_semantics(regex, python=False).replace("\\", "\\\\").replace("'", "\\'")
+        return f"matches('{literal}')"
+    return _CEL_MATCHES.sub(fix, rule)
+
+
+def _cel_typed(schema: Mapping[str, Any], value: Any) -> Any:
+    """``value`` as the API server's CEL sees it: ``format: date-time`` strings are timestamps."""
+    if isinstance(value, str) and schema.get("format") == "date-time":
+        try:
+            return datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            return value
+    if isinstance(value, Mapping):
+        props, extra = schema.get("properties", {}), schema.get("additionalProperties")
+        return {k: _cel_typed(props.get(k) or (extra if isinstance(extra, Mapping) else {}), v)
+                for k, v in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        return [_cel_typed(schema["items"], v) for v in value]
+    return value
+
 
 def _field_path(parts: Sequence[Any]) -> str:
     text = ""
@@ -216,6 +287,8 @@ def _schema_cause(err: jsonschema.ValidationError) -> dict[str, str]:
     ``kubeOpenAPIResultToFieldErrors``; wording as of Kubernetes 1.30+)."""
     field = _field_path(list(err.absolute_path))
     value, limit, where = err.instance, err.validator_value, field or "<nil>"
+    # status is validated on its own (only /status writes carry one): "in body" paths start below it
+    where = where.removeprefix("status.")
     if err.validator == "required":
         match = re.match(r"^'(.*)' is a required property$", err.message)
         missing = match.group(1) if match else "?"
@@ -239,7 +312,8 @@ def _schema_cause(err: jsonschema.ValidationError) -> dict[str, str]:
         "format": f"must be of type {limit}: {_shown(value)}",
     }
     detail = texts.get(str(err.validator), err.message)
-    return _cause("FieldValueInvalid", field, f"Invalid value: {_shown(value)}: {where} in body {detail}")
+    reason = "FieldValueTypeInvalid" if err.validator == "format" else "FieldValueInvalid"  # a format is a type
+    return _cause(reason, field, f"Invalid value: {_shown(value)}: {where} in body {detail}")
 
 
 class CRDValidator:
@@ -259,8 +333,9 @@ class CRDValidator:
         self.namespaced: bool = spec["scope"] == "Namespaced"
         self.status_subresource: bool = "status" in (ver.get("subresources") or {})
         self.schema: dict[str, Any] = ver["schema"]["openAPIV3Schema"]
-        self.jsonschema = jsonschema.Draft4Validator(self.schema, format_checker=_FORMATS)  # OpenAPI 3.0 ≈ draft 4
+        self.jsonschema = _Draft4RE2(self.schema, format_checker=_FORMATS)  # OpenAPI 3.0 ≈ draft 4, RE2 patterns
         self._programs: dict[str, Any] = {}
+        self.has_rules: bool = "x-kubernetes-validations" in json.dumps(self.schema)
 
     # -- mutation ----------------------------------------------------------------------------------
 
@@ -336,9 +411,17 @@ class CRDValidator:
     def causes(self, new: Mapping[str, Any], old: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
         """Every problem of ``new`` (given the stored ``old`` on updates), as Status causes."""
         causes = list(self._metadata_causes(new.get("metadata") or {}))
-        causes += [_schema_cause(err) for err in self.jsonschema.iter_errors(new)]
+        schema_causes = [_schema_cause(err) for err in self.jsonschema.iter_errors(new)]
+        causes += schema_causes
         causes += list(self._list_type_causes(self.schema, new, []))
-        if not causes:  # the API server runs CEL on structurally valid objects only
+        # kube-apiserver (apiextensions' hasBlockingErr) skips the CEL rules only after a blocking
+        # schema error, and says so; after others (pattern, minimum, ...) the rules still run.
+        if any(c["reason"] in _BLOCKING for c in schema_causes):
+            if self.has_rules:
+                causes.append(_cause("FieldValueInvalid", "", "Invalid value: null: some validation rules were "
+                                     "not checked because the object was invalid; correct the existing errors to "
+                                     "complete validation"))
+        else:
             causes += list(self._cel_causes(self.schema, new, old, []))
         return causes
 
@@ -367,7 +450,8 @@ class CRDValidator:
                 for index, item in enumerate(value):
                     key = [item.get(k) for k in keys] if list_type == "map" and isinstance(item, Mapping) else item
                     if key in seen:
-                        shown = json.dumps({k: item.get(k) for k in keys} if list_type == "map" else item)
+                        shown = json.dumps({k: item.get(k) for k in keys} if list_type == "map" else item,
+                                           separators=(",", ":"))  # Go's compact JSON
                         yield _cause("FieldValueDuplicate", _field_path([*path, index]), f"Duplicate value: {shown}")
                     seen.append(key)
             if isinstance(items, Mapping):
@@ -381,7 +465,7 @@ class CRDValidator:
     def _program(self, rule: str) -> Any:
         program = self._programs.get(rule)
         if program is None:
-            program = self._programs[rule] = cel.compile(rule)
+            program = self._programs[rule] = cel.compile(_cel_re2(rule))
         return program
 
     def _cel_causes(self, schema: Mapping[str, Any], value: Any, old: Any, path: list[Any]) -> Iterator[dict[str, str]]:
@@ -389,7 +473,8 @@ class CRDValidator:
             program = self._program(rule["rule"])
             if "oldSelf" in program.variables() and old is None:
                 continue  # transition rules run on updates with an old value only
-            variables = {"self": value} if old is None else {"self": value, "oldSelf": old}
+            typed, typed_old = _cel_typed(schema, value), _cel_typed(schema, old)
+            variables = {"self": typed} if old is None else {"self": typed, "oldSelf": typed_old}
             try:
                 ok = program.execute(variables)
                 message = rule.get("message") or f"failed rule: {rule['rule']}"
@@ -480,7 +565,13 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
         try:
             return await super()._handle(request)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as err:
-            raise kmock.KubernetesError(status=422, reason="Invalid", message=str(err)) from err
+            raise kmock.KubernetesError(status=422, reason="Invalid", message=_PATCH_REJECTED) from err
+        except kmock.KubernetesObjectNotFoundError as err:  # the API server's words
+            resource = request.resource
+            what = f"{resource.plural}.{resource.group}" if resource is not None and resource.group else \
+                (resource.plural if resource is not None else "object")
+            raise kmock.KubernetesError(status=404, reason="NotFound",
+                                        message=f'{what} "{request.name}" not found') from err
 
     def _record(self, request: kmock.Request) -> None:
         if request.resource is None or not request.resource.plural:
@@ -531,7 +622,7 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
                 try:
                     new = jsonpatch.apply_patch(old, request.data, in_place=False)
                 except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as err:
-                    raise kmock.KubernetesError(status=422, reason="Invalid", message=str(err)) from err
+                    raise kmock.KubernetesError(status=422, reason="Invalid", message=_PATCH_REJECTED) from err
             else:
                 return
             new = copy.deepcopy(new)  # merge_patch shares untouched subtrees with old
@@ -563,6 +654,7 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
                 meta = dict(self.objects[key].raw.get("metadata", {}))
                 if meta.get("finalizers") and not meta.get("deletionTimestamp"):
                     meta["resourceVersion"] = self._next_version()
+                    meta["generation"] = int(meta.get("generation") or 0) + 1  # as kube-apiserver does
                     self.objects[key]["metadata"] = meta  # in place, no extra history entry
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
@@ -667,10 +759,14 @@ class OperatorThread:
     """
 
     def __init__(self, registry: kopf.OperatorRegistry, server: str, *,
-                 settings: kopf.OperatorSettings | None = None, namespaces: list[str] | None = None) -> None:
+                 settings: kopf.OperatorSettings | None = None, namespaces: list[str] | None = None,
+                 connection: kopf.ConnectionInfo | None = None) -> None:
+        # ``connection``: credentials for a real API server (tests/support/apiserver.py)
+        info = connection or kopf.ConnectionInfo(server=server)
+
         @kopf.on.login(registry=registry)
         def _login(**_: Any) -> kopf.ConnectionInfo:
-            return kopf.ConnectionInfo(server=server)
+            return info
 
         self.registry = registry
         self.settings = settings or kopf.OperatorSettings()

@@ -7,6 +7,7 @@ versioned-file listing); writes are create-if-absent for snapshot/tag files.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +67,10 @@ def _identifier_from_path(root: str) -> str:
     if len(parts) >= 2 and parts[-2].endswith(".db"):
         return f"{parts[-2][:-3]}.{parts[-1]}"
     return parts[-1]
+
+
+#: Reads of a tag file that does not parse (a writer may be writing it in place).
+_TAG_READ_ATTEMPTS = 4
 
 
 @dataclass(frozen=True)
@@ -235,15 +240,25 @@ class Table:
         return sorted(out)
 
     def tag(self, name: str) -> Tag:
+        """Read ``tag-<name>``. Java and pypaimon write tags in place (``overwriteFileUtf8``, not
+        temp + rename), so a tag being created can be read empty or cut short: an unparseable
+        tag is read again a few times before it is reported (FormatError, fail closed)."""
         path = self.tag_path(name)
-        try:
-            data = self.file_io.read_bytes(path)
-        except FileNotFoundError:
-            raise errors.TagNotFoundError(
-                f"tag {name!r} does not exist on branch {self.branch!r} of {self.identifier}",
-                fix=f"list tags with 'tablekeeper tag list {self.identifier}'",
-            ) from None
-        return Tag.from_json(name, data)
+        for attempt in range(_TAG_READ_ATTEMPTS):
+            try:
+                data = self.file_io.read_bytes(path)
+            except FileNotFoundError:
+                raise errors.TagNotFoundError(
+                    f"tag {name!r} does not exist on branch {self.branch!r} of {self.identifier}",
+                    fix=f"list tags with 'tablekeeper tag list {self.identifier}'",
+                ) from None
+            try:
+                return Tag.from_json(name, data)
+            except errors.FormatError:
+                if attempt + 1 == _TAG_READ_ATTEMPTS:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def tag_exists(self, name: str) -> bool:
         return self.file_io.exists(self.tag_path(name))

@@ -17,6 +17,7 @@ from pydantic import Field, field_validator
 from tablekeeper.core.policy.common import NamespaceName, ObjectName, SpecModel, TimeZoneName
 from tablekeeper.core.policy.selectors import LabelSelector
 from tablekeeper.core.policy.validation import InvalidSpecError
+from tablekeeper.core.storage.secrets import is_secret_option
 
 __all__ = [
     "Metastore",
@@ -145,7 +146,7 @@ class PaimonCatalogSpec(SpecModel):
         for key in value:
             if not key.strip():
                 raise InvalidSpecError("catalog option with an empty key", fix="remove it")
-            if _SECRET_SEGMENT.search(key.rsplit(".", 1)[-1]):
+            if _SECRET_SEGMENT.search(key.rsplit(".", 1)[-1]) or is_secret_option(key):
                 raise InvalidSpecError(
                     f"catalog option {key!r} looks like a secret; secrets must not be written in specs",
                     fix="move it into the Secret named by credentialsSecretRef (same key)",

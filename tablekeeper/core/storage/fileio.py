@@ -1,0 +1,733 @@
+"""The storage contract tablekeeper relies on, met by every store (docs/storage.md):
+
+- create-if-absent writes (``write_new``) that never overwrite a concurrent writer's file;
+- listings that carry sizes and modification times;
+- deletes of regular files with one outcome per file: deleted, missing (told apart from deleted)
+  or failed; directories are never deleted as files;
+- every request retried while it fails transiently (:mod:`.retry`); a bulk delete retries only
+  the keys that failed, and reports the rest exactly when the budget runs out, so a rerun finishes.
+
+Capabilities differ per store and are decided here: local files get create-if-absent through
+``os.link``; S3 and OSS a conditional PUT (``If-None-Match: *``) and DeleteObjects (1000 keys a
+request); GCS an ``ifGenerationMatch=0`` upload; Azure an upload with ``If-None-Match: *``; HDFS
+a WebHDFS ``CREATE`` with ``overwrite=false`` (the NameNode refuses an existing file) and a
+native ``RENAME``. GCS, Azure and HDFS delete one file per request, in parallel.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import shutil
+import stat as stat_module
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, NamedTuple, TypeVar
+
+import fsspec
+
+from tablekeeper.core import errors, safety
+from tablekeeper.core.storage import retry as retries
+from tablekeeper.core.storage.paths import basename, parent
+from tablekeeper.core.storage.secrets import redact_text
+from tablekeeper.core.storage.stores import SCHEMES, Connection, Store, connect, split_scheme
+
+__all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult", "FileIO", "PARALLEL_DELETES"]
+
+T = TypeVar("T")
+
+#: Concurrent single-file deletes on stores without a bulk delete (GCS, Azure, HDFS).
+PARALLEL_DELETES = 16
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    path: str
+    size: int
+    mtime_ms: int
+    is_dir: bool = False
+
+    @property
+    def name(self) -> str:
+        return basename(self.path)
+
+
+class ListedEntry(NamedTuple):
+    """A directory entry as listed. Object stores return size and mtime with the listing; a
+    local directory does not (``readdir`` gives names and types only), and a stat per entry
+    costs more than the listing itself, so ``status`` is None there until :meth:`FileIO.status_of`
+    asks for it — callers that filter by name first stat only what survives. (A tuple: listings
+    hold hundreds of thousands of these.)"""
+
+    path: str
+    name: str
+    is_dir: bool
+    status: FileStatus | None = None
+
+
+class DeleteOutcome(enum.StrEnum):
+    DELETED = "deleted"
+    MISSING = "missing"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    path: str
+    outcome: DeleteOutcome
+    error: str | None = None
+
+
+def _mtime_ms(info: Mapping[str, Any]) -> int:
+    for key in ("LastModified", "last_modified", "modificationTime", "mtime", "updated", "modified", "created"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            try:
+                value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+        if isinstance(value, datetime):
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=UTC)
+            return int(value.timestamp() * 1000)
+        if isinstance(value, (int, float)):
+            return int(value * 1000) if value < 1e11 else int(value)
+    return 0
+
+
+def _is_marker(info: Mapping[str, Any]) -> bool:
+    """An object-store "directory marker": an empty object whose key ends with ``/``.
+    pyarrow (and so pypaimon) creates one for every ``mkdirs``; it is not a file."""
+    return info.get("type") != "directory" and str(info.get("name", "")).endswith("/")
+
+
+def _is_precondition_failure(error: BaseException) -> bool:
+    text = str(error)
+    return ("PreconditionFailed" in text or "(412)" in text or "At least one of the pre" in text
+            or "conditionNotMet" in text or "412" in text.split(":", 1)[0])
+
+
+_CREDENTIAL_FAILURES = ("NoCredentialsError", "PartialCredentialsError", "ClientAuthenticationError",
+                        "DefaultCredentialsError", "CredentialUnavailableError", "RefreshError")
+_CREDENTIAL_WORDS = ("unable to locate credentials", "invalidaccesskeyid", "signaturedoesnotmatch",
+                     "authenticationfailed", "no credentials", "could not automatically determine credentials")
+
+
+def _is_credentials_failure(error: BaseException) -> bool:
+    current: BaseException | None = error
+    for _ in range(6):
+        if current is None:
+            return False
+        text = f"{type(current).__name__}: {current}".lower()
+        if type(current).__name__ in _CREDENTIAL_FAILURES or any(w in text for w in _CREDENTIAL_WORDS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _write_temp_beside(raw: str, payload: bytes) -> str:
+    """Write ``payload`` to a new hidden temp file in the directory of local path ``raw``
+    (created if needed) and return the temp file's path, for an atomic link or replace."""
+    directory, name = os.path.split(raw)
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{name}.{uuid.uuid4()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(payload)
+    return tmp
+
+
+def _default_connection(scheme: str) -> Connection:
+    """Path mapping for a FileIO built from a bare fsspec filesystem (tests, wrappers)."""
+    store = SCHEMES.get(scheme, Store.S3)
+    if store is Store.LOCAL:
+        return Connection(Store.LOCAL, "file", "file", {}, lambda p: split_scheme(p)[1], lambda raw: raw)
+    return Connection(store, scheme, scheme, {}, lambda p: split_scheme(p)[1],
+                      lambda raw: f"{scheme}://{raw.lstrip('/')}")
+
+
+class FileIO:
+    """Filesystem operations tablekeeper needs, over one fsspec filesystem (module docstring)."""
+
+    def __init__(self, scheme: str, fs: fsspec.AbstractFileSystem, connection: Connection | None = None,
+                 retry: retries.RetryPolicy = retries.DEFAULT_POLICY) -> None:
+        self.scheme = scheme
+        self.fs = fs
+        self.connection = connection or _default_connection(scheme)
+        self.store = self.connection.store
+        self.retry = retry
+
+    # -- construction ------------------------------------------------------------------
+    @classmethod
+    def for_uri(cls, uri: str, options: Mapping[str, Any] | None = None,
+                retry: retries.RetryPolicy = retries.DEFAULT_POLICY) -> FileIO:
+        """A FileIO for the store behind ``uri``. ``options`` are Paimon-style option names
+        (``s3.endpoint``, ``fs.oss.endpoint``, ``fs.azure.account.key.<account>...`` ...) or raw
+        fsspec keyword arguments (keys without dots). Bad input (an unknown scheme, missing
+        credentials or endpoint) raises ``InvalidInputError`` naming the option to set."""
+        connection = connect(uri, options)
+        if connection.store is Store.LOCAL:
+            return cls("file", fsspec.filesystem("file"), connection, retry)
+        kwargs = dict(connection.kwargs)
+        if connection.protocol == "s3":
+            # tablekeeper's retry layer owns retries (one budget, per-key bulk-delete retries)
+            config = dict(kwargs.get("config_kwargs") or {})
+            config.setdefault("retries", {"max_attempts": 1, "mode": "standard"})
+            kwargs["config_kwargs"] = config
+        try:
+            fs = fsspec.filesystem(connection.protocol, **kwargs)
+        except ImportError as e:
+            raise errors.InvalidInputError(f"{connection.scheme}:// needs an optional package: {e}",
+                                           fix="pip install 'tablekeeper[stores]'") from e
+        except (ValueError, TypeError) as e:
+            raise errors.InvalidInputError(f"cannot configure {connection.scheme}:// storage: "
+                                           f"{redact_text(str(e), options or {})}",
+                                           fix="check the storage options (docs/storage.md)") from e
+        if connection.protocol == "s3" and hasattr(fs, "retries"):
+            fs.retries = 1
+        return cls(connection.scheme, fs, connection, retry)
+
+    @property
+    def is_local(self) -> bool:
+        return self.store is Store.LOCAL
+
+    def normalize(self, uri: str) -> str:
+        """Canonical form of a path for this store: no ``file:`` prefix locally."""
+        scheme, rest = split_scheme(uri)
+        if scheme == "file":
+            return os.path.abspath(rest) if rest else rest
+        return f"{scheme}://{rest}"
+
+    def _raw(self, path: str) -> str:
+        return self.connection.to_raw(path)
+
+    def _uri(self, raw: str) -> str:
+        return self.connection.to_uri(raw)
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        """One store request, retried while it fails transiently (:mod:`.retry`). Missing or
+        rejected credentials are bad input naming the options to set."""
+        try:
+            return retries.call(fn, policy=self.retry, endpoint=self.connection.endpoint,
+                                endpoint_option=self.connection.endpoint_option)
+        except errors.TablekeeperError:
+            raise
+        except Exception as e:
+            if _is_credentials_failure(e):
+                raise errors.InvalidInputError(
+                    f"{self.connection.store.value} storage found no usable credentials: "
+                    f"{redact_text(type(e).__name__ + ': ' + str(e), self.connection.kwargs)[:200]}",
+                    fix=f"set {self.connection.credentials_option}") from e
+            raise
+
+    # -- reading -----------------------------------------------------------------------
+    def _status(self, info: Mapping[str, Any]) -> FileStatus:
+        return FileStatus(
+            path=self._uri(str(info["name"]).rstrip("/")),
+            size=int(info.get("size") or 0),
+            mtime_ms=_mtime_ms(info),
+            is_dir=info.get("type") == "directory",
+        )
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        """Entries of one directory (files and sub-directories); [] when it does not exist."""
+        if self.is_local:
+            out = []
+            try:
+                with os.scandir(self._raw(path)) as it:
+                    for entry in it:
+                        try:
+                            st = entry.stat(follow_symlinks=False)
+                        except FileNotFoundError:
+                            continue
+                        out.append(FileStatus(entry.path, st.st_size, st.st_mtime_ns // 1_000_000,
+                                              entry.is_dir(follow_symlinks=False)))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+            return out
+        raw = self._raw(path).rstrip("/")
+        try:
+            infos = self._call(lambda: self.fs.ls(raw, detail=True))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return [self._status(i) for i in infos
+                if not _is_marker(i) and str(i["name"]).rstrip("/") not in (raw, raw.lstrip("/"))]
+
+    def scan_dir(self, path: str) -> list[ListedEntry]:
+        """Entries of one directory without a stat per local entry; [] when it does not exist."""
+        if self.is_local:
+            try:
+                with os.scandir(self._raw(path)) as it:
+                    return [ListedEntry(entry.path, entry.name, entry.is_dir(follow_symlinks=False)) for entry in it]
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+        return [ListedEntry(s.path, s.name, s.is_dir, s) for s in self.list_dir(path)]
+
+    def list_names(self, path: str) -> list[str]:
+        """Names of the entries of one local directory (files and sub-directories alike, no
+        stat; [] when it does not exist): the cheapest listing there is. Object stores: use
+        :meth:`scan_dir`, whose entries carry their status."""
+        if not self.is_local:
+            raise errors.InvalidInputError("list_names lists local directories only", fix="use scan_dir")
+        try:
+            return os.listdir(self._raw(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def status_of(self, entry: ListedEntry) -> FileStatus | None:
+        """The entry's status (from the listing, else one stat); None when it vanished since."""
+        if entry.status is not None:
+            return entry.status
+        try:
+            if self.is_local:  # as list_dir: the entry itself, never a symlink's target
+                st = os.lstat(self._raw(entry.path))
+                return FileStatus(entry.path, st.st_size, st.st_mtime_ns // 1_000_000, stat_module.S_ISDIR(st.st_mode))
+            return self.stat(entry.path)
+        except FileNotFoundError:
+            return None
+
+    def walk_files(self, path: str) -> Iterator[FileStatus]:
+        """Every regular file below ``path``, recursively."""
+        if self.is_local:
+            root = self._raw(path)
+            for dirpath, _dirs, files in os.walk(root):
+                for name in files:
+                    full = os.path.join(dirpath, name)
+                    try:
+                        st = os.lstat(full)
+                    except FileNotFoundError:
+                        continue
+                    yield FileStatus(full, st.st_size, st.st_mtime_ns // 1_000_000, False)
+            return
+        raw = self._raw(path).rstrip("/")
+        try:
+            found = self._call(lambda: self.fs.find(raw, detail=True))
+        except FileNotFoundError:
+            return
+        for info in found.values():
+            if info.get("type") != "directory" and not _is_marker(info):
+                yield self._status(info)
+
+    def stat(self, path: str) -> FileStatus:
+        if self.is_local:
+            raw = self._raw(path)
+            st = os.stat(raw)
+            return FileStatus(raw, st.st_size, st.st_mtime_ns // 1_000_000, stat_module.S_ISDIR(st.st_mode))
+        raw = self._raw(path)
+        try:
+            info = self._call(lambda: self.fs.info(raw))
+        except FileNotFoundError:
+            raise
+        except OSError as e:  # some backends raise a plain IOError for 404
+            if "not found" in str(e).lower() or "nosuchkey" in str(e).lower():
+                raise FileNotFoundError(path) from e
+            raise
+        status = self._status(info)
+        return FileStatus(self._uri(raw.rstrip("/")), status.size, status.mtime_ms, status.is_dir)
+
+    def exists(self, path: str) -> bool:
+        if self.is_local:
+            return os.path.exists(self._raw(path))
+        raw = self._raw(path)
+        return bool(self._call(lambda: self.fs.exists(raw)))
+
+    def is_dir(self, path: str) -> bool:
+        if self.is_local:
+            return os.path.isdir(self._raw(path))
+        raw = self._raw(path)
+        return bool(self._call(lambda: self.fs.isdir(raw)))
+
+    def read_bytes(self, path: str) -> bytes:
+        if self.is_local:
+            with open(self._raw(path), "rb") as f:
+                return f.read()
+        raw = self._raw(path)
+        try:
+            return bytes(self._call(lambda: self.fs.cat_file(raw)))
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            if "not found" in str(e).lower() or "nosuchkey" in str(e).lower():
+                raise FileNotFoundError(path) from e
+            raise
+
+    def read_text(self, path: str) -> str:
+        return self.read_bytes(path).decode("utf-8")
+
+    # -- writing -----------------------------------------------------------------------
+    def write_new(self, path: str, data: bytes | str) -> None:
+        """Create ``path`` atomically; ``FileExistsError`` if it is already there (the existing
+        content is left alone).
+
+        Local: temp file + ``os.link`` (atomic create-if-absent). HDFS: WebHDFS ``CREATE`` with
+        ``overwrite=false``, which the NameNode refuses atomically. Object stores: an existence
+        check, then a conditional upload (S3/OSS ``If-None-Match: *``, GCS
+        ``ifGenerationMatch=0``, Azure ``If-None-Match: *``): the store refuses it when the key
+        exists, so two racing writers cannot both win. The pre-check keeps stores that silently
+        ignore the condition (some S3-compatible servers) from overwriting a file that existed
+        before the call; only a race inside that window remains unprotected on such stores. A
+        store that rejects the condition outright fails the write (fail closed). A retried
+        upload that finds the key present reports ``FileExistsError`` too: the caller re-reads.
+        """
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        if self.is_local:
+            raw = self._raw(path)
+            tmp = _write_temp_beside(raw, payload)
+            try:
+                os.link(tmp, raw)
+            finally:
+                os.unlink(tmp)
+            return
+        raw = self._raw(path)
+        if self.store is Store.HDFS:
+            self._call(lambda: self._hdfs_create(path, raw, payload))
+            return
+        if self.exists(path):  # a file, or a directory (prefix) of that name
+            raise FileExistsError(path)
+        try:
+            self._call(lambda: self.fs.pipe_file(raw, payload, mode="create"))
+        except FileExistsError:
+            raise FileExistsError(path) from None
+        except Exception as e:  # botocore PreconditionFailed surfaces as OSError/ClientError
+            if _is_precondition_failure(e):
+                raise FileExistsError(path) from e
+            raise
+        finally:
+            self._invalidate(raw)
+
+    def _hdfs_create(self, path: str, raw: str, payload: bytes) -> None:
+        """WebHDFS two-step create (NameNode redirect, DataNode upload) with ``overwrite=false``."""
+        fs: Any = self.fs
+        try:
+            redirect = fs._call("CREATE", "put", raw, redirect=False, overwrite="false")
+        except RuntimeError as e:
+            if "FileAlreadyExists" in str(e) or "already exists" in str(e):
+                raise FileExistsError(path) from e
+            raise
+        location = fs._apply_proxy(redirect.headers["Location"])
+        response = fs.session.put(location, data=payload, headers={"content-type": "application/octet-stream"})
+        if response.status_code in (403, 409) and "AlreadyExists" in response.text:
+            raise FileExistsError(path)
+        if response.status_code == 403 and "AccessControl" in response.text:
+            raise PermissionError(f"{path}: {response.text[:300]}")
+        response.raise_for_status()
+
+    def overwrite(self, path: str, data: bytes | str) -> None:
+        """Replace ``path`` (hint files): temp + ``os.replace`` locally, a plain PUT elsewhere."""
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+        if self.is_local:
+            raw = self._raw(path)
+            os.replace(_write_temp_beside(raw, payload), raw)
+            return
+        raw = self._raw(path)
+        self._call(lambda: self.fs.pipe_file(raw, payload))
+        self._invalidate(raw)
+
+    def copy_new(self, src: str, dst: str) -> None:
+        """Copy bytes verbatim to a path that must not exist (metadata copies keep Java's
+        bytes: no re-serialisation)."""
+        self.write_new(dst, self.read_bytes(src))
+
+    def rename(self, src: str, dst: str) -> None:
+        """Rename a file or a directory; ``FileExistsError`` when ``dst`` exists.
+
+        Local files: ``os.link`` + unlink, so an existing target is refused atomically (plain
+        ``os.rename`` would replace it). Local directories: checked, then ``os.rename``. HDFS:
+        the NameNode's atomic ``RENAME`` (after a check: HDFS moves a source *into* an existing
+        directory). Object stores have no rename: a file is copied with create-if-absent
+        (``write_new``) and the source deleted afterwards (not atomic: a crash in between leaves
+        both); a directory prefix is copied key by key (``mv``) after an existence check.
+        """
+        if self.is_local:
+            raw_src, raw_dst = self._raw(src), self._raw(dst)
+            if not os.path.isdir(raw_src):
+                try:
+                    os.link(raw_src, raw_dst)
+                except FileExistsError:
+                    raise FileExistsError(dst) from None
+                except FileNotFoundError:
+                    raise FileNotFoundError(src) from None
+                except OSError:  # no hard links on this filesystem
+                    pass
+                else:
+                    os.unlink(raw_src)
+                    return
+            if os.path.lexists(raw_dst):
+                raise FileExistsError(dst)
+            os.rename(raw_src, raw_dst)
+            return
+        if self.exists(dst):
+            raise FileExistsError(dst)
+        if self.store is Store.HDFS:
+            fs: Any = self.fs
+            raw_src, raw_dst = self._raw(src), self._raw(dst)
+            done = self._call(lambda: fs._call("RENAME", "put", raw_src, destination=raw_dst).json())
+            if not done.get("boolean"):
+                if self.exists(dst):
+                    raise FileExistsError(dst)
+                raise FileNotFoundError(src)
+            return
+        status = self.stat(src)
+        if status.is_dir:
+            self._call(lambda: self.fs.mv(self._raw(src), self._raw(dst), recursive=True))
+            self._invalidate(self._raw(src))
+            self._invalidate(self._raw(dst))
+            return
+        self.write_new(dst, self.read_bytes(src))
+        result = self._bulk_delete([src])[0]
+        if result.outcome == DeleteOutcome.FAILED:
+            raise errors.StorageError(f"renamed {src} to {dst} but could not delete the source: {result.error}",
+                                      fix="delete the source file by hand")
+
+    def mkdirs(self, path: str) -> None:
+        if self.is_local:
+            os.makedirs(self._raw(path), exist_ok=True)
+        elif self.store is Store.HDFS:
+            raw = self._raw(path)
+            self._call(lambda: self.fs.makedirs(raw, exist_ok=True))
+
+    def _invalidate(self, raw: str) -> None:
+        try:
+            self.fs.invalidate_cache(raw)
+        except Exception:  # pragma: no cover - caches are an optimisation only
+            pass
+
+    # -- deleting ----------------------------------------------------------------------
+    def delete_files(self, paths: Iterable[str]) -> list[DeleteResult]:
+        """Delete regular files, never directories. One result per input path, in input
+        order: deleted, already missing, or failed (with the error).
+
+        Remote stores: one listing per parent directory tells missing files and directories
+        apart (S3 reports absent keys as deleted), then the deletes: S3/OSS DeleteObjects in
+        batches of at most ``safety.DELETE_BATCH_MAX`` keys, retrying only failed keys; other
+        stores one request per file, in parallel, each retried. If a listing fails, that
+        directory's files are deleted blindly and reported as the store reports them.
+        """
+        paths = list(paths)
+        if self.is_local:
+            return [self._delete_local(p) for p in paths]
+        return self._delete_remote(paths)
+
+    def _delete_local(self, path: str) -> DeleteResult:
+        raw = self._raw(path)
+        try:
+            if os.path.isdir(raw) and not os.path.islink(raw):
+                return DeleteResult(path, DeleteOutcome.FAILED, "is a directory: never deleted")
+            os.unlink(raw)
+            return DeleteResult(path, DeleteOutcome.DELETED)
+        except FileNotFoundError:
+            return DeleteResult(path, DeleteOutcome.MISSING)
+        except OSError as e:
+            return DeleteResult(path, DeleteOutcome.FAILED, f"{type(e).__name__}: {e}")
+
+    def _delete_remote(self, paths: list[str]) -> list[DeleteResult]:
+        decided: dict[str, DeleteResult] = {}
+        by_dir: dict[str, list[str]] = defaultdict(list)
+        buckets = self.store is not Store.HDFS
+        for p in dict.fromkeys(paths):  # unique, in input order
+            raw = self._raw(p).strip("/")
+            if buckets and "/" not in raw:
+                decided[p] = DeleteResult(p, DeleteOutcome.FAILED, "is a bucket: never deleted")
+                continue
+            if p.endswith("/") or not raw:
+                decided[p] = DeleteResult(p, DeleteOutcome.FAILED, "is a directory: never deleted")
+                continue
+            by_dir[parent(p)].append(p)
+        to_delete: list[str] = []
+        for directory, members in by_dir.items():
+            files: set[str] | None
+            dirs: set[str] = set()
+            try:
+                files = set()
+                for status in self.list_dir(directory):
+                    (dirs if status.is_dir else files).add(status.name)
+            except Exception:  # listing failed: delete blindly, report what the store says
+                files = None
+            for p in members:
+                name = basename(p)
+                if files is None or name in files:  # a file wins over a same-named prefix
+                    to_delete.append(p)
+                elif name in dirs:
+                    decided[p] = DeleteResult(p, DeleteOutcome.FAILED, "is a directory: never deleted")
+                else:
+                    decided[p] = DeleteResult(p, DeleteOutcome.MISSING)
+        for start in range(0, len(to_delete), safety.DELETE_BATCH_MAX):
+            for result in self._bulk_delete(to_delete[start:start + safety.DELETE_BATCH_MAX]):
+                decided[result.path] = result
+        return [decided[p] for p in paths]
+
+    def _bulk_delete(self, batch: list[str]) -> list[DeleteResult]:
+        """Delete exactly these keys (files or directory markers), at most 1000, any buckets."""
+        if not batch:
+            return []
+        if not hasattr(self.fs, "call_s3"):  # no bulk delete: one request per file, in parallel
+            if len(batch) == 1:
+                return [self._delete_one(batch[0])]
+            with ThreadPoolExecutor(max_workers=min(PARALLEL_DELETES, len(batch))) as pool:
+                return list(pool.map(self._delete_one, batch))
+        by_bucket: dict[str, dict[str, str]] = defaultdict(dict)
+        for p in batch:
+            bucket, _, key = self._raw(p).lstrip("/").partition("/")
+            by_bucket[bucket][key] = p
+        results: list[DeleteResult] = []
+        for bucket, keys in by_bucket.items():
+            results.extend(self._delete_objects(bucket, keys))
+        return results
+
+    def _delete_objects(self, bucket: str, keys: Mapping[str, str]) -> list[DeleteResult]:
+        """S3 DeleteObjects for ``keys`` (key -> path), retrying only keys that failed
+        transiently (a failed request: all of them; ``SlowDown``/``InternalError`` per key: those
+        keys). When the budget is spent the keys still pending are reported failed; keys the
+        store confirmed are reported deleted, so the caller's counts are exact."""
+        outcome: dict[str, DeleteResult] = {}
+        pending = list(keys)
+        last_error: dict[str, str] = {}
+        attempt = 0
+        while pending:
+            try:
+                response = self.fs.call_s3(
+                    "delete_objects", Bucket=bucket,
+                    Delete={"Objects": [{"Key": k} for k in pending], "Quiet": False},
+                )
+            except Exception as e:
+                message = redact_text(f"{type(e).__name__}: {e}", self.connection.kwargs)
+                if not retries.is_transient(e):
+                    for k in pending:
+                        outcome[k] = DeleteResult(keys[k], DeleteOutcome.FAILED, message)
+                    pending = []
+                    break
+                last_error = dict.fromkeys(pending, message)
+                retry_keys = pending
+            else:
+                failed = {err["Key"]: (str(err.get("Code")), f"{err.get('Code')}: {err.get('Message')}")
+                          for err in response.get("Errors", [])}
+                retry_keys = []
+                for k in pending:
+                    if k not in failed:
+                        outcome[k] = DeleteResult(keys[k], DeleteOutcome.DELETED)
+                    elif failed[k][0] in retries.TRANSIENT_CODES:
+                        retry_keys.append(k)
+                        last_error[k] = failed[k][1]
+                    else:
+                        outcome[k] = DeleteResult(keys[k], DeleteOutcome.FAILED, failed[k][1])
+            finally:
+                for k in pending:
+                    self._invalidate(f"{bucket}/{k}")
+            pending = retry_keys
+            attempt += 1
+            if pending and attempt >= self.retry.attempts:
+                break
+            if pending:
+                retries_sleep(self.retry.delay(attempt))
+        for k in pending:
+            outcome[k] = DeleteResult(keys[k], DeleteOutcome.FAILED,
+                                      f"retry budget exhausted ({self.retry.attempts} attempts): {last_error.get(k)}")
+        return [outcome[k] for k in keys]
+
+    def _remove(self, raw: str) -> bool:
+        """One single-file delete request; False when the store says the file was not there."""
+        if self.store is Store.HDFS:
+            fs: Any = self.fs
+            return bool(fs._call("DELETE", method="delete", path=raw, recursive="false").json().get("boolean"))
+        self.fs.rm_file(raw)
+        return True
+
+    def _delete_one(self, path: str) -> DeleteResult:
+        """Delete one file with retries. A file that is gone on a retry after a transient failure
+        was deleted by the attempt whose answer was lost: reported deleted, not missing."""
+        raw = self._raw(path)
+        attempt = 0
+        failed_before = False
+        while True:
+            try:
+                removed = self._remove(raw)
+                self._invalidate(raw)
+                if removed or failed_before:
+                    return DeleteResult(path, DeleteOutcome.DELETED)
+                return DeleteResult(path, DeleteOutcome.MISSING)
+            except FileNotFoundError:
+                return DeleteResult(path, DeleteOutcome.DELETED if failed_before else DeleteOutcome.MISSING)
+            except Exception as e:
+                attempt += 1
+                message = redact_text(f"{type(e).__name__}: {e}", self.connection.kwargs)
+                if not retries.is_transient(e):
+                    return DeleteResult(path, DeleteOutcome.FAILED, message)
+                if attempt >= self.retry.attempts:
+                    return DeleteResult(path, DeleteOutcome.FAILED,
+                                        f"retry budget exhausted ({self.retry.attempts} attempts): {message}")
+                failed_before = True
+                retries_sleep(self.retry.delay(attempt))
+
+    def _keys_under(self, path: str) -> list[str]:
+        """Every object below ``path`` on an object store, directory markers included."""
+        raw = self._raw(path).rstrip("/")
+        try:
+            found = self._call(lambda: self.fs.find(raw, detail=True))
+        except FileNotFoundError:
+            return []
+        out = []
+        for info in found.values():
+            if info.get("type") == "directory":
+                continue
+            name = str(info["name"])
+            if name.startswith(raw + "/"):
+                out.append(self._uri(name))
+        return out
+
+    def delete_empty_dir(self, path: str) -> bool:
+        """Remove a directory only if it is empty (non-recursive); True if removed.
+
+        HDFS: a non-recursive DELETE of a directory, which the NameNode refuses when it is not
+        empty. Object stores have no real directories: a prefix holding nothing but its own
+        marker object (``dir/``, written by pyarrow/pypaimon ``mkdirs``) counts as an empty
+        directory and the marker is deleted; a prefix with any other object is left alone."""
+        if self.is_local:
+            try:
+                os.rmdir(self._raw(path))
+                return True
+            except OSError:
+                return False
+        if self.store is Store.HDFS:
+            if not self.is_dir(path):
+                return False
+            try:
+                return self._remove(self._raw(path))
+            except Exception:
+                return False
+        marker = self._raw(path).rstrip("/") + "/"
+        keys = self._keys_under(path)
+        if [self._raw(k) for k in keys] != [marker]:
+            return False
+        return self._bulk_delete(keys)[0].outcome == DeleteOutcome.DELETED
+
+    def delete_tree(self, path: str) -> None:
+        """Recursive delete of a metadata directory (branch drop). Callers restrict this to
+        ``branch/branch-<name>`` paths; data directories are never deleted recursively.
+        On object stores every key below the prefix goes, directory markers included."""
+        if self.is_local:
+            shutil.rmtree(self._raw(path), ignore_errors=False)
+            return
+        if self.store is Store.HDFS:
+            raw = self._raw(path)
+            self._call(lambda: self.fs.rm(raw, recursive=True))
+            return
+        keys = self._keys_under(path)
+        failed: list[DeleteResult] = []
+        for start in range(0, len(keys), safety.DELETE_BATCH_MAX):
+            batch = keys[start:start + safety.DELETE_BATCH_MAX]
+            failed.extend(r for r in self._bulk_delete(batch) if r.outcome == DeleteOutcome.FAILED)
+        if failed:
+            raise errors.StorageError(f"could not delete {failed[0].path}: {failed[0].error}",
+                                      fix="check permissions and retry")
+
+
+def retries_sleep(seconds: float) -> None:
+    """The pause between attempts (a function, so tests can count or skip the waits)."""
+    import time
+
+    time.sleep(seconds)

@@ -1,0 +1,91 @@
+"""GitOps health of real objects: each kind's status judged by kstatus's rules (as Flux runs them)
+and by the tablekeeper health check (docs/health-checks.md, tests/support/kstatus.py): Current
+when done, InProgress while the operator works or has not seen the latest generation, Failed with
+the reason on a permanent error, Terminating while a finalizer holds a deleted object."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import lupa
+
+from tests.apiserver.harness import RealHarness
+from tests.operator.conftest import basic_objects, obj
+from tests.support.k8s import REPO_ROOT, eventually
+from tests.support.kstatus import health, kstatus
+
+ARGOCD_LUA = REPO_ROOT / "docs" / "health" / "argocd-health.lua"
+#: Argo CD's status for each of our verdicts (Suspended: paused, which kstatus has no word for)
+ARGO = {"Current": {"Healthy"}, "InProgress": {"Progressing", "Suspended"}, "Failed": {"Degraded"},
+        "Terminating": {"Progressing"}}
+
+
+def argocd(body: dict[str, Any]) -> str:
+    """docs/health/argocd-health.lua run as Argo CD runs it: ``obj`` global, a table returned."""
+    lua = lupa.LuaRuntime(unpack_returned_tuples=True)
+
+    def to_lua(value: Any) -> Any:
+        if isinstance(value, dict):
+            return lua.table_from({k: to_lua(v) for k, v in value.items()})
+        if isinstance(value, list):
+            return lua.table_from([to_lua(v) for v in value])
+        return value
+
+    lua.globals().obj = to_lua(body)
+    result = lua.execute(ARGOCD_LUA.read_text(encoding="utf-8"))
+    return str(result["status"])
+
+
+def judged(body: dict[str, Any]) -> str:
+    """The health check's verdict, after checking Argo CD's Lua agrees with it."""
+    verdict = health(body).status
+    assert argocd(body) in ARGO[verdict], (verdict, argocd(body), body.get("status"))
+    return verdict
+
+
+def tag(name: str, **spec: object) -> dict[str, Any]:
+    return obj("PaimonTag", name, {"tableRef": {"name": "orders"}, **spec})
+
+
+async def test_health_of_every_state(real_harness: RealHarness, warehouse: Path) -> None:
+    h = real_harness
+    # created before any operator runs: no status yet
+    for body in basic_objects(warehouse):
+        await h.apply(body)
+    await h.apply(tag("nightly", snapshotId=3))
+    fresh = h.get("PaimonTag", "nightly") or {}
+    assert judged(fresh) == "InProgress"
+    assert kstatus(fresh).status == "Current"  # kstatus alone cannot tell: hence the health check
+
+    await h.start()
+    await h.apply(tag("future", snapshotId=99))
+    await h.apply(obj("PaimonMaintenanceRun", "expire-now", {
+        "tableRef": {"name": "orders"}, "type": "ExpireSnapshots"}))
+    await h.wait_condition("PaimonTag", "nightly", reason="Created")
+    await h.wait_condition("PaimonTag", "future", status="False", reason="SnapshotNotFound")
+    await eventually(lambda: health(h.get("PaimonMaintenanceRun", "expire-now") or {}).status != "InProgress",
+                     timeout=30)
+    for kind, name in (("PaimonCatalog", "lake"), ("PaimonTable", "orders"), ("PaimonTag", "nightly"),
+                       ("PaimonMaintenanceRun", "expire-now")):
+        body = h.get(kind, name) or {}
+        assert (judged(body), kstatus(body).status) == ("Current", "Current"), (kind, body.get("status"))
+    assert judged(h.get("PaimonTag", "future") or {}) == "Failed"
+    failed = health(h.get("PaimonTag", "future") or {})
+    assert (failed.status, failed.reason) == ("Failed", "SnapshotNotFound") and failed.message
+
+    # a spec change the operator has not observed yet: both say InProgress
+    await h.stop()
+    await h.patch("PaimonTag", "nightly", {"spec": {"deletionPolicy": "Retain"}})
+    changed = h.get("PaimonTag", "nightly") or {}
+    assert changed["metadata"]["generation"] == 2
+    assert (judged(changed), kstatus(changed).status) == ("InProgress", "InProgress")
+    await h.start()
+    await eventually(lambda: health(h.get("PaimonTag", "nightly") or {}).status == "Current")
+    # deleted while its finalizer holds it (operator stopped): Terminating
+    await h.stop()
+    await h.delete("PaimonTag", "future")
+    await h.delete("PaimonTable", "orders")
+    table = h.get("PaimonTable", "orders")
+    if table is not None:  # only when it carries a finalizer
+        assert judged(table) == kstatus(table).status == "Terminating"
