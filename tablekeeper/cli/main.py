@@ -25,6 +25,7 @@ from tablekeeper.core import (
     execution,
     expire,
     expire_commit,
+    format_guard,
     lease,
     orphans,
     partitions,
@@ -99,6 +100,7 @@ def _take_lease(t: Table) -> None:
 
 def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN) -> Table:
     t = _open_table(table, warehouse, options, branch)
+    format_guard.check_latest(t)  # fail closed on a newer Paimon before anything changes
     _take_lease(t)
     return t
 

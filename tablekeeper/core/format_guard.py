@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tablekeeper.core import errors
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
 
-__all__ = ["check_formats"]
+__all__ = ["check_formats", "check_latest"]
 
 
 def check_formats(table: Table, branches: Iterable[str]) -> None:
@@ -31,3 +32,21 @@ def check_formats(table: Table, branches: Iterable[str]) -> None:
         for sid in t.schema_ids():
             t.schema(sid)
         t.tags()
+
+
+def check_latest(table: Table) -> None:
+    """The cheap guard every destructive command runs first: the latest snapshot and every
+    schema of ``table``'s branch parse (a newer writer shows there first; the files a command
+    reads later are checked as they are read).
+
+    Raises:
+        FormatError: a file of an unknown format version (nothing was changed).
+    """
+    latest = table.latest_snapshot_id()
+    if latest is not None:
+        try:
+            table.snapshot(latest)
+        except errors.SnapshotNotFoundError:
+            pass  # expired meanwhile: the command reads what is there
+    for sid in table.schema_ids():
+        table.schema(sid)

@@ -30,8 +30,8 @@ type, and change nothing on either copy.
 
 Example counts are bounded: every example makes one comparison, i.e. 2-3 Spark jobs (a warm
 expiration job on these tiny tables costs ~20-30 CPU seconds of JVM + Python workers on the
-development VM), so ``TABLEKEEPER_PROPERTY_EXAMPLES`` (default 6 locally) and
-``TABLEKEEPER_PROPERTY_S3_EXAMPLES`` (default 3) raise them for a nightly run; with either set,
+development VM), so ``TABLEKEEPER_PROPERTY_EXAMPLES`` (default 4 locally) and
+``TABLEKEEPER_PROPERTY_S3_EXAMPLES`` (default 2) raise them for a nightly run; with either set,
 examples are random instead of derandomized. The in-process-only machine keeps its own counts
 (``TK_PROP_EXAMPLES``, 25).
 """
@@ -55,9 +55,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule, run_state_machine_as_test
 
-from tablekeeper.core import durations, errors, execution, expire, orphans, plans
+from tablekeeper.core import durations, errors, execution, expire, orphans, plans, retention_settings
 from tablekeeper.core.paimon.table import Table
-from tablekeeper.spark import job, launch
+from tablekeeper.spark import job, job_request
 from tests.maintenance.helpers import IDENT, copy_tree, handle, py_roots, py_tables, root_requirements
 from tests.maintenance.test_property import MaintenanceMachine, Storage
 from tests.support import s3 as s3support
@@ -77,7 +77,7 @@ class Run:
     """One maintenance run, as a ``JobRequest`` describes it (the in-process side reads the same
     fields). ``days_ahead`` moves "now" forward, so that every untracked file is old enough."""
 
-    operation: launch.Operation
+    operation: job_request.Operation
     branch: str = "main"
     retain_min: int | None = None
     retain_max: int | None = None
@@ -87,12 +87,26 @@ class Run:
     older_than: str | None = None
     days_ahead: int = 0
 
-    def request(self, storage: Storage, now: int, *, dry_run: bool) -> launch.JobRequest:
-        return launch.JobRequest(
+    def request(self, storage: Storage, now: int, *, dry_run: bool) -> job_request.JobRequest:
+        return job_request.JobRequest(
             operation=self.operation, warehouse=storage.warehouse, table=IDENT, branch=self.branch,
             options=dict(storage.options or {}), dry_run=dry_run, older_than=self.older_than, now_ms=now,
-            retain_min=self.retain_min, retain_max=self.retain_max, time_retained=self.time_retained,
-            expire_limit=self.expire_limit, parallelism=PARALLELISM, batches=self.batches)
+            retention=self.retention(storage), parallelism=PARALLELISM, batches=self.batches)
+
+    def flags(self) -> retention_settings.RetentionFlags:
+        time_retained = (durations.parse_duration(self.time_retained, field="--time-retained")
+                         if self.time_retained is not None else None)
+        return retention_settings.RetentionFlags(retain_min=self.retain_min, retain_max=self.retain_max,
+                                                 time_retained=time_retained, expire_limit=self.expire_limit)
+
+    def retention(self, storage: Storage) -> retention_settings.Retention | None:
+        """The one retention value the CLI resolves from the table's options and its flags (None:
+        no flags, the job reads the table's options itself)."""
+        flags = self.flags()
+        if flags.is_empty:
+            return None
+        options = handle(storage.warehouse, branch=self.branch, file_io=storage.io).options()
+        return retention_settings.from_options(options, flags)
 
 
 def draw_run(data: st.DataObject, branches: list[str]) -> Run:
@@ -142,11 +156,9 @@ def plan_in_process(run: Run, table: Table, now: int) -> plans.Plan:
         return orphans.plan_orphan_clean(table, orphans.OrphanConfig(threshold))
     if run.operation == "expire-changelog":
         return expire.plan_expire_changelog(table, expire.changelog_config_from_options(table.options()), now)
-    time_retained = (durations.parse_duration(run.time_retained, field="--time-retained")
-                     if run.time_retained is not None else None)
-    config = expire.config_from_options(table.options(), retain_min=run.retain_min, retain_max=run.retain_max,
-                                        time_retained=time_retained, expire_limit=run.expire_limit)
-    return expire.plan_expire(table, config, now)
+    options = table.options()
+    return expire.plan_expire(table, expire.expire_config(retention_settings.from_options(options, run.flags()), options),
+                              now)
 
 
 def run_in_process(run: Run, storage: Storage, now: int) -> Outcome:
@@ -363,7 +375,7 @@ def test_in_process_and_spark_delete_the_same_files(machine_spark: Any, tmp_path
         pass
 
     Local.storage_factory = staticmethod(lambda: Storage(tempfile.mkdtemp(dir=tmp_path)))
-    run_state_machine_as_test(Local, settings=_settings("TABLEKEEPER_PROPERTY_EXAMPLES", 6, 8))
+    run_state_machine_as_test(Local, settings=_settings("TABLEKEEPER_PROPERTY_EXAMPLES", 4, 8))
 
 
 @pytest.mark.spark
@@ -376,4 +388,4 @@ def test_in_process_and_spark_delete_the_same_files_on_s3(machine_spark: Any, s3
 
     OnS3.storage_factory = staticmethod(
         lambda: Storage(f"s3://{s3_bucket}/{uuid.uuid4().hex[:8]}", dict(s3_options), s3))
-    run_state_machine_as_test(OnS3, settings=_settings("TABLEKEEPER_PROPERTY_S3_EXAMPLES", 3, 5))
+    run_state_machine_as_test(OnS3, settings=_settings("TABLEKEEPER_PROPERTY_S3_EXAMPLES", 2, 5))
