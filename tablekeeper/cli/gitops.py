@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from tablekeeper import reconcile
+from tablekeeper.cli.render import human_bytes
 from tablekeeper.core import errors
 from tablekeeper.reconcile import actions as A
 
@@ -22,15 +23,6 @@ __all__ = ["parse_now", "action_line", "render_plan", "render_result", "render_s
 EXIT_CHANGES = 2
 #: ``apply``: an action failed, or conflicts keep storage from matching the manifests.
 EXIT_APPLY_FAILED = 1
-
-
-def human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
 
 
 def parse_now(value: str | None) -> datetime:

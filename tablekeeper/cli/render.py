@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
 from rich.table import Table as RichTable
 
-from tablekeeper.cli import gitops
 from tablekeeper.core import branches, execution, fork_points, plans
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
@@ -20,6 +19,15 @@ from tablekeeper.core.paimon.table import Table
 __all__ = ["rows", "plan", "change", "progress_callback", "build_timeline", "timeline"]
 
 _console = Console(highlight=False)
+
+
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
 
 
 def rows(items: Sequence[Mapping[str, Any]], empty: str) -> None:
@@ -43,7 +51,7 @@ def plan(p: plans.Plan, *, dry_run: bool, result: execution.ExecutionResult | No
         if isinstance(step, plans.DeleteStep):
             size = sum(f.size or 0 for f in step.files)
             click.echo(f"  {head} {len(step.files)} {step.kind.value} file(s)"
-                       + (f", {gitops.human_bytes(size)}" if size else ""))
+                       + (f", {human_bytes(size)}" if size else ""))
             if dry_run:
                 for f in step.files[:20]:
                     click.echo(f"    - {f.path}")

@@ -15,7 +15,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from tablekeeper.core import durations, errors, safety
-from tablekeeper.core.paimon import manifests, pypaimon_adapter, pypaimon_commit
+from tablekeeper.core.paimon import manifests, pypaimon_adapter
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.reachability import Reachability
 
@@ -236,11 +236,16 @@ def plan_partition_expiry(table: Table, config: PartitionConfig, now: datetime) 
 
 def apply_partition_expiry(table: Table, plan: PartitionPlan, *, options: Mapping[str, str] | None = None,
                            retries: int = 3,
-                           drop: Callable[..., None] = pypaimon_commit.drop_partitions) -> int:
+                           drop: Callable[..., None] | None = None) -> int:
     """Commit the drop as one OVERWRITE snapshot; retry a conflicting commit up to ``retries``
-    times. Returns the number of partitions dropped."""
+    times. Returns the number of partitions dropped. ``drop`` defaults to pypaimon's commit
+    (imported only here: it costs a second of start-up to every other command)."""
     if not plan.expired:
         return 0
+    if drop is None:
+        from tablekeeper.core.paimon import pypaimon_commit
+
+        drop = pypaimon_commit.drop_partitions
     keys = tuple(table.schema().partition_keys)
     specs = [dict(zip(keys, p.values, strict=True)) for p in plan.expired]
     last: Exception | None = None
