@@ -51,6 +51,14 @@ class SparkResources:
     instances: int = 2  #: executors only
 
 
+def _check_launch(name: str, request: JobRequest, active_deadline_seconds: int, ttl_seconds_after_finished: int) -> None:
+    """What both Kubernetes launchers (Job, SparkApplication) require before building anything."""
+    check_name(name)
+    _check_k8s_request(request)
+    if active_deadline_seconds < 1 or ttl_seconds_after_finished < 0:
+        raise errors.InvalidInputError("active_deadline_seconds must be >= 1 and the TTL >= 0", fix="e.g. 7200 / 604800")
+
+
 def _check_k8s_request(request: JobRequest) -> None:
     secret = sorted(k for k in request.options if is_secret_option(k))
     if secret:
@@ -86,10 +94,7 @@ def job_manifest(request: JobRequest, *, name: str, namespace: str, owner: Owner
     The Job's exit code is the run's result; retries belong to the run CR (``backoffLimit`` 0
     by default); ``activeDeadlineSeconds`` and ``ttlSecondsAfterFinished`` are enforced by
     Kubernetes. The pod's own name and IP reach Spark through the downward API."""
-    check_name(name)
-    _check_k8s_request(request)
-    if active_deadline_seconds < 1 or ttl_seconds_after_finished < 0:
-        raise errors.InvalidInputError("active_deadline_seconds must be >= 1 and the TTL >= 0", fix="e.g. 7200 / 604800")
+    _check_launch(name, request, active_deadline_seconds, ttl_seconds_after_finished)
     executor = executor or SparkResources()
     driver = driver or SparkResources(instances=1)
     all_labels = _labels(name, request, labels)
@@ -176,10 +181,7 @@ def spark_application_manifest(request: JobRequest, *, name: str, namespace: str
     SparkApplication has no deadline field: ``activeDeadlineSeconds`` is recorded in the
     ``tablekeeper.io/active-deadline-seconds`` annotation and enforced by the operator (apps
     hang in ``SUBMITTED`` on ImagePullBackOff, #2667)."""
-    check_name(name)
-    _check_k8s_request(request)
-    if active_deadline_seconds < 1 or ttl_seconds_after_finished < 0:
-        raise errors.InvalidInputError("active_deadline_seconds must be >= 1 and the TTL >= 0", fix="e.g. 7200 / 604800")
+    _check_launch(name, request, active_deadline_seconds, ttl_seconds_after_finished)
     executor = executor or SparkResources()
     driver = driver or SparkResources(instances=1)
     all_labels = _labels(name, request, labels)
