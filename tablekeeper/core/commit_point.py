@@ -16,13 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from tablekeeper.core import errors, execution, plans, seams
 from tablekeeper.core.paimon.table import Table
 
-__all__ = ["Fingerprint", "fingerprint", "run_checked", "MAX_ATTEMPTS"]
+__all__ = ["Fingerprint", "fingerprint", "run_checked", "run_checked_with", "MAX_ATTEMPTS"]
 
 MAX_ATTEMPTS = 3
+P = TypeVar("P")
+R = TypeVar("R")
+
 
 @dataclass(frozen=True)
 class Fingerprint:
@@ -71,6 +75,21 @@ def run_checked(table: Table, plan: Callable[[], plans.Plan],
     Raises:
         ConcurrentModificationError: the inputs changed in every one of ``MAX_ATTEMPTS`` attempts.
     """
+    made, result, reasons = run_checked_with(table, plan, run)
+    if reasons:
+        made = plans.Plan(made.operation, made.table, made.steps,
+                          (*made.notes, f"re-planned {len(reasons)} time(s): {'; '.join(reasons)}"), made.details)
+    return made, result
+
+
+def run_checked_with(table: Table, plan: Callable[[], P], run: Callable[[P], R]) -> tuple[P, R, tuple[str, ...]]:
+    """:func:`run_checked` for any engine: ``plan`` makes what ``run`` executes (a plan in
+    process, an evaluated decision in Spark); ``run`` must reach a ``seams`` point before each
+    delete stage. Returns what was planned and run last, the result, and why it re-planned.
+
+    Raises:
+        ConcurrentModificationError: the inputs changed in every one of ``MAX_ATTEMPTS`` attempts.
+    """
     reasons: list[str] = []
     for _ in range(MAX_ATTEMPTS):
         before = fingerprint(table)
@@ -90,10 +109,7 @@ def run_checked(table: Table, plan: Callable[[], plans.Plan],
         except _InputsChanged as e:
             reasons.append(str(e))
             continue
-        if reasons:
-            made = plans.Plan(made.operation, made.table, made.steps,
-                              (*made.notes, f"re-planned {len(reasons)} time(s): {'; '.join(reasons)}"), made.details)
-        return made, result
+        return made, result, tuple(reasons)
     raise errors.ConcurrentModificationError(
         f"the inputs of the plan for {table.identifier} changed {MAX_ATTEMPTS} times while it ran: {'; '.join(reasons)}",
         fix="rerun when tags, branches and consumers are not being changed meanwhile; what ran is consistent")

@@ -32,14 +32,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
-from tablekeeper.core import commit_point, errors, execution, expire, lease, plans, seams
-from tablekeeper.core.paimon import layout
+from tablekeeper.core import commit_point, decisions, errors, execution, expire, expire_evaluation, lease, plans, seams
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.storage import basename, join
+from tablekeeper.core.reachability import gc_paused
+from tablekeeper.core.storage import join
 
-__all__ = ["intent_path", "run_expire"]
+__all__ = ["intent_path", "run_expire", "expire_snapshots", "Evaluator", "Expiration", "local_evaluator"]
 
 Runner = Callable[[plans.Plan], execution.ExecutionResult]
 
@@ -73,12 +74,6 @@ class _WithSaved(Table):
         return ids[0] if ids else None
 
 
-def _snapshot_id(path: str) -> int:
-    sid = layout.parse_versioned_name(basename(path), layout.SNAPSHOT_PREFIX)
-    assert sid is not None, path
-    return sid
-
-
 def _read_intent(table: Table) -> dict[int, bytes] | None:
     try:
         raw = json.loads(table.file_io.read_bytes(intent_path(table)))
@@ -87,12 +82,46 @@ def _read_intent(table: Table) -> dict[int, bytes] | None:
     return {int(k): v.encode("utf-8") for k, v in raw["snapshots"].items()}
 
 
-def _split(plan: plans.Plan) -> tuple[list[plans.DeleteStep], list[plans.Step], list[plans.Step]]:
-    """(snapshot deletions, the file stages, the hint writes)."""
-    unpublish = [s for s in plan.steps if isinstance(s, plans.DeleteStep) and s.kind == plans.FileKind.SNAPSHOT]
-    hints_: list[plans.Step] = [s for s in plan.steps if isinstance(s, plans.WriteStep)]
-    files = [s for s in plan.steps if s not in unpublish and s not in hints_]
-    return unpublish, files, hints_
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class Evaluator(Generic[P]):
+    """How an engine evaluates and carries out core's expiration decisions. Core orders the
+    phases (intent, unpublish, verify, delete) and makes every decision; an evaluator only says
+    which files a decision deletes (``P``: a plan in process, a materialised DataFrame in Spark),
+    keeps the files two evaluations agree on, and deletes. The in-process engine is
+    :func:`local_evaluator`; the Spark job has its own, over the same decisions."""
+
+    #: the files ``decision`` deletes on ``table``, without its tail (no side effect)
+    evaluate: Callable[[Table, decisions.ExpirationDecision], P]
+    #: (the files of the second evaluation that the first deletes too, how many files of the
+    #: first are kept); snapshot files are never among them (they are the decision's tail)
+    agree: Callable[[P, P], tuple[P, int]]
+    #: delete the evaluated files in Paimon's order, then run ``tail`` (core's metadata plan)
+    delete: Callable[[P, plans.Plan], execution.ExecutionResult]
+    #: runs a metadata plan (snapshot deletions) on the driver
+    run_meta: Runner
+
+
+@dataclass(frozen=True)
+class Expiration(Generic[P]):
+    """What :func:`expire_snapshots` did: the decision it executed (the verified one), the
+    files it deleted (as the evaluator holds them), its notes, and the counts (the evaluator's
+    deletes included, as far as it reports them through ``delete``)."""
+
+    decision: decisions.ExpirationDecision
+    planned: P
+    notes: tuple[str, ...]
+    result: execution.ExecutionResult
+
+
+def _snapshot_deletes(decision: decisions.ExpirationDecision) -> tuple[plans.Step, ...]:
+    return tuple(s for s in decision.tail if isinstance(s, plans.DeleteStep) and s.kind == plans.FileKind.SNAPSHOT)
+
+
+def _plan_of(decision: decisions.ExpirationDecision, steps: tuple[plans.Step, ...]) -> plans.Plan:
+    return plans.Plan(decision.operation, decision.table, steps)
 
 
 def _merge(a: execution.ExecutionResult, b: execution.ExecutionResult) -> execution.ExecutionResult:
@@ -101,30 +130,27 @@ def _merge(a: execution.ExecutionResult, b: execution.ExecutionResult) -> execut
                                      [*a.removed_dirs, *b.removed_dirs], [*a.order, *b.order])
 
 
-def run_expire(table: Table, config: expire.ExpireConfig, now_ms: int,
-               run: Runner | None = None) -> tuple[plans.Plan, execution.ExecutionResult]:
-    """Expire snapshots of ``table``'s branch in the phases of the module docstring. Returns
-    the plan that was executed (with notes on what was kept or re-published) and the result.
+def expire_snapshots(table: Table, config: expire.ExpireConfig, now_ms: int, ev: Evaluator[P]) -> Expiration[P]:
+    """Expire snapshots of ``table``'s branch in the phases of the module docstring, with
+    ``ev`` evaluating core's decisions (not for a decoupled changelog lifecycle: see
+    :func:`run_expire`).
 
     Raises:
         IncompleteProtectionSetError, ConcurrentModificationError: nothing more was deleted.
     """
-    runner: Runner = run or (lambda p: execution.execute(p, table.file_io))
-    if config.changelog_decoupled:
-        return commit_point.run_checked(table, lambda: expire.plan_expire(table, config, now_ms), runner)
     io = table.file_io
     saved = _read_intent(table)
     notes: list[str] = []
-    first: plans.Plan | None = None
+    first: P | None = None
     done = execution.ExecutionResult()
     if saved is None:
-        first = expire.plan_expire(table, config, now_ms)
-        unpublish, _files, _hints = _split(first)
-        if not unpublish:  # nothing expires (at most a hint to write): nothing to verify
-            return first, runner(first)
-        expiring = [_snapshot_id(f.path) for s in unpublish for f in s.files]
+        decided = expire.decide_expire(table, config, now_ms)
+        if not decided.expiring_ids:  # nothing expires (at most a hint to write): nothing to verify
+            planned = ev.evaluate(table, decided)
+            return Expiration(decided, planned, (), ev.delete(planned, decided.tail_plan()))
+        first = ev.evaluate(table, decided)
         saved = {}
-        for sid in expiring:
+        for sid in decided.expiring_ids:
             try:
                 saved[sid] = io.read_bytes(table.snapshot_path(sid))
             except FileNotFoundError:
@@ -132,45 +158,94 @@ def run_expire(table: Table, config: expire.ExpireConfig, now_ms: int,
         io.write_new(intent_path(table), json.dumps(
             {"snapshots": {str(k): v.decode("utf-8") for k, v in saved.items()}}))
         seams.point("expire:intent")
-        done = runner(plans.Plan(first.operation, first.table, tuple(unpublish)))
+        done = ev.run_meta(_plan_of(decided, _snapshot_deletes(decided)))
         seams.point("expire:unpublished")
     else:
-        notes.append(f"resuming an interrupted expiration of snapshots {min(saved)}..{max(saved)}")
-    # verify: plan again with the saved snapshots standing in for the unpublished ones
+        notes.append(f"resuming an interrupted expiration of snapshots {min(saved)}..{max(saved)}" if saved
+                     else "resuming an interrupted expiration")
+    # verify: decide again with the saved snapshots standing in for the unpublished ones
     view = _WithSaved(table.file_io, table.root, table.branch, table.identifier, saved)
-    again = expire.plan_expire(view, config, now_ms)
-    unpublish, files, hint_steps = _split(again)
-    still_expiring = {_snapshot_id(f.path) for s in unpublish for f in s.files}
+    again = expire.decide_expire(view, config, now_ms)
+    notes.extend(_republish(table, saved, set(again.expiring_ids), resuming=first is None))
+    planned = ev.evaluate(view, again)
+    if first is not None:
+        planned, kept = ev.agree(first, planned)
+        if kept:
+            notes.append(f"{kept} file(s) of the first plan are kept (left for orphan cleanup): a root appeared "
+                         "while the snapshots were being expired")
+    seams.point("expire:verified")
+    unpublish = _snapshot_deletes(again)
+    # snapshots that became due meanwhile are unpublished before any file goes, like the others
+    result = _merge(done, ev.run_meta(_plan_of(again, unpublish)))
+    result = _merge(result, ev.delete(planned, _plan_of(again, tuple(s for s in again.tail if s not in unpublish))))
+    if not result.failed:
+        io.delete_files([intent_path(table)])
+    return Expiration(again, planned, tuple(notes), result)
+
+
+def _republish(table: Table, saved: Mapping[int, bytes], still_expiring: set[int], *, resuming: bool) -> list[str]:
+    """Write back the unpublished snapshots the verifying decision keeps (e.g. a consumer moved
+    back); when resuming, they stay removed (an earlier run may have deleted their files)."""
+    notes: list[str] = []
     republish = sorted(sid for sid in saved if sid not in still_expiring and not table.snapshot_exists(sid))
-    if first is None and republish:
-        # resuming: an earlier run may have deleted some of their files already, so they stay
+    if resuming and republish:
+        # an earlier run may have deleted some of their files already, so they stay
         # unpublished (what only they reference is orphan cleanup's); never a broken snapshot
         notes.append(f"snapshots {republish[0]}..{republish[-1]} are no longer due but stay removed: an "
                      "interrupted run had already unpublished them")
-        republish = []
+        return notes
     for sid in republish:  # e.g. a consumer moved back: its snapshots come back, their files were kept
         try:
-            io.write_new(table.snapshot_path(sid), saved[sid])
+            table.file_io.write_new(table.snapshot_path(sid), saved[sid])
         except FileExistsError:
             pass
     if republish:
         notes.append(f"snapshots {republish[0]}..{republish[-1]} were written back: a consumer, tag or branch "
                      "needs them again")
-    if first is not None:
+    return notes
+
+
+def local_evaluator(table: Table, run: Runner) -> Evaluator[plans.Plan]:
+    """The in-process evaluator: ``expire_evaluation.evaluate``, executed by ``run``."""
+
+    def evaluate(view: Table, decision: decisions.ExpirationDecision) -> plans.Plan:
+        with gc_paused():
+            plan = expire_evaluation.evaluate(view, decision)
+        body = plan.steps[:len(plan.steps) - len(decision.tail)] if decision.reads_manifests else ()
+        return plans.Plan(plan.operation, plan.table, body, plan.notes, plan.details)
+
+    def agree(first: plans.Plan, again: plans.Plan) -> tuple[plans.Plan, int]:
         agreed = {f.path for f in first.files} & {f.path for f in again.files}
-        kept = [f for f in first.files if f.path not in agreed and f.kind != plans.FileKind.SNAPSHOT]
-        if kept:
-            notes.append(f"{len(kept)} file(s) of the first plan are kept (left for orphan cleanup): a root appeared "
-                         "while the snapshots were being expired")
-        files = [s for s in (_only(s, agreed) for s in files)
-                 if not (isinstance(s, plans.DeleteStep) and not s.files)]
-    seams.point("expire:verified")
-    executed = plans.Plan(again.operation, again.table, (*unpublish, *files, *hint_steps),
-                          (*again.notes, *notes), again.details)
-    result = runner(plans.Plan(again.operation, again.table, (*unpublish, *files, *hint_steps)))
-    if not result.failed:
-        io.delete_files([intent_path(table)])
-    return executed, _merge(done, result)
+        kept = sum(1 for f in first.files if f.path not in agreed)
+        steps = tuple(s for s in (_only(s, agreed) for s in again.steps)
+                      if not (isinstance(s, plans.DeleteStep) and not s.files))
+        return plans.Plan(again.operation, again.table, steps, again.notes, again.details), kept
+
+    def delete(planned: plans.Plan, tail: plans.Plan) -> execution.ExecutionResult:
+        return run(plans.Plan(planned.operation, planned.table, (*planned.steps, *tail.steps)))
+
+    return Evaluator(evaluate, agree, delete, run)
+
+
+def run_expire(table: Table, config: expire.ExpireConfig, now_ms: int,
+               run: Runner | None = None) -> tuple[plans.Plan, execution.ExecutionResult]:
+    """Expire snapshots of ``table``'s branch in the phases of the module docstring, in
+    process. Returns the plan that was executed (with notes on what was kept or re-published)
+    and the result.
+
+    Raises:
+        IncompleteProtectionSetError, ConcurrentModificationError: nothing more was deleted.
+    """
+    runner: Runner = run or (lambda p: execution.execute(p, table.file_io))
+    if config.changelog_decoupled:
+        return commit_point.run_checked(table, lambda: expire.plan_expire(table, config, now_ms), runner)
+    done = expire_snapshots(table, config, now_ms, local_evaluator(table, runner))
+    again, planned = done.decision, done.planned
+    unpublish = _snapshot_deletes(again)
+    executed = plans.Plan(again.operation, again.table,
+                          (*unpublish, *planned.steps, *(s for s in again.tail if s not in unpublish)),
+                          (*planned.notes, *done.notes), again.details)
+    return executed, done.result
 
 
 def _only(step: plans.Step, paths: set[str]) -> plans.Step:

@@ -16,7 +16,7 @@ snapshots of any table share most of their manifests."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import timedelta
@@ -28,7 +28,8 @@ from tablekeeper.core.reachability import gc_paused
 from tablekeeper.core.storage import ListedEntry, join
 
 __all__ = ["OrphanConfig", "CandidateListing", "resolve_older_than", "data_roots", "decide_orphan_clean",
-           "list_candidates", "enumerate_roots", "read_roots", "plan_orphan_clean"]
+           "list_candidates", "enumerate_roots", "read_roots", "plan_orphan_clean", "cover_vanished_roots",
+           "root_key", "RootKey", "MAX_ROOT_PASSES"]
 
 
 @dataclass(frozen=True)
@@ -229,38 +230,65 @@ def read_roots(table: Table, roots: tuple[decisions.OrphanRoot, ...]) -> list[re
 MAX_ROOT_PASSES = 8
 
 
-def _root_key(root: references.Root) -> tuple[str, tuple[str | None, ...]]:
-    return root[1], tuple(root[2].manifest_lists)
+#: What identifies a walked root: its path and the manifest lists it names (a tag re-created
+#: under the same name is a new root).
+RootKey = tuple[str, tuple[str, ...]]
 
 
-def _cover_vanished_roots(main: Table, walked: list[references.Root], refs: references.References,
-                          meta_names: set[str], data_names: list[str], prefixes: tuple[str, ...],
-                          processes: int | None) -> references.References:
+def root_key(path: str, manifest_lists: Iterable[str]) -> RootKey:
+    return path, tuple(sorted(manifest_lists))
+
+
+def _root_key(root: references.Root) -> RootKey:
+    return root_key(root[1], root[2].manifest_lists)
+
+
+def cover_vanished_roots(main: Table, seen: set[RootKey], vanished: bool,
+                         walk: Callable[[list[references.Root]], bool]) -> None:
     """Issue #12: roots listed, then a writer commits and an expiration removes listed snapshots
     before they are walked. The vanished snapshots protected nothing themselves any more, but
     the snapshot committed meanwhile still uses their old files. Files written after listing
     are too young to be candidates, and a new root's old files come from the root it was made
     from; so if every listed root was walked, every root made since is covered. Only when some
-    root vanished unwalked are the roots listed again and the new ones walked, until a pass
-    loses none (bounded; then fail closed)."""
-    seen = {_root_key(r) for r in walked}
-    used, unreferenced, vanished = set(refs.used_meta), set(refs.unreferenced_data), refs.vanished
+    root ``vanished`` unwalked are the roots listed again and the new ones (not in ``seen``)
+    walked, until a pass loses none (bounded; then fail closed).
+
+    ``walk(fresh)`` adds what the fresh roots reference to the caller's used set (in process,
+    or distributed in the Spark job) and returns whether any of them vanished in turn.
+
+    Raises:
+        IncompleteProtectionSetError: roots kept vanishing for ``MAX_ROOT_PASSES`` passes.
+    """
     for _ in range(MAX_ROOT_PASSES):
         if not vanished:
-            return references.References(frozenset(used), frozenset(unreferenced))
+            return
         enumerated = enumerate_roots(main)
         readable = read_roots(main, enumerated)
         fresh = [r for r in readable if _root_key(r) not in seen]
         seams.point("orphans:roots-relisted")
         seen.update(_root_key(r) for r in fresh)
-        more = references.find_references(main, fresh, meta_names, data_names, prefixes, processes=processes)
-        used |= more.used_meta
-        unreferenced &= more.unreferenced_data
-        vanished = (*more.vanished, *(("(unread roots)",) if len(readable) < len(enumerated) else ()))
+        vanished = walk(fresh) or len(readable) < len(enumerated)
     raise errors.IncompleteProtectionSetError(
         f"roots of {main.identifier} kept vanishing while orphan cleanup walked them ({MAX_ROOT_PASSES} passes)",
         fix="a concurrent expiration is removing snapshots faster than they can be walked: run orphan cleanup "
             "again later, or after the expiration (nothing was deleted)")
+
+
+def _cover_vanished_roots(main: Table, walked: list[references.Root], refs: references.References,
+                          meta_names: set[str], data_names: list[str], prefixes: tuple[str, ...],
+                          processes: int | None) -> references.References:
+    """:func:`cover_vanished_roots`, walking the fresh roots in process."""
+    used, unreferenced = set(refs.used_meta), set(refs.unreferenced_data)
+
+    def walk(fresh: list[references.Root]) -> bool:
+        nonlocal unreferenced
+        more = references.find_references(main, fresh, meta_names, data_names, prefixes, processes=processes)
+        used.update(more.used_meta)
+        unreferenced &= more.unreferenced_data
+        return bool(more.vanished)
+
+    cover_vanished_roots(main, {_root_key(r) for r in walked}, bool(refs.vanished), walk)
+    return references.References(frozenset(used), frozenset(unreferenced))
 
 
 def plan_orphan_clean(table: Table, config: OrphanConfig, *,

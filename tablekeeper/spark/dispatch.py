@@ -17,7 +17,17 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from tablekeeper.core import execution, expire, expire_batches, orphans, plans, safety, timestamps
+from tablekeeper.core import (
+    commit_point,
+    execution,
+    expire,
+    expire_batches,
+    expire_commit,
+    orphans,
+    plans,
+    safety,
+    timestamps,
+)
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.spark import job_request, result_artifact
@@ -110,8 +120,19 @@ def _run_local_step(request: job_request.JobRequest, operation: job_request.Oper
     result.timings["planSeconds"] = round(time.perf_counter() - t0, 3)
     if not request.dry_run:
         t1 = time.perf_counter()
-        executed = execution.execute(plan, table.file_io, parallelism=request.parallelism,
-                                     batch_size=request.batch_size)
+
+        def runner(p: plans.Plan) -> execution.ExecutionResult:
+            return execution.execute(p, table.file_io, parallelism=request.parallelism, batch_size=request.batch_size)
+
+        # the dry-run plan above is what is reported as planned; the run itself re-plans in
+        # core's phases (unpublish, verify, delete; or the commit-point re-check), as the CLI does
+        if operation == "expire":
+            made, executed = expire_commit.run_expire(table, expire_config(step, table), now, runner)
+        elif operation == "expire-changelog":
+            made, executed = commit_point.run_checked(table, lambda: plan_local(step, table, now), runner)
+        else:
+            made, executed = plan, runner(plan)
+        result.notes.extend(n for n in made.notes if n not in result.notes)
         merge_execution(result, executed)
         result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
     result.timings["totalSeconds"] = round(time.perf_counter() - t0, 3)

@@ -46,11 +46,26 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tablekeeper.core import decisions, errors, execution, expire, expire_batches, orphans, plans, safety, timestamps
+from tablekeeper.core import (
+    commit_point,
+    decisions,
+    errors,
+    execution,
+    expire,
+    expire_batches,
+    expire_commit,
+    orphans,
+    plans,
+    references,
+    safety,
+    seams,
+    timestamps,
+)
 from tablekeeper.core.decisions import ListRole, ReadOutcome, RootUse
 from tablekeeper.core.paimon import layout, manifests
 from tablekeeper.core.paimon.pypaimon_adapter import PartitionPathResolver
 from tablekeeper.core.paimon.table import Table, open_table
+from tablekeeper.core.storage import DeleteOutcome, DeleteResult, basename
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import job_request, result_artifact, run_steps
 
@@ -182,6 +197,7 @@ def _delete_stages(ctx: _Ctx, planned: DataFrame, stages: Sequence[int], spec: M
     return one summary row per (stage, kind) and partition, summed here."""
     fault = ctx.fault
     for stage in stages:
+        seams.point(f"before:spark-delete:{stage}")  # core's re-checks and the lease run here
         stage_spec = {**spec, "fault": fault} if fault else spec
         part = planned.filter(F.col("stage") == stage).select(*[n for n, _ in ex.DELETE_FIELDS])
         # by directory (every bulk request shares one prefix), salted so one huge directory
@@ -269,10 +285,60 @@ def _clean_orphans(ctx: _Ctx) -> None:
                       "listing candidate files")
     n_candidates = cands.count()
     n_buckets = buckets.count()
+    seams.point("orphans:listed")
 
     # 2. the used set, read in executors, scoped to candidate names (roots enumerated now, after
-    #    the listing, as core does)
-    roots = [(r.path, r.kind) for r in orphans.enumerate_roots(main)]
+    #    the listing, as core does); then core's loop over roots that appeared while listed
+    #    ones vanished unwalked (``orphans.cover_vanished_roots``), each pass walked here too
+    enumerated = orphans.enumerate_roots(main)
+    seams.point("orphans:roots-listed")
+    roots = [(r.path, r.kind) for r in enumerated]
+    used, walked, vanished = _used_set(ctx, io, roots, cands, spec)
+    seen = set(walked)
+    passes = 0
+
+    def walk(fresh: list[references.Root]) -> bool:
+        nonlocal used, passes
+        passes += 1
+        fresh_roots = [(path, "changelog" if is_log else "tag" if basename(path).startswith("tag-") else "snapshot")
+                       for _branch, path, _snap, is_log in fresh]
+        more, _keys, gone = _used_set(ctx, io, fresh_roots, cands, spec)
+        used = used.unionByName(more)
+        return gone
+
+    orphans.cover_vanished_roots(main, seen, vanished, walk)
+    if passes:
+        result.notes.append(f"roots vanished while they were walked: listed again {passes} time(s), "
+                            f"{len(seen) - len(walked)} new root(s) walked")
+    seams.point("orphans:walked")
+
+    # 3. orphans = candidates - used, by name
+    orphan_df = _planning(lambda: ctx.keep(cands.join(used.distinct(), "name", "left_anti")), "the anti-join")
+    stages = _record_planned(ctx, orphan_df)
+    n_orphans = sum(result.planned_files.values())
+    result.details.update({"older_than_ms": threshold, "candidates": n_candidates, "bucket_dirs": n_buckets,
+                           "roots": len(roots)})
+    result.notes.append(f"{n_candidates} candidate file(s) older than the threshold, {n_orphans} unreferenced")
+    result.timings["planSeconds"] = round(time.perf_counter() - t0, 3)
+    if request.dry_run or not n_orphans:
+        return
+
+    # 4. delete, stage by stage, then emptied directories
+    t1 = time.perf_counter()
+    _delete_stages(ctx, orphan_df, stages, spec)
+    touched = orphan_df.filter(F.col("kind") == _DATA).select(F.col("parent_dir").alias("dir")).distinct()
+    removed = ctx.io(touched, ex.remove_empty_dirs, ex.REMOVED_FIELDS, spec, key="dir").agg(
+        F.sum("removed").alias("removed")).collect()
+    result.removed_dirs += int(removed[0]["removed"] or 0) if removed else 0
+    result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
+
+
+def _used_set(ctx: _Ctx, io: Any, roots: list[tuple[str, str]], cands: DataFrame, spec: Mapping[str, Any]
+              ) -> tuple[DataFrame, set[orphans.RootKey], bool]:
+    """The names ``roots`` (path, kind) use among the candidates, read in executors; the keys
+    of the roots read (``orphans.root_key``); and whether some root vanished before it was
+    walked (its file, or a file only vanished roots referenced, was gone: a concurrent
+    expiration), which makes core list the roots again."""
     refs = _planning(lambda: ctx.keep(ctx.io(ctx.df(roots, ex.ROOT_FIELDS), ex.read_roots, ex.ROOT_REF_FIELDS,
                                              spec)), "reading snapshot, tag and changelog files")
     ok_refs = refs.filter(_is_null("error_kind"))
@@ -303,35 +369,21 @@ def _clean_orphans(ctx: _Ctx) -> None:
     wanted = cands.select("name").distinct().unionByName(ctx.df([(_ERROR_NAME,)], ex.NAME_FIELDS))
     scoped = _planning(lambda: ctx.keep(used.join(wanted, "name", "left_semi")), "reading manifests")
     problems = scoped.filter(F.col("error_kind").isNotNull()).limit(_ERROR_COLLECT_MAX).collect()
-    if problems:
-        _judge_orphan_errors(ctx, io, problems, refs, lists)
-
-    # 3. orphans = candidates - used, by name
-    orphan_df = _planning(lambda: ctx.keep(cands.join(
-        scoped.filter(_is_null("error_kind")).select("name").distinct(), "name", "left_anti")), "the anti-join")
-    stages = _record_planned(ctx, orphan_df)
-    n_orphans = sum(result.planned_files.values())
-    result.details.update({"older_than_ms": threshold, "candidates": n_candidates, "bucket_dirs": n_buckets,
-                           "roots": len(roots)})
-    result.notes.append(f"{n_candidates} candidate file(s) older than the threshold, {n_orphans} unreferenced")
-    result.timings["planSeconds"] = round(time.perf_counter() - t0, 3)
-    if request.dry_run or not n_orphans:
-        return
-
-    # 4. delete, stage by stage, then emptied directories
-    t1 = time.perf_counter()
-    _delete_stages(ctx, orphan_df, stages, spec)
-    touched = orphan_df.filter(F.col("kind") == _DATA).select(F.col("parent_dir").alias("dir")).distinct()
-    removed = ctx.io(touched, ex.remove_empty_dirs, ex.REMOVED_FIELDS, spec, key="dir").agg(
-        F.sum("removed").alias("removed")).collect()
-    result.removed_dirs += int(removed[0]["removed"] or 0) if removed else 0
-    result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
+    gone = bool(problems) and _judge_orphan_errors(ctx, io, problems, refs, lists)
+    walked: dict[str, list[str]] = {}
+    for r in refs.filter(F.col("what").isin("list", "optlist")).select("root_path", "name").collect():
+        walked.setdefault(r["root_path"], []).append(r["name"])
+    gone = gone or any(path not in walked for path, _kind in roots)
+    return (scoped.filter(_is_null("error_kind")).select("name"),
+            {orphans.root_key(path, names) for path, names in walked.items()}, gone)
 
 
-def _judge_orphan_errors(ctx: _Ctx, io: Any, problems: Sequence[Any], refs: DataFrame, lists: DataFrame) -> None:
+
+def _judge_orphan_errors(ctx: _Ctx, io: Any, problems: Sequence[Any], refs: DataFrame, lists: DataFrame) -> bool:
     """Core's rule: unreadable metadata aborts; a missing file aborts only if a root that
     references it still exists (otherwise the root was expired concurrently). The base/delta
-    lists of a changelog-N with changelog manifests may be missing (``optlist``)."""
+    lists of a changelog-N with changelog manifests may be missing (``optlist``). Returns
+    whether a root vanished unwalked."""
     missing: set[str] = set()
     for p in problems:
         if p["error_kind"] != "missing":
@@ -349,7 +401,9 @@ def _judge_orphan_errors(ctx: _Ctx, io: Any, problems: Sequence[Any], refs: Data
             raise errors.IncompleteProtectionSetError(
                 f"{r['root_path']} references a missing file ({r['name']} or a manifest it lists)",
                 fix="repair the table (e.g. Paimon's remove_unexisting_files) before cleaning orphans")
-    ctx.result.notes.append(f"{len(missing)} missing file(s) referenced only by roots that vanished meanwhile")
+    note = f"{len(missing)} missing file(s) referenced only by roots that vanished meanwhile"
+    ctx.result.notes.append(note)
+    return True
 
 
 # -- expiration: core's decision, evaluated distributed ---------------------------------------------
@@ -390,8 +444,9 @@ def _use_row(rid: int, u: RootUse) -> tuple[Any, ...]:
 
 
 def _plan_expiration(ctx: _Ctx, table: Table, decision: decisions.ExpirationDecision
-                     ) -> tuple[DataFrame, list[int], dict[str, Any]]:
-    """Distributed evaluation of ``decision``'s roots; returns (planned delete rows, stages, spec)."""
+                     ) -> tuple[DataFrame, dict[str, Any]]:
+    """Distributed evaluation of ``decision``'s roots; returns (planned delete rows, spec),
+    materialised, not yet counted (:func:`_record_planned`)."""
     roots = decision.roots
     by_rid = dict(enumerate(roots))
     main = table.on_branch(layout.MAIN)
@@ -535,8 +590,10 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: decisions.ExpirationDeci
         "path", "f.kind", "f.size", "f.parent_dir", "f.stage")), "planning")
     skipped = sorted({by_rid[r].sid for r in judged.skip_delta})
     if skipped:
-        ctx.result.notes.append(f"deltas of snapshots {skipped[:10]} already cleaned by an earlier run")
-    return planned, _record_planned(ctx, planned), spec
+        note = f"deltas of snapshots {skipped[:10]} already cleaned by an earlier run"
+        if note not in ctx.result.notes:
+            ctx.result.notes.append(note)
+    return planned, spec
 
 
 def _without(df: DataFrame, role: ListRole, rids: set[int]) -> DataFrame:
@@ -559,32 +616,124 @@ def _judge_manifest_errors(judged: _Judgement, by_rid: Mapping[int, RootUse], us
 
 
 def _evaluate(ctx: _Ctx, table: Table, decision: decisions.ExpirationDecision, t0: float) -> None:
-    """Evaluate ``decision``: nothing to read (hints only) -> core's executor runs its tail;
-    otherwise distributed planning, then the deletes and the tail."""
+    """Evaluate ``decision`` and carry it out in Paimon's order (a dry run, or a decision run
+    under core's commit-point re-check): nothing to read (hints only) -> core's executor runs
+    its tail; otherwise distributed planning, then the deletes and the tail."""
     result = ctx.result
     result.details.update(dict(decision.details))
     result.notes.extend(decision.notes)
     if not decision.reads_manifests:
         _run_tail(ctx, table, decision.tail_plan(), t0)
         return
-    planned, stages, spec = _plan_expiration(ctx, table, decision)
+    planned, spec = _plan_expiration(ctx, table, decision)
+    stages = _record_planned(ctx, planned)
     _finish(ctx, table, planned, stages, spec, decision.tail_plan(), t0, empty_dirs_depth=decision.empty_dirs_depth)
 
 
+@dataclass(frozen=True)
+class _Evaluated:
+    """A decision evaluated distributed: its delete rows (materialised), or None when it reads
+    nothing (hints only)."""
+
+    planned: DataFrame | None
+    spec: Mapping[str, Any]
+    empty_dirs_depth: int | None
+
+
+def _evaluator(ctx: _Ctx, table: Table, t0: float) -> expire_commit.Evaluator[_Evaluated]:
+    """Core's expiration phases (``expire_commit.expire_snapshots``: intent, unpublish, verify,
+    delete) with this job evaluating the decisions: core decides, orders and re-checks; the
+    job reads manifests, intersects the two evaluations and deletes, distributed."""
+
+    def evaluate(view: Table, decision: decisions.ExpirationDecision) -> _Evaluated:
+        if not decision.reads_manifests:
+            return _Evaluated(None, {}, None)
+        planned, spec = _plan_expiration(ctx, view, decision)
+        return _Evaluated(planned, spec, decision.empty_dirs_depth)
+
+    def agree(first: _Evaluated, again: _Evaluated) -> tuple[_Evaluated, int]:
+        if first.planned is None:
+            return (_Evaluated(None, {}, None) if again.planned is None else
+                    _Evaluated(ctx.keep(again.planned.limit(0)), again.spec, again.empty_dirs_depth)), 0
+        if again.planned is None:
+            return again, int(first.planned.count())
+        before, after = first.planned, again.planned
+        agreed = _planning(lambda: ctx.keep(after.join(before.select("path"), "path", "left_semi")),
+                           "verifying the plan")
+        kept = _planning(lambda: before.join(agreed.select("path"), "path", "left_anti").count(),
+                         "verifying the plan")
+        return _Evaluated(agreed, again.spec, again.empty_dirs_depth), int(kept)
+
+    def delete(evaluated: _Evaluated, tail: plans.Plan) -> execution.ExecutionResult:
+        failed_before = ctx.result.failed_count
+        if evaluated.planned is None:
+            _run_tail(ctx, table, tail, t0)
+        else:
+            stages = _record_planned(ctx, evaluated.planned)
+            _finish(ctx, table, evaluated.planned, stages, evaluated.spec, tail, t0,
+                    empty_dirs_depth=evaluated.empty_dirs_depth)
+        # failures keep core's intent, so the next run resumes; the counts are in ctx.result
+        return execution.ExecutionResult(failed=[DeleteResult("(spark delete stage)", DeleteOutcome.FAILED)]
+                                         if ctx.result.failed_count > failed_before else [])
+
+    def run_meta(plan: plans.Plan) -> execution.ExecutionResult:
+        executed = execution.execute(plan, table.file_io, batch_size=ctx.request.batch_size)
+        run_steps.merge_execution(ctx.result, executed)
+        return executed
+
+    return expire_commit.Evaluator(evaluate, agree, delete, run_meta)
+
+
 def _expire(ctx: _Ctx) -> None:
-    """``expire.decide_expire``, evaluated distributed."""
+    """``expire.decide_expire``, evaluated distributed, in core's phases: unpublish, verify,
+    then delete (``expire_commit``); with a decoupled changelog lifecycle, Paimon's order under
+    core's commit-point re-check (``commit_point``), as in process."""
     table = run_steps.open_request_table(ctx.request)
     now = ctx.request.now_ms if ctx.request.now_ms is not None else timestamps.now_ms()
     t0 = time.perf_counter()
-    _evaluate(ctx, table, expire.decide_expire(table, run_steps.expire_config(ctx.request, table), now), t0)
+    config = run_steps.expire_config(ctx.request, table)
+    if ctx.request.dry_run:
+        _evaluate(ctx, table, expire.decide_expire(table, config, now), t0)
+        return
+    if config.changelog_decoupled:
+        _checked(ctx, table, lambda: expire.decide_expire(table, config, now), t0)
+        return
+    done = expire_commit.expire_snapshots(table, config, now, _evaluator(ctx, table, t0))
+    ctx.result.details.update(dict(done.decision.details))
+    ctx.result.notes.extend((*done.decision.notes, *done.notes))
+    _tail_summary(ctx, plans.Plan(done.decision.operation, done.decision.table,
+                                  tuple(s for s in done.decision.tail
+                                        if isinstance(s, plans.DeleteStep) and s.kind == plans.FileKind.SNAPSHOT)))
+
+
+def _checked(ctx: _Ctx, table: Table, decide: Callable[[], decisions.ExpirationDecision], t0: float) -> None:
+    """Run a decision under core's commit-point re-check (``commit_point.run_checked_with``):
+    tags, branches and consumers are compared before every delete stage; when they grew, the
+    decision is made again (a re-plan counts only what it finally planned)."""
+    result = ctx.result
+    counted = (dict(result.planned_files), dict(result.planned_bytes), list(result.sample), list(result.notes))
+
+    def run(decision: decisions.ExpirationDecision) -> None:
+        result.planned_files, result.planned_bytes = dict(counted[0]), dict(counted[1])
+        result.sample, result.notes = list(counted[2]), list(counted[3])
+        _evaluate(ctx, table, decision, t0)
+
+    _made, _none, reasons = commit_point.run_checked_with(table, decide, run)
+    if reasons:
+        result.notes.append(f"re-planned {len(reasons)} time(s): {'; '.join(reasons)}")
 
 
 def _expire_changelog(ctx: _Ctx) -> None:
-    """``expire.decide_expire_changelog``, evaluated distributed."""
+    """``expire.decide_expire_changelog``, evaluated distributed, under core's commit-point
+    re-check."""
     table = run_steps.open_request_table(ctx.request)
     now = ctx.request.now_ms if ctx.request.now_ms is not None else timestamps.now_ms()
     t0 = time.perf_counter()
-    _evaluate(ctx, table, expire.decide_expire_changelog(table, run_steps.changelog_config(ctx.request, table), now), t0)
+    config = run_steps.changelog_config(ctx.request, table)
+    if ctx.request.dry_run:
+        _evaluate(ctx, table, expire.decide_expire_changelog(table, config, now), t0)
+        return
+    _checked(ctx, table, lambda: expire.decide_expire_changelog(table, config, now), t0)
 
 
 def _tail_summary(ctx: _Ctx, tail: plans.Plan) -> None:
