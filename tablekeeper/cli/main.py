@@ -19,7 +19,6 @@ import click
 from tablekeeper.cli import render
 from tablekeeper.core import (
     branches,
-    commit_point,
     durations,
     errors,
     execution,
@@ -139,18 +138,6 @@ def _run_plan(plan: plans.Plan, table: Table, dry_run: bool, output: str, parall
         return
     result = execution.execute(plan, table.file_io, parallelism=parallelism, progress=render.progress_callback())
     _report(plan, result, output)
-
-
-def _run_checked(plan: Callable[[], plans.Plan], table: Table, dry_run: bool, output: str,
-                 parallelism: int | None) -> None:
-    """Like :func:`_run_plan`, re-planning when tags, branches or consumers grow before a stage
-    (core/commit_point.py)."""
-    if dry_run:
-        _run_plan(plan(), table, dry_run, output, parallelism)
-        return
-    made, result = commit_point.run_checked(table, plan, lambda p: execution.execute(
-        p, table.file_io, parallelism=parallelism, progress=render.progress_callback()))
-    _report(made, result, output)
 
 
 def _report(plan: plans.Plan, result: execution.ExecutionResult, output: str) -> None:
@@ -453,7 +440,13 @@ def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: 
     """Expire long-lived changelog-N files (decoupled changelog.* options of the table)."""
     t = _open(table, warehouse, options, branch)
     config = expire.changelog_config(retention_settings.from_options(t.options()), t.options())
-    _run_checked(lambda: expire.plan_expire_changelog(t, config, _now_ms(now)), t, dry_run, output, parallelism)
+    if dry_run:
+        _run_plan(expire.plan_expire_changelog(t, config, _now_ms(now)), t, dry_run, output, parallelism)
+        return
+    # unpublish, verify, then delete (core/expire_commit.py)
+    made, result = expire_commit.run_expire_changelog(t, config, _now_ms(now), lambda p: execution.execute(
+        p, t.file_io, parallelism=parallelism, progress=render.progress_callback()))
+    _report(made, result, output)
 
 
 @cli.command("expire-partitions")

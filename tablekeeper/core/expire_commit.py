@@ -40,13 +40,16 @@ from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.reachability import gc_paused
 from tablekeeper.core.storage import join
 
-__all__ = ["intent_path", "run_expire", "expire_snapshots", "Evaluator", "Expiration", "local_evaluator"]
+__all__ = ["intent_path", "run_expire", "run_expire_changelog", "expire_snapshots", "expire_changelogs", "unpublishing",
+           "Evaluator", "Expiration", "local_evaluator"]
 
 Runner = Callable[[plans.Plan], execution.ExecutionResult]
 
 
-def intent_path(table: Table) -> str:
-    return join(table.root, lease.LEASE_DIR, "pending", f"expire-snapshots--{table.branch}")
+def intent_path(table: Table, what: str = "snapshots") -> str:
+    """Where the intent of an expiration of ``what`` (snapshots | changelogs) of ``table``'s
+    branch is saved."""
+    return join(table.root, lease.LEASE_DIR, "pending", f"expire-{what}--{table.branch}")
 
 
 @dataclass(frozen=True)
@@ -74,9 +77,53 @@ class _WithSaved(Table):
         return ids[0] if ids else None
 
 
-def _read_intent(table: Table) -> dict[int, bytes] | None:
+@dataclass(frozen=True)
+class _WithSavedChangelogs(Table):
+    """``table`` as if the unpublished long-lived changelogs were still there."""
+
+    saved: Mapping[int, bytes] = field(default_factory=dict, compare=False)
+
+    def changelog(self, snapshot_id: int) -> Snapshot:
+        try:
+            return super().changelog(snapshot_id)
+        except FileNotFoundError:
+            if snapshot_id in self.saved:
+                return Snapshot.from_json(self.saved[snapshot_id], what=f"saved changelog {snapshot_id}")
+            raise
+
+    def changelog_ids(self) -> list[int]:
+        return sorted(set(super().changelog_ids()) | set(self.saved))
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """What an expiration unpublishes: the ``snapshot-N`` or the long-lived ``changelog-N``
+    files of a branch, and how core decides it."""
+
+    what: str  # "snapshots" | "changelogs"
+    kind: plans.FileKind
+    decide: Callable[[Table], decisions.ExpirationDecision]
+    path: Callable[[Table, int], str]
+    exists: Callable[[Table, int], bool]
+    view: Callable[[Table, Mapping[int, bytes]], Table]
+
+
+def _snapshots(config: expire.ExpireConfig, now_ms: int) -> _Subject:
+    return _Subject("snapshots", plans.FileKind.SNAPSHOT, lambda t: expire.decide_expire(t, config, now_ms),
+                    Table.snapshot_path, Table.snapshot_exists,
+                    lambda t, saved: _WithSaved(t.file_io, t.root, t.branch, t.identifier, saved))
+
+
+def _changelogs(config: expire.ChangelogConfig, now_ms: int) -> _Subject:
+    return _Subject("changelogs", plans.FileKind.CHANGELOG_META,
+                    lambda t: expire.decide_expire_changelog(t, config, now_ms),
+                    Table.changelog_path, lambda t, cid: t.file_io.exists(t.changelog_path(cid)),
+                    lambda t, saved: _WithSavedChangelogs(t.file_io, t.root, t.branch, t.identifier, saved))
+
+
+def _read_intent(table: Table, what: str) -> dict[int, bytes] | None:
     try:
-        raw = json.loads(table.file_io.read_bytes(intent_path(table)))
+        raw = json.loads(table.file_io.read_bytes(intent_path(table, what)))
     except FileNotFoundError:
         return None
     return {int(k): v.encode("utf-8") for k, v in raw["snapshots"].items()}
@@ -116,8 +163,10 @@ class Expiration(Generic[P]):
     result: execution.ExecutionResult
 
 
-def _snapshot_deletes(decision: decisions.ExpirationDecision) -> tuple[plans.Step, ...]:
-    return tuple(s for s in decision.tail if isinstance(s, plans.DeleteStep) and s.kind == plans.FileKind.SNAPSHOT)
+def unpublishing(decision: decisions.ExpirationDecision) -> tuple[plans.Step, ...]:
+    """The steps of ``decision``'s tail that delete the expiring snapshot or changelog files."""
+    kinds = (plans.FileKind.SNAPSHOT, plans.FileKind.CHANGELOG_META)
+    return tuple(s for s in decision.tail if isinstance(s, plans.DeleteStep) and s.kind in kinds)
 
 
 def _plan_of(decision: decisions.ExpirationDecision, steps: tuple[plans.Step, ...]) -> plans.Plan:
@@ -138,13 +187,31 @@ def expire_snapshots(table: Table, config: expire.ExpireConfig, now_ms: int, ev:
     Raises:
         IncompleteProtectionSetError, ConcurrentModificationError: nothing more was deleted.
     """
+    return _expire_unpublishing(table, _snapshots(config, now_ms), ev)
+
+
+def expire_changelogs(table: Table, config: expire.ChangelogConfig, now_ms: int,
+                      ev: Evaluator[P]) -> Expiration[P]:
+    """Expire the long-lived changelogs of ``table``'s branch in the same phases: the expiring
+    ``changelog-N`` files are unpublished first (nothing can tag or stream from them any more),
+    then the decision is made again with them standing in; a consumer that moved back gets its
+    changelogs written back, a tag or branch created meanwhile is a root of the second decision.
+
+    Raises:
+        IncompleteProtectionSetError: nothing more was deleted.
+    """
+    return _expire_unpublishing(table, _changelogs(config, now_ms), ev)
+
+
+def _expire_unpublishing(table: Table, subject: _Subject, ev: Evaluator[P]) -> Expiration[P]:
     io = table.file_io
-    saved = _read_intent(table)
+    what = subject.what
+    saved = _read_intent(table, what)
     notes: list[str] = []
     first: P | None = None
     done = execution.ExecutionResult()
     if saved is None:
-        decided = expire.decide_expire(table, config, now_ms)
+        decided = subject.decide(table)
         if not decided.expiring_ids:  # nothing expires (at most a hint to write): nothing to verify
             planned = ev.evaluate(table, decided)
             return Expiration(decided, planned, (), ev.delete(planned, decided.tail_plan()))
@@ -152,55 +219,57 @@ def expire_snapshots(table: Table, config: expire.ExpireConfig, now_ms: int, ev:
         saved = {}
         for sid in decided.expiring_ids:
             try:
-                saved[sid] = io.read_bytes(table.snapshot_path(sid))
+                saved[sid] = io.read_bytes(subject.path(table, sid))
             except FileNotFoundError:
                 continue  # expired by someone else meanwhile
-        io.write_new(intent_path(table), json.dumps(
+        io.write_new(intent_path(table, what), json.dumps(
             {"snapshots": {str(k): v.decode("utf-8") for k, v in saved.items()}}))
-        seams.point("expire:intent")
-        done = ev.run_meta(_plan_of(decided, _snapshot_deletes(decided)))
-        seams.point("expire:unpublished")
+        seams.point("expire:intent" if what == "snapshots" else f"expire-{what}:intent")
+        done = ev.run_meta(_plan_of(decided, unpublishing(decided)))
+        seams.point("expire:unpublished" if what == "snapshots" else f"expire-{what}:unpublished")
     else:
-        notes.append(f"resuming an interrupted expiration of snapshots {min(saved)}..{max(saved)}" if saved
-                     else "resuming an interrupted expiration")
-    # verify: decide again with the saved snapshots standing in for the unpublished ones
-    view = _WithSaved(table.file_io, table.root, table.branch, table.identifier, saved)
-    again = expire.decide_expire(view, config, now_ms)
-    notes.extend(_republish(table, saved, set(again.expiring_ids), resuming=first is None))
+        notes.append(f"resuming an interrupted expiration of {what} {min(saved)}..{max(saved)}" if saved
+                     else f"resuming an interrupted expiration of {what}")
+    # verify: decide again with the saved files standing in for the unpublished ones
+    view = subject.view(table, saved)
+    again = subject.decide(view)
+    notes.extend(_republish(table, subject, saved, set(again.expiring_ids), resuming=first is None))
     planned = ev.evaluate(view, again)
     if first is not None:
         planned, kept = ev.agree(first, planned)
         if kept:
             notes.append(f"{kept} file(s) of the first plan are kept (left for orphan cleanup): a root appeared "
-                         "while the snapshots were being expired")
-    seams.point("expire:verified")
-    unpublish = _snapshot_deletes(again)
-    # snapshots that became due meanwhile are unpublished before any file goes, like the others
+                         f"while the {what} were being expired")
+    seams.point("expire:verified" if what == "snapshots" else f"expire-{what}:verified")
+    unpublish = unpublishing(again)
+    # files that became due meanwhile are unpublished before any file goes, like the others
     result = _merge(done, ev.run_meta(_plan_of(again, unpublish)))
     result = _merge(result, ev.delete(planned, _plan_of(again, tuple(s for s in again.tail if s not in unpublish))))
     if not result.failed:
-        io.delete_files([intent_path(table)])
+        io.delete_files([intent_path(table, what)])
     return Expiration(again, planned, tuple(notes), result)
 
 
-def _republish(table: Table, saved: Mapping[int, bytes], still_expiring: set[int], *, resuming: bool) -> list[str]:
-    """Write back the unpublished snapshots the verifying decision keeps (e.g. a consumer moved
+def _republish(table: Table, subject: _Subject, saved: Mapping[int, bytes], still_expiring: set[int], *,
+               resuming: bool) -> list[str]:
+    """Write back the unpublished files the verifying decision keeps (e.g. a consumer moved
     back); when resuming, they stay removed (an earlier run may have deleted their files)."""
     notes: list[str] = []
-    republish = sorted(sid for sid in saved if sid not in still_expiring and not table.snapshot_exists(sid))
+    what = subject.what
+    republish = sorted(sid for sid in saved if sid not in still_expiring and not subject.exists(table, sid))
     if resuming and republish:
         # an earlier run may have deleted some of their files already, so they stay
         # unpublished (what only they reference is orphan cleanup's); never a broken snapshot
-        notes.append(f"snapshots {republish[0]}..{republish[-1]} are no longer due but stay removed: an "
+        notes.append(f"{what} {republish[0]}..{republish[-1]} are no longer due but stay removed: an "
                      "interrupted run had already unpublished them")
         return notes
     for sid in republish:  # e.g. a consumer moved back: its snapshots come back, their files were kept
         try:
-            table.file_io.write_new(table.snapshot_path(sid), saved[sid])
+            table.file_io.write_new(subject.path(table, sid), saved[sid])
         except FileExistsError:
             pass
     if republish:
-        notes.append(f"snapshots {republish[0]}..{republish[-1]} were written back: a consumer, tag or branch "
+        notes.append(f"{what} {republish[0]}..{republish[-1]} were written back: a consumer, tag or branch "
                      "needs them again")
     return notes
 
@@ -239,9 +308,25 @@ def run_expire(table: Table, config: expire.ExpireConfig, now_ms: int,
     runner: Runner = run or (lambda p: execution.execute(p, table.file_io))
     if config.changelog_decoupled:
         return commit_point.run_checked(table, lambda: expire.plan_expire(table, config, now_ms), runner)
-    done = expire_snapshots(table, config, now_ms, local_evaluator(table, runner))
+    return _executed(expire_snapshots(table, config, now_ms, local_evaluator(table, runner)))
+
+
+def run_expire_changelog(table: Table, config: expire.ChangelogConfig, now_ms: int,
+                         run: Runner | None = None) -> tuple[plans.Plan, execution.ExecutionResult]:
+    """Expire the long-lived changelogs of ``table``'s branch in process, unpublishing first
+    (:func:`expire_changelogs`). Returns the plan that was executed and the result.
+
+    Raises:
+        IncompleteProtectionSetError: nothing more was deleted.
+    """
+    runner: Runner = run or (lambda p: execution.execute(p, table.file_io))
+    return _executed(expire_changelogs(table, config, now_ms, local_evaluator(table, runner)))
+
+
+def _executed(done: Expiration[plans.Plan]) -> tuple[plans.Plan, execution.ExecutionResult]:
+    """The in-process report of an expiration: one plan in the order it ran."""
     again, planned = done.decision, done.planned
-    unpublish = _snapshot_deletes(again)
+    unpublish = unpublishing(again)
     executed = plans.Plan(again.operation, again.table,
                           (*unpublish, *planned.steps, *(s for s in again.tail if s not in unpublish)),
                           (*planned.notes, *done.notes), again.details)

@@ -26,7 +26,6 @@ from zoneinfo import ZoneInfo
 
 from tablekeeper.core import (
     branches,
-    commit_point,
     errors,
     execution,
     expire,
@@ -359,10 +358,9 @@ def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
     config = expire.changelog_config(a.retention, t.options())  # the planned limit, not the table option's
 
     def batch(_n: int) -> int | None:
-        # re-planned when tags, branches or consumers grow before a stage (core/commit_point.py)
-        cplan, _done = commit_point.run_checked(
-            t, lambda: expire.plan_expire_changelog(t, config, timestamps.epoch_ms(run.now)),
-            lambda p: run.execute(p, t))
+        # unpublish, verify, then delete (core/expire_commit.py)
+        cplan, _done = expire_commit.run_expire_changelog(t, config, timestamps.epoch_ms(run.now),
+                                                          lambda p: run.execute(p, t))
         if cplan.is_empty:
             return None
         return int(dict(cplan.details).get("expired_changelogs") or 0)

@@ -18,7 +18,6 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 
 from tablekeeper.core import (
-    commit_point,
     execution,
     expire,
     expire_batches,
@@ -125,11 +124,11 @@ def _run_local_step(request: job_request.JobRequest, operation: job_request.Oper
             return execution.execute(p, table.file_io, parallelism=request.parallelism, batch_size=request.batch_size)
 
         # the dry-run plan above is what is reported as planned; the run itself re-plans in
-        # core's phases (unpublish, verify, delete; or the commit-point re-check), as the CLI does
+        # core's phases (unpublish, verify, delete), as the CLI does
         if operation == "expire":
             made, executed = expire_commit.run_expire(table, expire_config(step, table), now, runner)
         elif operation == "expire-changelog":
-            made, executed = commit_point.run_checked(table, lambda: plan_local(step, table, now), runner)
+            made, executed = expire_commit.run_expire_changelog(table, changelog_config(step, table), now, runner)
         else:
             made, executed = plan, runner(plan)
         result.notes.extend(n for n in made.notes if n not in result.notes)

@@ -698,12 +698,15 @@ def _expire(ctx: _Ctx) -> None:
     if config.changelog_decoupled:
         _checked(ctx, table, lambda: expire.decide_expire(table, config, now), t0)
         return
-    done = expire_commit.expire_snapshots(table, config, now, _evaluator(ctx, table, t0))
+    _report(ctx, expire_commit.expire_snapshots(table, config, now, _evaluator(ctx, table, t0)))
+
+
+def _report(ctx: _Ctx, done: expire_commit.Expiration[_Evaluated]) -> None:
+    """What core's phases decided and noted; the unpublished files count as planned."""
     ctx.result.details.update(dict(done.decision.details))
     ctx.result.notes.extend((*done.decision.notes, *done.notes))
     _tail_summary(ctx, plans.Plan(done.decision.operation, done.decision.table,
-                                  tuple(s for s in done.decision.tail
-                                        if isinstance(s, plans.DeleteStep) and s.kind == plans.FileKind.SNAPSHOT)))
+                                  expire_commit.unpublishing(done.decision)))
 
 
 def _checked(ctx: _Ctx, table: Table, decide: Callable[[], decisions.ExpirationDecision], t0: float) -> None:
@@ -724,8 +727,8 @@ def _checked(ctx: _Ctx, table: Table, decide: Callable[[], decisions.ExpirationD
 
 
 def _expire_changelog(ctx: _Ctx) -> None:
-    """``expire.decide_expire_changelog``, evaluated distributed, under core's commit-point
-    re-check."""
+    """``expire.decide_expire_changelog``, evaluated distributed, in core's phases (unpublish
+    the changelog files, verify, delete: ``expire_commit.expire_changelogs``)."""
     table = run_steps.open_request_table(ctx.request)
     now = ctx.request.now_ms if ctx.request.now_ms is not None else timestamps.now_ms()
     t0 = time.perf_counter()
@@ -733,7 +736,7 @@ def _expire_changelog(ctx: _Ctx) -> None:
     if ctx.request.dry_run:
         _evaluate(ctx, table, expire.decide_expire_changelog(table, config, now), t0)
         return
-    _checked(ctx, table, lambda: expire.decide_expire_changelog(table, config, now), t0)
+    _report(ctx, expire_commit.expire_changelogs(table, config, now, _evaluator(ctx, table, t0)))
 
 
 def _tail_summary(ctx: _Ctx, tail: plans.Plan) -> None:

@@ -1,0 +1,83 @@
+"""Stress beside a live writer on the Spark engine (issue #12), local warehouse, bounded in time.
+
+The pypaimon writer of tests/safety/test_stress.py commits appends, partition overwrites and
+tags (its own model of the data) while this thread loops over ``expire`` and ``clean-orphans``
+with ``--engine spark`` (the dispatcher, the table lease, one shared ``local[2]`` session), the
+orphan cleanup with the default 1-day threshold (every file of the starting table is 3 days
+old, so only references protect it). Afterwards every retained snapshot, tag and branch reads
+through pypaimon, no needed file is missing, and the latest snapshot and every tag read exactly
+what the writer's model says."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tablekeeper.core import errors
+from tablekeeper.spark import dispatch, job_request
+from tests.maintenance.helpers import (
+    IDENT,
+    append_table,
+    backdate_tree,
+    handle,
+    missing_required,
+    read_rows,
+    reload,
+    spark_request,
+    table_root,
+    views,
+)
+from tests.safety.test_stress import Writer, _expected
+
+pytestmark = pytest.mark.spark
+
+#: Seconds the writer commits for; Spark rounds run meanwhile (a few seconds each on 2 cores).
+WRITER_SECONDS = 20.0
+#: The in-process stress test's retention (tests/safety/test_stress.EXPIRE), as flags.
+RETAIN = {"retain_min": 3, "time_retained": "0 ms", "expire_limit": 1000}
+
+
+def _maintain_once(wh: str, spark: Any) -> list[str]:
+    """One round: expire, then orphan cleanup, both on Spark. Returns the runs' notes."""
+    notes: list[str] = []
+    for operation, extra in (("expire", RETAIN), ("clean-orphans", {})):
+        request: job_request.JobRequest = spark_request(wh, operation, parallelism=2, **extra)
+        result = dispatch.run(request, engine="spark", spark=spark)
+        assert result.engine == "spark" and result.failed_count == 0, result.failure_sample
+        notes.extend(result.notes)
+    return notes
+
+
+def test_spark_stress_local(spark: Any, tmp_path: Any) -> None:
+    wh = str(tmp_path / "wh")
+    append_table(wh)
+    writer = Writer(wh, None)
+    writer.seed()
+    backdate_tree(table_root(wh), 3 * 86400)
+    writer.start()
+    deadline = time.monotonic() + WRITER_SECONDS
+    rounds = 0
+    refused: list[str] = []  # a round may fail closed (roots kept vanishing ...); never lose a file
+    try:
+        while time.monotonic() < deadline and writer.error is None:
+            try:
+                _maintain_once(wh, spark)
+                rounds += 1
+            except errors.TablekeeperError as e:
+                assert e.fix and not isinstance(e, errors.TableLockedError), e
+                refused.append(str(e))
+    finally:
+        writer.stop.set()
+        writer.join(timeout=60)
+    assert writer.error is None, repr(writer.error)
+    _maintain_once(wh, spark)  # once more on the final state
+    assert rounds >= 1 and writer.commits >= 5, (rounds, writer.commits, refused)
+    assert not missing_required(wh, IDENT)
+    views(wh, IDENT)  # every snapshot, tag and branch head reads
+    latest = reload(wh)
+    assert read_rows(latest) == _expected(writer.model)
+    for name, model in writer.tagged.items():
+        assert read_rows(latest, {"scan.tag-name": name}) == _expected(model), name
+    assert len(handle(wh).snapshot_ids()) == 3  # the last round expired down to the retention
