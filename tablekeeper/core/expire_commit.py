@@ -1,31 +1,36 @@
-"""Snapshot expiration as unpublish, verify, then delete (issue #12).
+"""Snapshot and changelog expiration as unpublish, verify, then delete (issue #12).
 
 Paimon's own order (data, manifests, then snapshot files) leaves a gap: a tag created on an
 expiring snapshot, a branch created from a tag, or a consumer that moves back after the plan was
 made but before the snapshot files go, finds its data already deleted. Here the expiring
-snapshots are *unpublished* first, then the plan is made again and compared:
+snapshots are *unpublished* first, then the decision is made again and compared:
 
-1. **plan** (``expire.plan_expire``), and save an intent: the expiring snapshots' JSON, in
-   ``<table>/.tablekeeper/pending/`` (create-if-absent; never read by Paimon, never touched by
-   orphan cleanup);
+1. **decide** (``expire.decide_expire``) and evaluate, and save an intent: the expiring
+   snapshots' JSON, in ``<table>/.tablekeeper/pending/`` (create-if-absent; never read by
+   Paimon, never touched by orphan cleanup);
 2. **unpublish**: delete the expiring snapshot files, oldest first. No tool can tag or branch
    from them any more (Paimon and tablekeeper both need the snapshot file or a tag holding it);
-3. **verify**: plan again on the table as it is now, with the saved snapshots standing in for
-   the unpublished ones. A tag, branch or changelog created meanwhile is a root of this plan; a
-   consumer that moved back shortens its range, and the snapshots it needs are written back
-   from the intent (re-published; only before any file was deleted, i.e. not when resuming).
-   Only files *both* plans delete are deleted; the rest is left for orphan cleanup, and the run
-   says so;
+3. **verify**: decide again on the table as it is now, with the saved snapshots standing in for
+   the unpublished ones. A tag, branch or changelog created meanwhile is a root of this
+   decision; a consumer that moved back shortens its range, and the snapshots it needs are
+   written back from the intent (re-published; only before any file was deleted, i.e. not when
+   resuming). Only files *both* evaluations delete are deleted; the rest is left for orphan
+   cleanup, and the run says so;
 4. **delete** data, changelog, index, statistics and manifest files in Paimon's order, then
    EARLIEST (monotonic, core/hint_writes.py); the intent goes last.
 
-A crash at any point is resumed by the next run: it finds the intent and continues at step 3
-(re-planned on the table as it is then). Tables with a decoupled changelog lifecycle keep
-Paimon's order (their changelog-N copies are written from the snapshot files), with the
-commit-point re-check of core/commit_point.py.
+Long-lived changelogs (``expire-changelog``) go through the same phases with ``changelog-N``
+files in place of snapshot files. A crash at any point is resumed by the next run: it finds the
+intent and continues at step 3 (decided on the table as it is then). Snapshot expiration of
+tables with a decoupled changelog lifecycle keeps Paimon's order (their changelog-N copies are
+written from the snapshot files), with the commit-point re-check of core/commit_point.py.
+
+The phases and every decision are here; *evaluating* a decision (which files it deletes) and
+deleting them is an :class:`Evaluator`'s: in process (:func:`local_evaluator`) or distributed
+(the Spark job's), so both engines get the same safety from this one module.
 
 Each phase ends at a ``seams`` point (``expire:intent``, ``expire:unpublished``,
-``expire:verified``)."""
+``expire:verified``; ``expire-changelogs:...`` for changelogs)."""
 
 from __future__ import annotations
 
