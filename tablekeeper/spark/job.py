@@ -65,7 +65,7 @@ from tablekeeper.core.decisions import ListRole, ReadOutcome, RootUse
 from tablekeeper.core.paimon import layout, manifests
 from tablekeeper.core.paimon.pypaimon_adapter import PartitionPathResolver
 from tablekeeper.core.paimon.table import Table, open_table
-from tablekeeper.core.storage import DeleteOutcome, DeleteResult, basename
+from tablekeeper.core.storage import DeleteOutcome, DeleteResult
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import job_request, result_artifact, run_steps
 
@@ -300,8 +300,8 @@ def _clean_orphans(ctx: _Ctx) -> None:
     def walk(fresh: list[references.Root]) -> bool:
         nonlocal used, passes
         passes += 1
-        fresh_roots = [(path, "changelog" if is_log else "tag" if basename(path).startswith("tag-") else "snapshot")
-                       for _branch, path, _snap, is_log in fresh]
+        fresh_roots = [(path, "changelog" if is_log else "snapshot" if path == branch.snapshot_path(snap.id) else "tag")
+                       for branch, path, snap, is_log in fresh]
         more, _keys, gone = _used_set(ctx, io, fresh_roots, cands, spec)
         used = used.unionByName(more)
         return gone

@@ -20,7 +20,6 @@ import pytest
 
 from tablekeeper.core import (
     branches,
-    commit_point,
     errors,
     execution,
     expire,
@@ -116,8 +115,7 @@ def _maintain_once(wh: str, options: Mapping[str, str] | None, writer: Writer, n
     with lease.held(t.file_io, t.root, "stress"):
         expire_commit.run_expire(t, EXPIRE, now)
         cconfig = expire.changelog_config(retention_settings.from_options(t.options()), t.options())
-        commit_point.run_checked(t, lambda: expire.plan_expire_changelog(t, cconfig, now),
-                                 lambda p: execution.execute(p, t.file_io))
+        expire_commit.run_expire_changelog(t, cconfig, now)
         plan = orphans.plan_orphan_clean(t, orphans.OrphanConfig(now - DAY_MS, processes=1))
         result = execution.execute(plan, t.file_io)
         assert not result.failed, result.failed
