@@ -123,7 +123,7 @@ def test_spark_expire_writes_back_what_a_consumer_that_moved_back_needs(spark: A
     _assert_intact(wh)
 
 
-@pytest.mark.parametrize("point", ["expire:intent", "expire:unpublished", "expire:verified"])
+@pytest.mark.parametrize("point", ["expire:unpublished", "expire:verified"])
 def test_spark_expire_crash_then_rerun_finishes(spark: Any, templates: dict[str, str], tmp_path: Path,
                                                 point: str) -> None:
     """A crash of the driver at a phase boundary, then a rerun on Spark: it resumes the intent
