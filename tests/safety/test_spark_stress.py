@@ -34,7 +34,7 @@ from tests.safety.test_stress import Writer, _expected
 pytestmark = pytest.mark.spark
 
 #: Seconds the writer commits for; Spark rounds run meanwhile (a few seconds each on 2 cores).
-WRITER_SECONDS = 20.0
+WRITER_SECONDS = 10.0
 #: The in-process stress test's retention (tests/safety/test_stress.EXPIRE), as flags.
 RETAIN = {"retain_min": 3, "time_retained": "0 ms", "expire_limit": 1000}
 
@@ -50,6 +50,7 @@ def _maintain_once(wh: str, spark: Any) -> list[str]:
     return notes
 
 
+@pytest.mark.timeout(1800)  # a kill mid-job breaks the shared Spark session for every later test
 def test_spark_stress_local(spark: Any, tmp_path: Any) -> None:
     wh = str(tmp_path / "wh")
     append_table(wh)
