@@ -41,7 +41,7 @@ from urllib.parse import unquote_plus
 
 from tablekeeper.core import errors
 from tablekeeper.core.storage import FileIO, FileStatus, basename, parent
-from tablekeeper.core.storage.paths import split_scheme
+from tablekeeper.core.storage.stores import split_scheme
 
 __all__ = [
     "InventoryError",
@@ -418,7 +418,7 @@ def _data_file_location(file_io: FileIO, manifest_path: str, manifest: Manifest,
 def _location(scheme: str, bucket: str | None, key: str, file_io: FileIO, where: str) -> str:
     if bucket is not None:
         return f"{scheme}://{bucket}/{key.lstrip('/')}"
-    if key.startswith("/") or "://" in key or key.startswith("file:"):
+    if key.startswith(("/", "file:")) or "://" in key:
         return file_io.normalize(key)
     raise InventoryError(f"{where}: key {key[:80]!r} is neither a full location nor has a bucket column",
                          fix="write full locations (s3://bucket/key, /abs/path) or add a bucket column")

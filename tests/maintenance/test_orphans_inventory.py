@@ -199,7 +199,7 @@ def test_s3_inventory_deletes_exactly_the_listed_orphans_and_protects_commits_af
         "schema/junk", "tag/junk", "consumer/junk", "README", "dt=a/_SUCCESS", "unknown/x.parquet",
         "snapshot/snapshot-7f0a.tmp", "branch/branch-b1/tag/junk", "dt=a/bucket-0/sub/data-0a0a-1.parquet")}
     other_table = "wh/db.db/other/dt=a/bucket-0/data-0a0a-other.parquet"  # outside the table: never touched
-    s3support.put_objects(s3_bucket, {k: b"junk" for k in planted | untouchable | {other_table}})
+    s3support.put_objects(s3_bucket, dict.fromkeys(planted | untouchable | {other_table}, b"junk"))
     _backdate_all(s3, s3_bucket, "wh", timedelta(days=3))
     listed = s3_rows(s3, s3_bucket)
     assert pending_files <= {k for k, _s, _m in listed}  # listed as old and unreferenced
