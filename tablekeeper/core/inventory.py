@@ -61,6 +61,8 @@ Kind = Literal["s3-inventory", "file-list"]
 
 #: S3 Inventory's formats (``fileFormat`` in manifest.json).
 FORMATS = ("CSV", "ORC", "Parquet")
+#: Spellings of S3 in Paimon warehouses: a report on s3:// is read through an s3a:// table's store.
+_S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
 #: Fields the inventory configuration must include besides Bucket and Key.
 REQUIRED_FIELDS = ("Size", "LastModifiedDate")
 
@@ -459,8 +461,11 @@ def load(path: str, file_io: FileIO, table_root: str, within: Sequence[str]) -> 
 
 def load_for_table(path: str, table_io: FileIO, table_root: str, within: Sequence[str],
                    options: Mapping[str, Any] | None = None) -> Listing:
-    """:func:`load` through the table's store when ``path`` is on it (same scheme: the
-    inventory's destination bucket is reached with the table's credentials), else through a
-    FileIO for ``path`` built from ``options``."""
-    same = split_scheme(path)[0] == split_scheme(table_root)[0]
-    return load(path, table_io if same else FileIO.for_uri(path, options), table_root, within)
+    """:func:`load` through the table's store when ``path`` is on it (the same scheme, or
+    ``s3``/``s3a``/``s3n`` for one another: the inventory's destination bucket is reached with the
+    table's endpoint and credentials), else through a FileIO for ``path`` built from ``options``."""
+    scheme, rest = split_scheme(path)
+    table_scheme = split_scheme(table_root)[0]
+    if scheme != table_scheme and {scheme, table_scheme} <= _S3_SCHEMES:  # one store, three spellings
+        path, scheme = f"{table_scheme}://{rest}", table_scheme
+    return load(path, table_io if scheme == table_scheme else FileIO.for_uri(path, options), table_root, within)
