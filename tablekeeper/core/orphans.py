@@ -369,4 +369,6 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
                        f"{len(files)} of them older than the threshold",),
                       (("older_than_ms", config.older_than_ms), ("candidates", n_listed),
                        ("unreferenced", unreferenced),
-                       ("bucket_dirs", len(listing.bucket_dirs))))
+                       ("bucket_dirs", len(listing.bucket_dirs)),
+                       *((("listing", config.listing.source), ("listing_taken_ms", config.listing.taken_ms))
+                         if config.listing is not None else ())))

@@ -223,7 +223,7 @@ def test_s3_inventory_deletes_exactly_the_listed_orphans_and_protects_commits_af
     opts = [a for k, v in s3_options.items() for a in ("--option", f"{k}={v}")]
     code, summary, err = cli(capsys, "clean-orphans", "-w", wh, IDENT, "--listing", manifest, *opts, "-o", "json")
     assert code == 0, err
-    assert summary["total_files"] == len(planted)
+    assert summary["total_files"] == len(planted) and summary["listing"] == manifest
     assert _keys(s3, s3_bucket, "wh") == keys_before - planted
     assert late in _keys(s3, s3_bucket, "wh") and other_table in _keys(s3, s3_bucket, "wh")
     assert pending_files <= _keys(s3, s3_bucket, "wh")
