@@ -174,12 +174,30 @@ def _has_orc() -> bool:
     return True
 
 
+@pytest.fixture(scope="module")
+def mixed_template(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The mixed history, written once by pypaimon on local disk (Paimon's metadata names files
+    relative to the table, so the tree uploaded to S3 is the same table)."""
+    wh = str(tmp_path_factory.mktemp("mixed") / "wh")
+    build_mixed(wh)
+    return wh
+
+
+def _upload(template: str, bucket: str, rel: str) -> None:
+    objects = {}
+    for dirpath, _dirs, files in os.walk(template):
+        for name in files:
+            full = os.path.join(dirpath, name)
+            objects[f"{rel}/{os.path.relpath(full, template)}"] = Path(full).read_bytes()
+    s3support.put_objects(bucket, objects)
+
+
 @pytest.mark.s3
 def test_s3_inventory_deletes_exactly_the_listed_orphans_and_protects_commits_after_it(
-        s3: s3fs.S3FileSystem, s3_warehouse: str, s3_bucket: str, s3_options: dict[str, str],
+        mixed_template: str, s3: s3fs.S3FileSystem, s3_warehouse: str, s3_bucket: str, s3_options: dict[str, str],
         capsys: pytest.CaptureFixture[str]) -> None:
     wh = s3_warehouse
-    build_mixed(wh, s3_options)
+    _upload(mixed_template, s3_bucket, "wh")
     prefix = table_root(wh).removeprefix(f"s3://{s3_bucket}/")
     # a writer that wrote its files before the inventory and commits after it (stale inventory)
     keys_built = _keys(s3, s3_bucket, "wh")
@@ -333,10 +351,8 @@ def test_s3_refused_inventories_exit_2_and_delete_nothing_then_parquet_and_orc_r
 
 
 @pytest.fixture
-def local_mixed(tmp_path: Path) -> str:
-    wh = str(tmp_path / "wh")
-    build_mixed(wh)
-    return wh
+def local_mixed(mixed_template: str, tmp_path: Path) -> str:
+    return copy_tree(mixed_template, tmp_path / "wh")
 
 
 def _walk(root: str) -> list[tuple[str, int, int]]:
