@@ -99,3 +99,20 @@ def test_check_listing_bucket_prefix_and_time() -> None:
     with pytest.raises(inventory.InventoryTooRecentError):
         inventory.check_listing(listing(taken=2_000), root, 2_000)
     inventory.check_listing(listing(kind="file-list", bucket=None, paths=("/wh/db.db/t/x",)), "/wh/db.db/t", 2_000)
+
+
+def test_a_downloaded_report_finds_its_data_files_by_key(tmp_path: Any) -> None:
+    """``aws s3 sync`` of the destination prefix keeps S3 Inventory's layout: the manifest's keys
+    resolve below its parent directories."""
+    from tablekeeper.core.storage import FileIO
+
+    data = gzip.compress(b'"lake","wh%2Fdb.db%2Ft%2Fmanifest%2Fm-1","v","true","false","7","2023-11-14T22:13:20Z"\n'
+                         b'"lake","wh%2Fdb.db%2Fother%2Fx","v","true","false","7","2023-11-14T22:13:20Z"\n')
+    (tmp_path / "lake" / "cfg" / "data").mkdir(parents=True)
+    (tmp_path / "lake" / "cfg" / "data" / "a.csv.gz").write_bytes(data)
+    (tmp_path / "lake" / "cfg" / "2023-11-14T00-00Z").mkdir()
+    path = tmp_path / "lake" / "cfg" / "2023-11-14T00-00Z" / "manifest.json"
+    path.write_bytes(manifest())
+    got = inventory.load(str(path), FileIO.for_uri(str(path)), "s3://lake/wh/db.db/t", ("s3://lake/wh/db.db/t",))
+    assert got.kind == "s3-inventory" and got.bucket == "lake" and got.taken_ms == 1700000000000
+    assert got.files == (FileStatus("s3://lake/wh/db.db/t/manifest/m-1", 7, 1700000000000),) and got.rows == 2
