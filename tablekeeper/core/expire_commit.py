@@ -46,7 +46,7 @@ from tablekeeper.core.reachability import gc_paused
 from tablekeeper.core.storage import join
 
 __all__ = ["intent_path", "run_expire", "run_expire_changelog", "expire_snapshots", "expire_changelogs", "unpublishing",
-           "Evaluator", "Expiration", "local_evaluator"]
+           "Evaluator", "Expiration", "local_evaluator", "merged"]
 
 Runner = Callable[[plans.Plan], execution.ExecutionResult]
 
@@ -178,7 +178,8 @@ def _plan_of(decision: decisions.ExpirationDecision, steps: tuple[plans.Step, ..
     return plans.Plan(decision.operation, decision.table, steps)
 
 
-def _merge(a: execution.ExecutionResult, b: execution.ExecutionResult) -> execution.ExecutionResult:
+def merged(a: execution.ExecutionResult, b: execution.ExecutionResult) -> execution.ExecutionResult:
+    """``a`` and ``b`` summed, as the phases of one expiration are reported."""
     return execution.ExecutionResult(a.deleted + b.deleted, a.deleted_bytes + b.deleted_bytes, a.missing + b.missing,
                                      [*a.failed, *b.failed], [*a.written, *b.written],
                                      [*a.removed_dirs, *b.removed_dirs], [*a.order, *b.order])
@@ -248,8 +249,8 @@ def _expire_unpublishing(table: Table, subject: _Subject, ev: Evaluator[P]) -> E
     seams.point("expire:verified" if what == "snapshots" else f"expire-{what}:verified")
     unpublish = unpublishing(again)
     # files that became due meanwhile are unpublished before any file goes, like the others
-    result = _merge(done, ev.run_meta(_plan_of(again, unpublish)))
-    result = _merge(result, ev.delete(planned, _plan_of(again, tuple(s for s in again.tail if s not in unpublish))))
+    result = merged(done, ev.run_meta(_plan_of(again, unpublish)))
+    result = merged(result, ev.delete(planned, _plan_of(again, tuple(s for s in again.tail if s not in unpublish))))
     if not result.failed:
         io.delete_files([intent_path(table, what)])
     return Expiration(again, planned, tuple(notes), result)

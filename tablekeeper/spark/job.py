@@ -638,6 +638,8 @@ class _Evaluated:
     planned: DataFrame | None
     spec: Mapping[str, Any]
     empty_dirs_depth: int | None
+    #: the decision's unpublishing steps (snapshot or changelog files): counted as planned
+    unpublishing: tuple[plans.Step, ...] = ()
 
 
 def _evaluator(ctx: _Ctx, table: Table, t0: float) -> expire_commit.Evaluator[_Evaluated]:
@@ -646,15 +648,17 @@ def _evaluator(ctx: _Ctx, table: Table, t0: float) -> expire_commit.Evaluator[_E
     job reads manifests, intersects the two evaluations and deletes, distributed."""
 
     def evaluate(view: Table, decision: decisions.ExpirationDecision) -> _Evaluated:
+        unpublish = expire_commit.unpublishing(decision)
         if not decision.reads_manifests:
-            return _Evaluated(None, {}, None)
+            return _Evaluated(None, {}, None, unpublish)
         planned, spec = _plan_expiration(ctx, view, decision)
-        return _Evaluated(planned, spec, decision.empty_dirs_depth)
+        return _Evaluated(planned, spec, decision.empty_dirs_depth, unpublish)
 
     def agree(first: _Evaluated, again: _Evaluated) -> tuple[_Evaluated, int]:
         if first.planned is None:
-            return (_Evaluated(None, {}, None) if again.planned is None else
-                    _Evaluated(ctx.keep(again.planned.limit(0)), again.spec, again.empty_dirs_depth)), 0
+            return (again if again.planned is None else
+                    _Evaluated(ctx.keep(again.planned.limit(0)), again.spec, again.empty_dirs_depth,
+                               again.unpublishing)), 0
         if again.planned is None:
             return again, int(first.planned.count())
         before, after = first.planned, again.planned
@@ -662,10 +666,11 @@ def _evaluator(ctx: _Ctx, table: Table, t0: float) -> expire_commit.Evaluator[_E
                            "verifying the plan")
         kept = _planning(lambda: before.join(agreed.select("path"), "path", "left_anti").count(),
                          "verifying the plan")
-        return _Evaluated(agreed, again.spec, again.empty_dirs_depth), int(kept)
+        return _Evaluated(agreed, again.spec, again.empty_dirs_depth, again.unpublishing), int(kept)
 
     def delete(evaluated: _Evaluated, tail: plans.Plan) -> execution.ExecutionResult:
         failed_before = ctx.result.failed_count
+        _tail_summary(ctx, plans.Plan(tail.operation, tail.table, evaluated.unpublishing))
         if evaluated.planned is None:
             _run_tail(ctx, table, tail, t0)
         else:
@@ -678,7 +683,9 @@ def _evaluator(ctx: _Ctx, table: Table, t0: float) -> expire_commit.Evaluator[_E
 
     def run_meta(plan: plans.Plan) -> execution.ExecutionResult:
         executed = execution.execute(plan, table.file_io, batch_size=ctx.request.batch_size)
-        run_steps.merge_execution(ctx.result, executed)
+        # counted as core sums its phases (Counter sums drop zero entries, e.g. 0 bytes of
+        # changelog-N files), so both engines report the same counts
+        run_steps.merge_execution(ctx.result, expire_commit.merged(execution.ExecutionResult(), executed))
         return executed
 
     return expire_commit.Evaluator(evaluate, agree, delete, run_meta)
@@ -702,11 +709,9 @@ def _expire(ctx: _Ctx) -> None:
 
 
 def _report(ctx: _Ctx, done: expire_commit.Expiration[_Evaluated]) -> None:
-    """What core's phases decided and noted; the unpublished files count as planned."""
+    """What core's phases decided and noted (the evaluator counted what was planned)."""
     ctx.result.details.update(dict(done.decision.details))
     ctx.result.notes.extend((*done.decision.notes, *done.notes))
-    _tail_summary(ctx, plans.Plan(done.decision.operation, done.decision.table,
-                                  expire_commit.unpublishing(done.decision)))
 
 
 def _checked(ctx: _Ctx, table: Table, decide: Callable[[], decisions.ExpirationDecision], t0: float) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import errors
+from tablekeeper.core import errors, expire_commit
 from tablekeeper.spark import __main__ as spark_main
 from tablekeeper.spark import dispatch, job, job_request, result_artifact
 from tests.maintenance.helpers import (
@@ -263,12 +263,17 @@ def test_a_killed_job_leaves_metadata_intact_and_a_rerun_finishes(spark: Any, tw
         # no marker: every attempt dies after one deletion, so Spark's retries cannot help
         job.run(spark, request(spark_wh, "expire", **kw), fault={"after": 1, "stage": 0}, result=partial)
     lost = before - names(spark_wh)
-    assert lost and all("/dt=" in n for n in lost)  # only data files went ...
-    assert h.snapshot_ids() == snapshots  # ... metadata is untouched: a rerun can plan again
+    lost_data = {n for n in lost if "/dt=" in n}
+    # the expiring snapshots were unpublished first (their JSON saved in the intent), then data
+    # files went until the fault: no manifest, index or hint was touched, a rerun resumes
+    assert lost_data and all("/dt=" in n or "/snapshot/snapshot-" in n for n in lost)
+    assert set(h.snapshot_ids()) < set(snapshots)
+    assert Path(expire_commit.intent_path(h)).exists()
     assert partial.planned_files == local.planned_files
     rerun = job.run(spark, request(spark_wh, "expire", **kw))
     assert rerun.planned_files == local.planned_files
-    assert rerun.deleted.get("data", 0) + len(lost) == local.deleted["data"]
+    assert any("resuming" in n for n in rerun.notes), rerun.notes
+    assert rerun.deleted.get("data", 0) + len(lost_data) == local.deleted["data"]
     assert names(spark_wh) == names(local_wh)
 
 
