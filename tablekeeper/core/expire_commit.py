@@ -35,6 +35,7 @@ Each phase ends at a ``seams`` point (``expire:intent``, ``expire:unpublished``,
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -179,9 +180,16 @@ def _plan_of(decision: decisions.ExpirationDecision, steps: tuple[plans.Step, ..
 
 
 def merged(a: execution.ExecutionResult, b: execution.ExecutionResult) -> execution.ExecutionResult:
-    """``a`` and ``b`` summed, as the phases of one expiration are reported."""
-    return execution.ExecutionResult(a.deleted + b.deleted, a.deleted_bytes + b.deleted_bytes, a.missing + b.missing,
-                                     [*a.failed, *b.failed], [*a.written, *b.written],
+    """``a`` and ``b`` summed, as the phases of one expiration are reported (zero counts kept,
+    as one executor run keeps them: e.g. 0 bytes of changelog files without sizes)."""
+
+    def add(x: Counter[str], y: Counter[str]) -> Counter[str]:
+        out = Counter(x)
+        out.update(y)
+        return out
+
+    return execution.ExecutionResult(add(a.deleted, b.deleted), add(a.deleted_bytes, b.deleted_bytes),
+                                     add(a.missing, b.missing), [*a.failed, *b.failed], [*a.written, *b.written],
                                      [*a.removed_dirs, *b.removed_dirs], [*a.order, *b.order])
 
 

@@ -683,9 +683,7 @@ def _evaluator(ctx: _Ctx, table: Table, t0: float) -> expire_commit.Evaluator[_E
 
     def run_meta(plan: plans.Plan) -> execution.ExecutionResult:
         executed = execution.execute(plan, table.file_io, batch_size=ctx.request.batch_size)
-        # counted as core sums its phases (Counter sums drop zero entries, e.g. 0 bytes of
-        # changelog-N files), so both engines report the same counts
-        run_steps.merge_execution(ctx.result, expire_commit.merged(execution.ExecutionResult(), executed))
+        run_steps.merge_execution(ctx.result, executed)
         return executed
 
     return expire_commit.Evaluator(evaluate, agree, delete, run_meta)
