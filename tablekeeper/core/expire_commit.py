@@ -15,7 +15,9 @@ snapshots are *unpublished* first, then the plan is made again and compared:
    consumer that moved back shortens its range, and the snapshots it needs are written back
    from the intent (re-published; only before any file was deleted, i.e. not when resuming).
    Only files *both* plans delete are deleted; the rest is left for orphan cleanup, and the run
-   says so;
+   says so. Every root is read again (a new decision); if it equals the first, so does the
+   plan (evaluation is pure over immutable manifests); otherwise the manifests the first plan
+   decoded are reused (``Reachability.sharing_reads``): only new roots' manifests are read;
 4. **delete** data, changelog, index, statistics and manifest files in Paimon's order, then
    EARLIEST (monotonic, core/hint_writes.py); the intent goes last.
 
@@ -33,10 +35,11 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from tablekeeper.core import commit_point, errors, execution, expire, lease, plans, seams
+from tablekeeper.core import commit_point, decisions, errors, execution, expire, lease, plans, seams
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.reachability import Reachability
 from tablekeeper.core.storage import basename, join
 
 __all__ = ["intent_path", "run_expire"]
@@ -117,8 +120,12 @@ def run_expire(table: Table, config: expire.ExpireConfig, now_ms: int,
     notes: list[str] = []
     first: plans.Plan | None = None
     done = execution.ExecutionResult()
+    reach: Reachability | None = None
+    first_decision: decisions.ExpirationDecision | None = None
     if saved is None:
-        first = expire.plan_expire(table, config, now_ms)
+        reach = Reachability(table)
+        first_decision = expire.decide_expire(table, config, now_ms)
+        first = expire.evaluate_expire(table, first_decision, reach)
         unpublish, _files, _hints = _split(first)
         if not unpublish:  # nothing expires (at most a hint to write): nothing to verify
             return first, runner(first)
@@ -138,7 +145,14 @@ def run_expire(table: Table, config: expire.ExpireConfig, now_ms: int,
         notes.append(f"resuming an interrupted expiration of snapshots {min(saved)}..{max(saved)}")
     # verify: plan again with the saved snapshots standing in for the unpublished ones
     view = _WithSaved(table.file_io, table.root, table.branch, table.identifier, saved)
-    again = expire.plan_expire(view, config, now_ms)
+    # every root is read again (the decision); manifests (immutable) the first plan decoded are
+    # not. An equal decision (same range, same roots with the same contents) evaluates to the
+    # same plan: the evaluation is a pure function of the decision and immutable manifests.
+    decision = expire.decide_expire(view, config, now_ms)
+    if first is not None and decision == first_decision:
+        again = first
+    else:
+        again = expire.evaluate_expire(view, decision, reach.sharing_reads(view) if reach is not None else None)
     unpublish, files, hint_steps = _split(again)
     still_expiring = {_snapshot_id(f.path) for s in unpublish for f in s.files}
     republish = sorted(sid for sid in saved if sid not in still_expiring and not table.snapshot_exists(sid))

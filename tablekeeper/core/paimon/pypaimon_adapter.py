@@ -146,6 +146,9 @@ class PartitionPathResolver:
 
     def file_paths(self, ref: manifests.FileRef) -> list[str]:
         """The data file followed by its extra files."""
+        if not ref.external_path and not ref.extra_files:  # the common case, in one step
+            directory = self._dirs.get((ref.partition, ref.bucket)) or self.bucket_dir(ref.partition, ref.bucket)
+            return [join(directory, ref.file_name)]
         return [self.data_file_path(ref), *self.extra_file_paths(ref)]
 
     def index_file_path(self, entry: manifests.IndexManifestEntry) -> str:

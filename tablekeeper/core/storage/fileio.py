@@ -514,15 +514,17 @@ class FileIO:
         return self._delete_remote(paths)
 
     def _delete_local(self, path: str) -> DeleteResult:
+        """One ``unlink``: it never removes a directory (Linux answers EISDIR, POSIX EPERM), so
+        the directory check runs only when the unlink is refused, not as a stat per file."""
         raw = self._raw(path)
         try:
-            if os.path.isdir(raw) and not os.path.islink(raw):
-                return DeleteResult(path, DeleteOutcome.FAILED, "is a directory: never deleted")
             os.unlink(raw)
             return DeleteResult(path, DeleteOutcome.DELETED)
         except FileNotFoundError:
             return DeleteResult(path, DeleteOutcome.MISSING)
         except OSError as e:
+            if os.path.isdir(raw) and not os.path.islink(raw):
+                return DeleteResult(path, DeleteOutcome.FAILED, "is a directory: never deleted")
             return DeleteResult(path, DeleteOutcome.FAILED, f"{type(e).__name__}: {e}")
 
     def _delete_remote(self, paths: list[str]) -> list[DeleteResult]:
