@@ -115,7 +115,7 @@ class Reachability:
         self._index: dict[str, list[manifests.IndexManifestEntry]] = {}
         self._live: dict[tuple[str | None, str | None], dict[DataKey, manifests.FileRef]] = {}
         self._lock = threading.Lock()
-        self._paths = pypaimon_adapter.PartitionPathResolver(self.table)
+        self._resolver: pypaimon_adapter.PartitionPathResolver | None = None
 
     def sharing_reads(self, table: Table) -> Reachability:
         """A Reachability of ``table`` (the same table seen again, e.g. with unpublished
@@ -423,6 +423,16 @@ class Reachability:
         return out
 
     # -- paths --------------------------------------------------------------------------
+    @property
+    def _paths(self) -> pypaimon_adapter.PartitionPathResolver:
+        """Built on first use: orphan cleanup reads names only and never needs it."""
+        if self._resolver is None:
+            resolver = pypaimon_adapter.PartitionPathResolver(self.table)
+            with self._lock:
+                if self._resolver is None:
+                    self._resolver = resolver
+        return self._resolver
+
     def data_paths(self, ref: manifests.FileRef) -> list[str]:
         """The data file and its extra files (file-index ``.index`` files)."""
         return self._paths.file_paths(ref)

@@ -284,7 +284,7 @@ def _clean_orphans(ctx: _Ctx) -> None:
     manifest_names = lists.filter(F.col("manifest_name").isNotNull()).select(
         F.col("manifest_name").alias("name")).distinct()
     from_manifests = ctx.io(manifest_names, ex.used_names, ex.USED_FIELDS, spec, key="name")
-    from_index = ctx.io(ok_refs.filter(F.col("what") == "index").select("name").distinct(), ex.index_names,
+    from_index = ctx.io(ok_refs.filter(F.col("what").isin("index", "optindex")).select("name").distinct(), ex.index_names,
                         ex.USED_FIELDS, spec, key="name")
     used_cols = ["source", "name", "error_kind", "error"]
     used = (
@@ -331,7 +331,8 @@ def _clean_orphans(ctx: _Ctx) -> None:
 def _judge_orphan_errors(ctx: _Ctx, io: Any, problems: Sequence[Any], refs: DataFrame, lists: DataFrame) -> None:
     """Core's rule: unreadable metadata aborts; a missing file aborts only if a root that
     references it still exists (otherwise the root was expired concurrently). The base/delta
-    lists of a changelog-N with changelog manifests may be missing (``optlist``)."""
+    lists of a changelog-N with changelog manifests may be missing (``optlist``), and so may the
+    index manifest of a changelog-N (``optindex``)."""
     missing: set[str] = set()
     for p in problems:
         if p["error_kind"] != "missing":
@@ -341,7 +342,7 @@ def _judge_orphan_errors(ctx: _Ctx, io: Any, problems: Sequence[Any], refs: Data
     names = sorted(missing)
     owners = {r["name"] for r in lists.filter(F.col("manifest_name").isin(names)).select(
         F.col("list_name").alias("name")).distinct().collect()}
-    direct = F.col("name").isin(names) & (F.col("what") != "optlist")
+    direct = F.col("name").isin(names) & ~F.col("what").isin("optlist", "optindex")
     via_manifest = F.col("name").isin(sorted(owners)) & F.col("what").isin("list", "optlist")
     roots = refs.filter(direct | via_manifest).select("root_path", "name").distinct().collect()
     for r in roots:
