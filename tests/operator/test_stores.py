@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
+from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
 from tablekeeper.core.storage.stores import connect
 from tablekeeper.operator import sparkruns
-from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
-from tablekeeper.spark import dispatch, job_request, k8s_manifests, result_artifact
+from tablekeeper.spark import dispatch, job_request, result_artifact
 from tests.operator.conftest import Harness, obj
 from tests.operator.test_spark_runs import (
     JOBS,

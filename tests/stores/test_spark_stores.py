@@ -17,12 +17,19 @@ import pytest
 
 from tests.maintenance.helpers import IDENT, now_ms
 from tests.stores.conftest import STORES, StoreUnderTest
-from tests.stores.test_scenario import DAY_MS, _cli, _deleted, _download, _upload, _views
+from tests.stores.test_scenario import DAY_MS, _cli, _download, _upload, _views
 from tests.stores.test_scenario import template as template  # noqa: F401  (the shared module fixture)
 
 pytestmark = [pytest.mark.spark]
 
 SPARK_STORES = ("oss", "hdfs", "azure", "gcs")
+
+
+def _deleted(payload: dict[str, Any]) -> dict[str, int]:
+    """Files deleted per kind, from the CLI's JSON of either engine (Spark: ``executed``)."""
+    if "executed" in payload:
+        return dict(payload["executed"].get("deleted") or {})
+    return dict(payload.get("deleted") or {})
 
 
 def _left(store: StoreUnderTest, rel: str) -> list[str]:
