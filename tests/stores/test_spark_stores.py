@@ -27,9 +27,9 @@ SPARK_STORES = ("oss", "hdfs", "azure", "gcs")
 
 def _deleted(payload: dict[str, Any]) -> dict[str, int]:
     """Files deleted per kind, from the CLI's JSON of either engine (Spark: ``executed``)."""
-    if "executed" in payload:
+    if "executed" in payload:  # Spark: dispatch.describe
         return dict(payload["executed"].get("deleted") or {})
-    return dict(payload.get("deleted") or {})
+    return dict(payload["result"].get("deleted") or {})  # in process: plan summary + execution result
 
 
 def _left(store: StoreUnderTest, rel: str) -> list[str]:
