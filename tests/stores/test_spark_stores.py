@@ -5,6 +5,11 @@ Executors build tablekeeper's FileIO from the storage options in the job spec (t
 code as the in-process engine). The pypaimon-written table is uploaded twice; the in-process
 engine maintains one copy, Spark the other: both must report the same counts, leave the same
 files, and read the same in pypaimon afterwards.
+
+An earlier version of this test failed on HDFS (its first store) and was dropped: it read the
+Spark engine's JSON as the in-process one (``result.deleted``), but the CLI prints Spark's counts
+under ``executed.deleted`` (``dispatch.describe``), so it compared ``{}`` with ``{"data": 1}``.
+The engine itself was right; :func:`_deleted` reads both shapes.
 """
 
 from __future__ import annotations
