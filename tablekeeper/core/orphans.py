@@ -280,7 +280,8 @@ def plan_orphan_clean(table: Table, config: OrphanConfig, *,
 def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callable[[], None] | None) -> plans.Plan:
     main = table.on_branch(layout.MAIN)
     decision = decide_orphan_clean(main, config)
-    listing = list_candidates(main, decision)
+    with main.file_io.flat_listing(main.root):  # object stores: one flat listing of the prefix
+        listing = list_candidates(main, decision)
     seams.point("orphans:listed")
     if after_listing is not None:
         after_listing()
