@@ -110,7 +110,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         for k, v in headers.items():
             self.send_header(k, v)
-        self.send_header("Content-Length", str(len(payload)))
+        if self.command != "HEAD":  # a HEAD's Content-Length is the object's size: passed through
+            self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(payload)
@@ -125,7 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
                          headers=headers)
             response = conn.getresponse()
             payload = response.read()
-            out = {k: v for k, v in response.getheaders() if k.lower() not in _HOP and k.lower() != "content-length"}
+            out = {k: v for k, v in response.getheaders() if k.lower() not in _HOP
+                   and (k.lower() != "content-length" or self.command == "HEAD")}
             return response.status, out, payload
         finally:
             conn.close()

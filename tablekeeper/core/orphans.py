@@ -16,6 +16,7 @@ snapshots of any table share most of their manifests."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -127,6 +128,16 @@ class CandidateListing:
             for name in names:
                 if name in unreferenced_data:
                     yield ListedEntry(join(directory, name), name, False)
+
+
+def _emptied_dirs(listing: CandidateListing, files: list[plans.PlannedFile]) -> set[str]:
+    """Bucket directories the plan may empty: those where it deletes every entry listed. Only
+    they are checked for emptiness (one request each on an object store, docs/storage.md
+    "Request cost"); a directory still holding a listed file cannot become empty."""
+    deleted = Counter(f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA)
+    listed = Counter(e.path.rsplit("/", 1)[0] for e in listing.data_files)
+    listed.update({directory: len(names) for directory, names in listing.local_data})
+    return {d for d, n in deleted.items() if listed.get(d, 0) <= n}
 
 
 def decide_orphan_clean(table: Table, config: OrphanConfig) -> decisions.OrphanCleanDecision:
@@ -310,7 +321,7 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
     n_listed = listing.count
     steps: list[plans.Step] = list(plans.Plan.ordered_deletes(files))
     if config.clean_empty_directories and files:
-        touched = sorted({f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA})
+        touched = sorted(_emptied_dirs(listing, files))
         if touched:
             steps.append(plans.RemoveEmptyDirsStep(tuple(touched), depth=len(main.schema().partition_keys)))
     return plans.Plan("clean-orphans", main.identifier, tuple(steps),

@@ -19,12 +19,12 @@ the plan. Pure functions: the counting lives in :mod:`tablekeeper.core.storage.r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from tablekeeper.core import plans, safety
 
-__all__ = ["RequestMinimum", "list_pages", "delete_requests", "plan_deletes", "plan_minimum", "orphan_minimum", "ratio"]
+__all__ = ["RequestMinimum", "minimum", "list_pages", "delete_requests", "plan_deletes", "plan_minimum", "orphan_minimum", "ratio"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,13 @@ def delete_requests(keys: int, batch: int = safety.DELETE_BATCH_MAX) -> int:
 
 def _plan_writes(plan: plans.Plan) -> int:
     return sum(1 for s in plan.steps if isinstance(s, plans.WriteStep))
+
+
+def minimum(*, distinct_reads: int, listed_pages: int, writes: int, delete_steps: Iterable[int]) -> RequestMinimum:
+    """The floor from counts: files read (each once), LIST pages, files written, and the number
+    of keys of each ordered delete step (each in batches of 1000)."""
+    return RequestMinimum(get=distinct_reads, list=listed_pages, put=writes,
+                          bulk_delete=sum(delete_requests(n) for n in delete_steps))
 
 
 def plan_deletes(plan: plans.Plan) -> int:

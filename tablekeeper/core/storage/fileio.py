@@ -181,6 +181,8 @@ class FileIO:
         #: bytes of UUID-named metadata files while :meth:`immutable_reads` is active
         self._kept: dict[str, bytes] | None = None
         self._kept_budget = 0
+        #: bytes fetched ahead by :meth:`read_ahead`, handed out (once) by :meth:`read_bytes`
+        self._ahead: dict[str, bytes] = {}
         self._kept_lock = threading.Lock()
 
     # -- construction ------------------------------------------------------------------
@@ -461,7 +463,41 @@ class FileIO:
         finally:
             self._kept = None
 
+    def read_ahead(self, paths: list[str], *, window: int = 64, threads: int = 16) -> Iterator[str]:
+        """Yield ``paths`` in order; on object stores the next ``window`` files are fetched
+        concurrently first, and :meth:`read_bytes` of a yielded path returns those bytes (once):
+        the same GETs, ``threads`` at a time instead of one after the other (at 20 ms a request,
+        a sequential manifest scan is most of an orphan cleanup's time). A failed fetch is left
+        to the caller's own read, which raises it."""
+        if self.is_local or len(paths) < 2:
+            yield from paths
+            return
+
+        def fetch(path: str) -> None:
+            try:
+                data = self._read_bytes(path)
+            except Exception:  # the caller's read raises it
+                return
+            with self._kept_lock:
+                self._ahead[path] = data
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            try:
+                for start in range(0, len(paths), window):
+                    chunk = paths[start:start + window]
+                    list(pool.map(fetch, chunk))
+                    yield from chunk
+            finally:
+                with self._kept_lock:
+                    for path in paths:
+                        self._ahead.pop(path, None)
+
     def read_bytes(self, path: str) -> bytes:
+        if self._ahead:
+            with self._kept_lock:
+                ahead = self._ahead.pop(path, None)
+            if ahead is not None:
+                return ahead
         kept = self._kept
         if kept is not None and _IMMUTABLE_NAME.match(basename(path)):
             with self._kept_lock:
