@@ -105,7 +105,9 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
             paths = [f.path for f in batch]
             if fault is not None:
                 fault(paths)
-            return file_io.delete_files(paths, tell_missing=False)
+            if file_io.bulk_deletes:  # S3/OSS: no parent listings first (FileIO.delete_files)
+                return file_io.delete_files(paths, tell_missing=False)
+            return file_io.delete_files(paths)
 
         for i, part in enumerate(halves):
             if i:
