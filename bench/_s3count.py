@@ -99,7 +99,7 @@ class _Handler(BaseHTTPRequestHandler):
                 counts.written_keys.add(key)
             elif kind == "list":
                 params = parse_qs(parts.query or "", keep_blank_values=True)
-                page = (key + "?" + params.get("prefix", [""])[0],
+                page = (f"{key}?prefix={params.get('prefix', [''])[0]}&delimiter={params.get('delimiter', [''])[0]}",
                         params.get("continuation-token", params.get("start-after", params.get("marker", [""])))[0])
                 counts.list_pages.add(page)
             elif kind == "bulk_delete":

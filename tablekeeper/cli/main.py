@@ -68,6 +68,8 @@ _IO_META = "tablekeeper.file_io"
 
 
 def _remember_pacing(ctx: click.Context, _param: click.Parameter, value: float | None) -> None:
+    if value is not None and value <= 0:
+        raise click.BadParameter(f"must be a positive number of requests per second, not {value:g}")
     if value is not None:
         ctx.meta[_PACING_META] = value
 
