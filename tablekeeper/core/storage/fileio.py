@@ -211,12 +211,12 @@ class FileIO:
             config = dict(kwargs.get("config_kwargs") or {})
             config.setdefault("retries", {"max_attempts": 1, "mode": "standard"})
             kwargs["config_kwargs"] = config
-            if "session" not in kwargs:  # count (and pace) every HTTP request, pages and retries included
+            if "session" not in kwargs:
                 from aiobotocore.session import AioSession
 
-                session = AioSession()
-                session.register("before-send.s3", layer.botocore_hook())
-                kwargs["session"] = session
+                kwargs["session"] = AioSession()
+            # count (and pace) every HTTP request, pages and retries included (OSS: on its session)
+            kwargs["session"].register("before-send.s3", layer.botocore_hook())
         try:
             fs = fsspec.filesystem(connection.protocol, **kwargs)
         except ImportError as e:
