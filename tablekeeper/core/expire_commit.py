@@ -113,8 +113,14 @@ def run_expire(table: Table, config: expire.ExpireConfig, now_ms: int,
         IncompleteProtectionSetError, ConcurrentModificationError: nothing more was deleted.
     """
     runner: Runner = run or (lambda p: execution.execute(p, table.file_io))
-    if config.changelog_decoupled:
-        return commit_point.run_checked(table, lambda: expire.plan_expire(table, config, now_ms), runner)
+    with table.file_io.immutable_reads():  # the verify plan reuses the manifests the first plan read
+        if config.changelog_decoupled:
+            return commit_point.run_checked(table, lambda: expire.plan_expire(table, config, now_ms), runner)
+        return _run_expire(table, config, now_ms, runner)
+
+
+def _run_expire(table: Table, config: expire.ExpireConfig, now_ms: int,
+                runner: Runner) -> tuple[plans.Plan, execution.ExecutionResult]:
     io = table.file_io
     saved = _read_intent(table)
     notes: list[str] = []
