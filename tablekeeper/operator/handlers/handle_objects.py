@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
 
-from tablekeeper.operator import markers, objects
+from tablekeeper.operator import kopfcompat, markers, objects
 from tablekeeper.operator.handlers.common import (
     finish,
     mode_change,
@@ -24,13 +25,27 @@ _DELETE = {"PaimonTag": objects.delete_tag, "PaimonBranch": objects.delete_branc
 _CHECK_STEP = {"PaimonTag": "tag/check", "PaimonBranch": "branch/check"}  # test seams (Runtime.step)
 
 
-async def on_change(rt: Runtime, kind: str, phase: objects.Phase, *, body: kopf.Body, patch: kopf.Patch,
-                    retry: int, diff: Any = None, **kwargs: Any) -> None:
-    """create/update/resume, one step (``resolve`` or ``apply``)."""
+async def on_change(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, retry: int, diff: Any = None,
+                    **kwargs: Any) -> None:
+    """create/update/resume: ``resolve``; when it heads to a storage change, write ownership,
+    finalizer and labels ahead (objects.write_ahead), then ``apply``; Kopf writes the outcome
+    with its own bookkeeping in one status PATCH."""
     if only_own_changes(diff):
         return
-    outcome = await _RECONCILE[kind](rt, view_of(rt, kwargs), obj_of(kind, body), phase=phase, retry=retry)
-    finish(outcome, body=body, patch=patch)
+    view = view_of(rt, kwargs)
+    obj = obj_of(kind, body)
+    outcome = await _RECONCILE[kind](rt, view, obj, phase="resolve", retry=retry)
+    current: Mapping[str, Any] = body
+    if objects.heads_to_change(outcome):
+        try:
+            fresh = await objects.write_ahead(rt, obj, outcome)
+        except kopfcompat.Conflict as e:  # changed meanwhile: redo the pass on the new version
+            raise kopf.TemporaryError(f"the object changed while its ownership was recorded: {e}",
+                                      delay=rt.config.retry_delay(1)) from e
+        current = {**body, "metadata": {**body.get("metadata", {}), **fresh.get("metadata", {})},
+                   "status": fresh.get("status") or {}}
+        outcome = await _RECONCILE[kind](rt, view, obj_of(kind, current), phase="apply", retry=retry)
+    finish(outcome, body=current, patch=patch)
 
 
 async def on_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, stopped: Any,
