@@ -1,19 +1,21 @@
 """Controllers of the external-object CRs: ``PaimonTag`` and ``PaimonBranch`` (operator-design.md
 §4.3, §4.4, §7.3-§7.5).
 
-A tag or branch is reconciled in two Kopf handler steps, each persisted before the next runs:
+A tag or branch is reconciled in two steps, each persisted before the next runs (one Kopf
+handler runs both, handlers/handle_objects.py ``on_change``):
 
 1. ``resolve``: plan the table (:mod:`tablekeeper.operator.scopes`) and, for a create or an
    adoption, record ownership in status first (``owned``, the resolved ``tagName`` and frozen
    ``snapshotId``; for a branch ``createPending``): the write-ahead record, so a crash between the
-   two steps can never leak an untracked object, and ``fromLatest`` never moves on a restart;
+   two steps can never leak an untracked object, and ``fromLatest`` never moves on a restart.
+   :func:`write_ahead` writes it (one status PATCH), then the finalizer and labels (one PATCH);
 2. ``apply``: plan again (with the recorded snapshot) and carry out this CR's own actions through
-   the shared applier, then report ``Ready``.
+   the shared applier, then report ``Ready`` (the handler's status PATCH): three writes in all.
 
 Before any storage change the record must be in status and, with ``deletionPolicy: Delete``,
-the finalizer on the object (Kopf adds it as soon as the record appears): a step that finds
-otherwise records ownership or waits. Only then is the object created, the applier's
-write-ahead record patched through the API first when it changes.
+the finalizer on the object: a step that finds otherwise records ownership or waits. Only then is
+the object created, the applier's write-ahead record patched through the API first when it
+differs from what the status holds.
 
 The periodic ``check`` (a timer; skipped while Kopf's steps are in flight) takes the same path and
 detects drift: a managed tag deleted out of band is recreated at its snapshot

@@ -44,6 +44,12 @@ def checks() -> float:
                                      {"kind": "PaimonTag", "result": "success"}) or 0.0
 
 
+async def passes(count: int) -> None:
+    """Wait until the operator has reconciled PaimonTags ``count`` more times (periodic checks)."""
+    seen = checks()
+    await eventually(lambda: checks() >= seen + count, timeout=30)
+
+
 async def test_a_tag_reaches_ready_in_three_writes_and_an_idle_check_writes_nothing(
         real_harness: RealHarness, warehouse: Path) -> None:
     h = real_harness
@@ -59,8 +65,7 @@ async def test_a_tag_reaches_ready_in_three_writes_and_an_idle_check_writes_noth
         await h.wait_condition("PaimonTag", name, reason="Created")
         await h.wait_event(name, "Created")
         # settled: the table counted the tag (its own status write, not the tag's) and two checks passed
-        seen = checks()
-        await eventually(lambda: checks() >= seen + 2, timeout=30)
+        await passes(2)
         delta = requests(h) - before
         body = h.get("PaimonTag", name) or {}
         assert body["metadata"].get("finalizers", []) == finalizers
@@ -70,8 +75,7 @@ async def test_a_tag_reaches_ready_in_three_writes_and_an_idle_check_writes_noth
 
     # the idle periodic re-check: several passes over both tags write nothing at all
     before = requests(h)
-    seen = checks()
-    await eventually(lambda: checks() >= seen + 6, timeout=30)
+    await passes(6)
     delta = requests(h) - before
     assert tag_writes(delta) == tag_writes(delta, "refused") == 0, dict(delta)
     assert delta[("events", "ok")] == 0, dict(delta)
