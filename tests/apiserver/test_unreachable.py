@@ -58,6 +58,10 @@ def moto(monkeypatch: pytest.MonkeyPatch) -> Iterator[Moto]:
         monkeypatch.delenv(name, raising=False)
     for name, value in FAKE_AWS_ENV.items():
         monkeypatch.setenv(name, value)
+    # botocore's own retries of a refused connection (legacy mode: 5 attempts, up to ~15 s of
+    # backoff per request) only slow the test down: the operator's retry is what is under test
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    monkeypatch.setenv("AWS_RETRY_MODE", "standard")
     server = Moto()
     try:
         yield server
