@@ -42,6 +42,8 @@ async def on_change(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patc
         except kopfcompat.Conflict as e:  # changed meanwhile: redo the pass on the new version
             raise kopf.TemporaryError(f"the object changed while its ownership was recorded: {e}",
                                       delay=rt.config.retry_delay(1)) from e
+        except Exception as e:  # not written (timeout, API error): soon again, not Kopf's 60 s default
+            raise kopf.TemporaryError(f"recording ownership failed: {e!r}", delay=rt.config.retry_delay(1)) from e
         current = {**body, "metadata": {**body.get("metadata", {}), **fresh.get("metadata", {})},
                    "status": fresh.get("status") or {}}
         outcome = await _RECONCILE[kind](rt, view, obj_of(kind, current), phase="apply", retry=retry)
