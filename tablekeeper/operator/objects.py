@@ -295,7 +295,9 @@ async def write_ahead(rt: Runtime, obj: Obj, outcome: Outcome) -> dict[str, Any]
     plural = _PLURAL[obj.kind]
     body: dict[str, Any] = {"metadata": {"resourceVersion": obj.resource_version, "labels": dict(obj.labels),
                                          "finalizers": list(obj.finalizers)}, "status": dict(obj.status)}
-    patch = render(obj.status, outcome)
+    # an object that owns already has its record in status (the snapshot is frozen): a retry of
+    # the change (a run held the table, the finalizer was missing) does not write it again
+    patch = render(obj.status, outcome) if not obj.status.get("owned") else {}
     if patch:
         body = await rt.api.patch(url_of(plural, obj.namespace, obj.name, subresource="status"), {"status": patch})
     meta = body.get("metadata") or {}
