@@ -26,6 +26,7 @@ from tablekeeper.core import (
     expire,
     expire_commit,
     format_guard,
+    inventory,
     lease,
     orphans,
     partitions,
@@ -510,6 +511,10 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
 @click.option("--plan-processes", type=click.IntRange(min=1),
               help="Processes that scan manifests while planning, on local warehouses (default: one per CPU, "
                    "at most 4; 1 scans in this process only).")
+@click.option("--listing", "listing_path", metavar="PATH",
+              help="Take the candidates from a storage inventory instead of listing the store: an S3 Inventory "
+                   "manifest.json (CSV, ORC or Parquet) or a CSV/Parquet file list (key,size,last_modified); "
+                   "local or on the store. It must predate the threshold (docs/inventory.md).")
 @click.option("--now", hidden=True)
 @click.option("--dry-run", is_flag=True, help="List the orphans, delete nothing.")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
@@ -517,8 +522,8 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
 @_common
 @_maintains("clean-orphans")
 def clean_orphans_cmd(table: str, older_than: str | None, force: bool, parallelism: int | None,
-                      plan_processes: int | None, now: str | None, dry_run: bool, engine: str, warehouse: str | None,
-                      options: tuple[str, ...], output: str) -> None:
+                      plan_processes: int | None, listing_path: str | None, now: str | None, dry_run: bool,
+                      engine: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete files no snapshot, tag, branch or changelog references (never directories or
     metadata JSON)."""
     t = _open(table, warehouse, options)
@@ -528,11 +533,16 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
     warning = writers.forced_threshold_warning(t, threshold, now_ms)
     if warning is not None:
         click.echo(f"warning: {warning}", err=True)
+    if engine == "spark" and listing_path is not None:
+        raise errors.InvalidInputError("--listing runs in process only, not with --engine spark",
+                                       fix="drop --engine spark (an inventory spares the listing Spark would spread)")
     if engine == "spark":
         _run_on_spark("clean-orphans", t, options, dry_run, output, older_than=older_than, force=force,
                       parallelism=parallelism, now_ms=_now_ms(now) if now else None)
         return
-    config = orphans.OrphanConfig(threshold, processes=plan_processes)
+    listing = None if listing_path is None else inventory.load_for_table(
+        listing_path, t.file_io, t.root, orphans.listing_roots(t), _parse_options(options))
+    config = orphans.OrphanConfig(threshold, processes=plan_processes, listing=listing)
     _run_plan(orphans.plan_orphan_clean(t, config), t, dry_run, output, parallelism)
 
 

@@ -12,7 +12,12 @@ are never touched.
 Cost: every distinct manifest list block, manifest and index manifest is decoded and walked
 once, however many roots share it. Walking each root in full cost roots x history: a root of a
 table that never merges manifests (pypaimon) reaches every manifest ever written, and the
-snapshots of any table share most of their manifests."""
+snapshots of any table share most of their manifests.
+
+A storage inventory (``OrphanConfig.listing``, :mod:`tablekeeper.core.inventory`) replaces
+the listing only: :func:`listed_candidates` applies the same candidate rules to its rows, and the
+roots are still read live from the store afterwards, so the used set is always newer than the
+candidates (docs/inventory.md)."""
 
 from __future__ import annotations
 
@@ -21,14 +26,14 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import timedelta
 
-from tablekeeper.core import decisions, errors, plans, references, safety, seams
+from tablekeeper.core import decisions, errors, inventory, plans, references, safety, seams
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.reachability import gc_paused
 from tablekeeper.core.storage import ListedEntry, join
 
 __all__ = ["OrphanConfig", "CandidateListing", "resolve_older_than", "data_roots", "decide_orphan_clean",
-           "list_candidates", "enumerate_roots", "read_roots", "plan_orphan_clean"]
+           "list_candidates", "listing_roots", "listed_candidates", "enumerate_roots", "read_roots", "plan_orphan_clean"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,8 @@ class OrphanConfig:
     clean_empty_directories: bool = True
     #: processes that scan manifests while planning (local files; None: one per CPU, at most 4)
     processes: int | None = None
+    #: candidates from a storage inventory instead of listing the store (``--listing``)
+    listing: inventory.Listing | None = None
 
 
 def resolve_older_than(now_ms: int, *, older_than_ms: int | None = None, older_than_age: timedelta | None = None,
@@ -181,6 +188,47 @@ def list_candidates(table: Table, decision: decisions.OrphanCleanDecision) -> Ca
                             [e for e in data_files if _old_enough(e, threshold)], local_data, buckets)
 
 
+def listing_roots(table: Table) -> tuple[str, ...]:
+    """Where an inventory's rows can name candidates: the table and its data roots (the rows
+    kept when an inventory is loaded)."""
+    return tuple(dict.fromkeys((table.root, *data_roots(table))))
+
+
+def _bucket_dir_of(decision: decisions.OrphanCleanDecision, directory: str) -> bool:
+    """Whether ``directory`` is a bucket directory the listing walk would reach: below a data
+    root, exactly ``partition_depth`` partition levels, then ``bucket-N``."""
+    for root in decision.data_roots:
+        if directory.startswith(root.rstrip("/") + "/"):
+            parts = directory[len(root.rstrip("/")) + 1:].split("/")
+            if (len(parts) == decision.partition_depth + 1 and decisions.is_bucket_dir(parts[-1])
+                    and all(decisions.is_partition_dir(p) for p in parts[:-1])):
+                return True
+    return False
+
+
+def listed_candidates(decision: decisions.OrphanCleanDecision, listing: inventory.Listing) -> CandidateListing:
+    """The candidates among an inventory's files, by the rules :func:`list_candidates` applies
+    to a live listing (the same directories, ``decisions.is_candidate_name``, the bucket
+    directories of the partition walk; only files directly in them), older than the threshold
+    by the inventory's last-modified. Keys absent from the inventory are never candidates."""
+    by_dir = {d.path: d for d in decision.listings}
+    meta_files: list[ListedEntry] = []
+    data_files: list[ListedEntry] = []
+    buckets: dict[str, None] = {}
+    for status in listing.files:
+        directory, name = status.path.rsplit("/", 1)
+        if status.mtime_ms >= decision.older_than_ms:
+            continue
+        candidate_dir = by_dir.get(directory)
+        if candidate_dir is not None:
+            if decisions.is_candidate_name(candidate_dir, name):
+                meta_files.append(ListedEntry(status.path, name, False, status))
+        elif _bucket_dir_of(decision, directory):
+            buckets[directory] = None
+            data_files.append(ListedEntry(status.path, name, False, status))
+    return CandidateListing(meta_files, data_files, [], list(buckets))
+
+
 def enumerate_roots(table: Table) -> tuple[decisions.OrphanRoot, ...]:
     """Every snapshot, tag and long-lived changelog of every branch: what protects files from
     orphan cleanup. Enumerated after the candidates were listed.
@@ -280,7 +328,11 @@ def plan_orphan_clean(table: Table, config: OrphanConfig, *,
 def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callable[[], None] | None) -> plans.Plan:
     main = table.on_branch(layout.MAIN)
     decision = decide_orphan_clean(main, config)
-    listing = list_candidates(main, decision)
+    if config.listing is None:
+        listing = list_candidates(main, decision)
+    else:  # refused before anything is read when it does not describe this table (nothing deleted)
+        inventory.check_listing(config.listing, main.root, decision.older_than_ms)
+        listing = listed_candidates(decision, config.listing)
     seams.point("orphans:listed")
     if after_listing is not None:
         after_listing()
@@ -317,4 +369,6 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
                        f"{len(files)} of them older than the threshold",),
                       (("older_than_ms", config.older_than_ms), ("candidates", n_listed),
                        ("unreferenced", unreferenced),
-                       ("bucket_dirs", len(listing.bucket_dirs))))
+                       ("bucket_dirs", len(listing.bucket_dirs)),
+                       *((("listing", config.listing.source), ("listing_taken_ms", config.listing.taken_ms))
+                         if config.listing is not None else ())))

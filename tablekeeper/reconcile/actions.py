@@ -278,6 +278,8 @@ class CleanOrphans(_Maintenance):
     older_than: str
     older_than_ms: int
     dry_run: bool = True
+    #: a storage inventory the candidates come from (``orphanFiles.listing``), else None
+    listing: str | None = None
 
     @property
     def is_change(self) -> bool:

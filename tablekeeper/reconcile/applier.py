@@ -32,6 +32,7 @@ from tablekeeper.core import (
     expire,
     expire_batches,
     expire_commit,
+    inventory,
     lease,
     orphans,
     partitions,
@@ -374,7 +375,9 @@ def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
 
 
 def _clean_orphans(run: _Run, a: A.CleanOrphans) -> tuple[Status, str]:
-    oplan = orphans.plan_orphan_clean(run.table, orphans.OrphanConfig(a.older_than_ms))
+    listing = None if a.listing is None else inventory.load_for_table(
+        a.listing, run.table.file_io, run.table.root, orphans.listing_roots(run.table))
+    oplan = orphans.plan_orphan_clean(run.table, orphans.OrphanConfig(a.older_than_ms, listing=listing))
     if oplan.is_empty:
         return "unchanged", "no orphan files"
     before = run.deleted_files

@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from tablekeeper.core import expire, orphans, partitions, plans, retention_settings, timestamps
+from tablekeeper.core import expire, inventory, orphans, partitions, plans, retention_settings, timestamps
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.reconcile import actions as A
@@ -163,7 +163,10 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
     if wanted("CleanOrphans") and on("CleanOrphans") and due("CleanOrphans", v["orphanFiles.schedule"] or schedule):
         older = v["orphanFiles.olderThan"]
         threshold = orphans.resolve_older_than(now_ms, older_than_age=older.to_timedelta())
-        oplan = orphans.plan_orphan_clean(table, orphans.OrphanConfig(threshold))
+        listing_path = v["orphanFiles.listing"]
+        listing = None if listing_path is None else inventory.load_for_table(
+            str(listing_path), table.file_io, table.root, orphans.listing_roots(table))
+        oplan = orphans.plan_orphan_clean(table, orphans.OrphanConfig(threshold, listing=listing))
         if oplan.files:
             est = A.Estimate(files=len(oplan.files), bytes=sum(f.size or 0 for f in oplan.files),
                              by_kind={k: sum(1 for f in oplan.files if f.kind.value == k)
@@ -171,9 +174,11 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
             dry = bool(v["orphanFiles.dryRun"])
             out.append(A.CleanOrphans(
                 **base, older_than=str(older), older_than_ms=threshold, dry_run=dry, estimate=est,
-                engine=engine_for(target, est, config),
+                listing=None if listing_path is None else str(listing_path),
+                # an inventory replaces the listing Spark would spread: it runs in process
+                engine="in-process" if listing_path is not None else engine_for(target, est, config),
                 policy=ctx.policy_of("orphanFiles.state", "orphanFiles.olderThan", "orphanFiles.dryRun",
-                                     "orphanFiles.schedule"),
+                                     "orphanFiles.schedule", "orphanFiles.listing"),
                 reason=(f"{len(oplan.files)} file(s) older than {older} referenced by nothing"
                         + (" (dryRun: reported only; set orphanFiles.dryRun: false to delete)" if dry else ""))))
     return out_skip + out + skipped

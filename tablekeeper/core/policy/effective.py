@@ -317,6 +317,7 @@ BUILTIN_DEFAULTS: dict[str, tuple[Any, str]] = {
     "orphanFiles.olderThan": (Duration.from_timedelta(safety.DEFAULT_ORPHAN_MIN_AGE), _P),
     "orphanFiles.dryRun": (True, _T),
     "orphanFiles.schedule": (None, _T),
+    "orphanFiles.listing": (None, _T),
     "consumers.state": ("Enabled", _T),
     "consumers.expiration": (None, _P),
 }

@@ -388,6 +388,15 @@ class OrphanFileCleanup(SpecModel):
         description="When cleanup runs: cron ('0 3 * * 0') or '@every 7 d'. Default: with the table's "
         "maintenance schedule.",
     )
+    listing: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Take the candidates from a storage inventory instead of listing the store: the path of an "
+        "S3 Inventory manifest.json (CSV, ORC or Parquet) or of a CSV/Parquet file list (key, size, "
+        "last_modified), on the table's store (s3://...) or local to the operator. It must cover the table's "
+        "bucket and prefix and predate olderThan, else the run is refused and nothing is deleted "
+        "(docs/inventory.md). Roots are always read live. Default: list the store.",
+    )
 
     @field_validator("older_than")
     @classmethod
