@@ -145,8 +145,8 @@ def _register_controllers(registry: kopf.OperatorRegistry, rt: Runtime) -> None:
 
     def owns_for_deletion(meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
                           **_: Any) -> bool:
-        return objects.needs_finalizer(meta, spec, status, default_policy=config.default_deletion_policy,
-                                       use_finalizers=config.use_finalizers)
+        return objects.kopf_holds_finalizer(meta, spec, status, default_policy=config.default_deletion_policy,
+                                            use_finalizers=config.use_finalizers)
 
     def jitter(**_: Any) -> float:
         return random.uniform(0, config.initial_jitter)

@@ -64,7 +64,7 @@ from tablekeeper.reconcile.records import TableRecords
 
 __all__ = ["Phase", "reconcile_tag", "reconcile_branch", "delete_tag", "delete_branch", "paused_outcome",
            "unmanaged_outcome", "needs_finalizer", "child_scope", "in_flight", "spark_run_in_flight",
-           "SPARK_LOCKING_RUN_TYPES", "heads_to_change", "write_ahead"]
+           "SPARK_LOCKING_RUN_TYPES", "heads_to_change", "write_ahead", "kopf_holds_finalizer"]
 
 Phase = Literal["resolve", "apply", "check"]
 _PLURAL = {"PaimonTag": "paimontags", "PaimonBranch": "paimonbranches"}
@@ -87,6 +87,18 @@ def needs_finalizer(obj_meta: Mapping[str, Any], spec: Mapping[str, Any], status
     if markers.is_unmanaged(obj_meta) or markers.is_force_delete(obj_meta):
         return False
     return (spec.get("deletionPolicy") or default_policy) == "Delete"
+
+
+def kopf_holds_finalizer(obj_meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
+                         *, default_policy: str, use_finalizers: bool) -> bool:
+    """The delete handler's filter, so Kopf's finalizer bookkeeping: :func:`needs_finalizer`,
+    except while a change is being written ahead (``state: Creating`` without the finalizer yet):
+    :func:`write_ahead` adds it itself in the same PATCH as the labels, and Kopf, looking at the
+    watch event of the ownership record, would otherwise send a finalizer patch of its own (refused
+    once the other lands: one wasted request per object)."""
+    if not needs_finalizer(obj_meta, spec, status, default_policy=default_policy, use_finalizers=use_finalizers):
+        return False
+    return status.get("state") != "Creating" or markers.FINALIZER in (obj_meta.get("finalizers") or ())
 
 
 # -- shared pieces ------------------------------------------------------------------------------------

@@ -4,9 +4,8 @@ re-check that changes nothing (issue 14; docs/operator.md "Writes per object").
 
 Counted: successful POST/PATCH/PUT/DELETE of ``paimontags`` and ``paimontags/status`` made by the
 operator (the test's own POST of the tag is subtracted). Events are separate objects and counted
-separately (one ``Created`` Event per tag). A request the server refuses (Kopf's JSON patch of a
-finalizer that is already there, answered 422 because its ``resourceVersion`` test failed)
-changes nothing in etcd and is reported, not counted as a write.
+separately (one ``Created`` Event per tag). Requests the server refuses (409/422) change nothing
+in etcd; there must be none either.
 """
 
 from __future__ import annotations
@@ -71,6 +70,7 @@ async def test_a_tag_reaches_ready_in_three_writes_and_an_idle_check_writes_noth
         assert body["metadata"].get("finalizers", []) == finalizers
         assert body["metadata"]["labels"]["tablekeeper.io/tag-state"] == "Ready"
         assert tag_writes(delta) - 1 <= 3, (name, dict(delta))  # minus the test's own POST
+        assert tag_writes(delta, "refused") == 0, (name, dict(delta))  # no wasted request either
         assert delta[("events", "ok")] == len(h.events(name)) == 1, (name, dict(delta))
 
     # the idle periodic re-check: several passes over both tags write nothing at all

@@ -32,9 +32,30 @@ async def on_change(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patc
     with its own bookkeeping in one status PATCH."""
     if only_own_changes(diff):
         return
+    outcome, current = await _reconcile(rt, kind, body, "resolve", retry, kwargs)
+    finish(outcome, body=current, patch=patch)
+
+
+async def on_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, stopped: Any,
+                   **kwargs: Any) -> None:
+    """The periodic level check (drift, TTL); writes status only when something changed."""
+    obj = obj_of(kind, body)
+    view = view_of(rt, kwargs)
+    if stop_if_gone(view, obj, stopped, rt) or obj.deleting:
+        return
+    await rt.step(_CHECK_STEP[kind], obj.ref)
+    outcome, current = await _reconcile(rt, kind, body, "check", None, kwargs)
+    outcome.failure = None  # the timer's interval is the retry
+    finish(outcome, body=current, patch=patch)
+
+
+async def _reconcile(rt: Runtime, kind: str, body: kopf.Body, phase: objects.Phase, retry: int | None,
+                     kwargs: dict[str, Any]) -> tuple[Any, Mapping[str, Any]]:
+    """One pass in ``phase``; an outcome heading to a storage change is written ahead and the
+    change applied in the same pass. Returns the outcome and the object as it is now."""
     view = view_of(rt, kwargs)
     obj = obj_of(kind, body)
-    outcome = await _RECONCILE[kind](rt, view, obj, phase="resolve", retry=retry)
+    outcome = await _RECONCILE[kind](rt, view, obj, phase=phase, retry=retry)
     current: Mapping[str, Any] = body
     if objects.heads_to_change(outcome):
         try:
@@ -47,20 +68,7 @@ async def on_change(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patc
         current = {**body, "metadata": {**body.get("metadata", {}), **fresh.get("metadata", {})},
                    "status": fresh.get("status") or {}}
         outcome = await _RECONCILE[kind](rt, view, obj_of(kind, current), phase="apply", retry=retry)
-    finish(outcome, body=current, patch=patch)
-
-
-async def on_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, stopped: Any,
-                   **kwargs: Any) -> None:
-    """The periodic level check (drift, TTL); writes status only when something changed."""
-    obj = obj_of(kind, body)
-    view = view_of(rt, kwargs)
-    if stop_if_gone(view, obj, stopped, rt) or obj.deleting:
-        return
-    await rt.step(_CHECK_STEP[kind], obj.ref)
-    outcome = await _RECONCILE[kind](rt, view, obj, phase="check", retry=None)
-    outcome.failure = None  # the timer's interval is the retry
-    finish(outcome, body=body, patch=patch)
+    return outcome, current
 
 
 async def on_delete(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, retry: int,
