@@ -44,3 +44,17 @@ def test_in_flight_while_kopf_keeps_progress() -> None:
     status = {"kopf": {"progress": {"tag-reconcile": {"retries": 1}}}}
     assert persistence.in_flight(status, ["tag-reconcile"])
     assert not persistence.in_flight({"kopf": {"progress": {}}}, ["tag-reconcile"])
+
+
+def test_kopf_stands_aside_while_the_finalizer_is_written_ahead() -> None:
+    from tablekeeper.operator import objects
+    from tablekeeper.operator.markers import FINALIZER
+
+    def holds(state: str, finalizers: list[str], policy: str = "Delete") -> bool:
+        return objects.kopf_holds_finalizer({"finalizers": finalizers}, {"deletionPolicy": policy},
+                                            {"owned": True, "state": state}, default_policy="Delete",
+                                            use_finalizers=True)
+
+    assert not holds("Creating", [])  # write_ahead adds it with the labels
+    assert holds("Creating", [FINALIZER]) and holds("Ready", []) and holds("Ready", [FINALIZER])
+    assert not holds("Ready", [FINALIZER], policy="Retain")  # Kopf removes it
