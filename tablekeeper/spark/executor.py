@@ -185,7 +185,11 @@ def file_io(storage: Mapping[str, Any]) -> FileIO:
     if cached is None or cached[0] != pid:
         from tablekeeper.core.storage import FileIO
 
-        cached = (pid, FileIO.for_uri(str(storage["uri"]), dict(storage.get("options") or {})))
+        options = dict(storage.get("options") or {})
+        for name in storage.get("env_options") or ():  # a mounted Secret key: read here, never shipped
+            if name in os.environ:
+                options[name] = os.environ[name]
+        cached = (pid, FileIO.for_uri(str(storage["uri"]), options))
         _FILE_IOS[key] = cached
     return cached[1]
 

@@ -142,7 +142,8 @@ class _Ctx:
 
     def spec(self, table: Table, **extra: Any) -> dict[str, Any]:
         main = table.on_branch(layout.MAIN)
-        return {"storage": {"uri": main.root, "options": dict(self.request.options)}, "root": main.root,
+        return {"storage": {"uri": main.root, "options": dict(self.request.options),
+                            "env_options": list(self.request.env_options)}, "root": main.root,
                 "manifest_dir": main.shared_dir(layout.MANIFEST_DIR), "batch_size": self.request.batch_size,
                 **extra}
 
@@ -242,7 +243,7 @@ def _planning(fn: Callable[[], Any], what: str) -> Any:
 # -- orphan cleanup ------------------------------------------------------------------------------------
 def _clean_orphans(ctx: _Ctx) -> None:
     request, result = ctx.request, ctx.result
-    main = open_table(request.warehouse, request.table, options=dict(request.options)).on_branch(layout.MAIN)
+    main = open_table(request.warehouse, request.table, options=request.storage_options()).on_branch(layout.MAIN)
     now = request.now_ms if request.now_ms is not None else timestamps.now_ms()
     decision = orphans.decide_orphan_clean(main, orphans.OrphanConfig(run_steps.orphan_threshold(request, now)))
     threshold = decision.older_than_ms
