@@ -38,6 +38,7 @@ from tablekeeper.core import (
 )
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table, open_table, open_table_path
+from tablekeeper.core.storage import requests as storage_requests
 from tablekeeper.spark import dispatch, job_request
 
 __all__ = ["main", "cli"]
@@ -52,10 +53,25 @@ def _common(func: F) -> F:
                         show_default=True, help="Output format.")(func)
     func = click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
                         help="Storage option, e.g. s3.endpoint=http://127.0.0.1:9000 (repeatable).")(func)
+    func = click.option("--max-requests-per-second", type=float, default=None, expose_value=False,
+                        callback=_remember_pacing, metavar="N",
+                        help="Cap on storage requests per second of this command (per table prefix; "
+                             "S3 throttles at 3,500 writes / 5,500 reads per second per prefix). Default: no cap.")(func)
     func = click.option("--warehouse", "-w", envvar="TABLEKEEPER_WAREHOUSE", metavar="URI",
                         help="Warehouse URI (local path or s3://bucket/path); env TABLEKEEPER_WAREHOUSE. "
                              "Without it, TABLE is a table path.")(func)
     return func
+
+
+_PACING_META = "tablekeeper.pacing"
+_IO_META = "tablekeeper.file_io"
+
+
+def _remember_pacing(ctx: click.Context, _param: click.Parameter, value: float | None) -> None:
+    if value is not None and value <= 0:
+        raise click.BadParameter(f"must be a positive number of requests per second, not {value:g}")
+    if value is not None:
+        ctx.meta[_PACING_META] = value
 
 
 def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -65,6 +81,9 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
             raise errors.InvalidInputError(f"--option {pair!r} is not KEY=VALUE", fix="write e.g. s3.region=eu-west-1")
         key, value = pair.split("=", 1)
         out[key.strip()] = value.strip()
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.meta.get(_PACING_META) is not None:
+        out[storage_requests.PACING_OPTION] = str(ctx.meta[_PACING_META])
     return out
 
 
@@ -107,10 +126,13 @@ def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: s
 
 def _open_table(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN) -> Table:
     opts = _parse_options(options)
-    if warehouse:
-        return open_table(warehouse, table, branch=branch, options=opts)
-    if "/" in table or table.startswith("s3:"):
-        return open_table_path(table, branch=branch, options=opts)
+    if warehouse or "/" in table or table.startswith("s3:"):
+        t = open_table(warehouse, table, branch=branch, options=opts) if warehouse else \
+            open_table_path(table, branch=branch, options=opts)
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None:  # its requests are shown with --output json
+            ctx.meta.setdefault(_IO_META, t.file_io)
+        return t
     raise errors.InvalidInputError(
         f"no warehouse given for table {table!r}",
         fix="pass --warehouse URI (or set TABLEKEEPER_WAREHOUSE), or give the table's path")
@@ -118,6 +140,10 @@ def _open_table(table: str, warehouse: str | None, options: tuple[str, ...], bra
 
 def _emit(output: str, payload: Any, text: Callable[[], None]) -> None:
     if output == "json":
+        ctx = click.get_current_context(silent=True)
+        io = ctx.meta.get(_IO_META) if ctx is not None else None
+        if isinstance(payload, dict) and io is not None:  # storage requests of this command, by kind
+            payload = {**payload, "requests": io.requests.counts.snapshot()}
         click.echo(json.dumps(payload, indent=2, default=str))
     else:
         text()

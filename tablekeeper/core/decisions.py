@@ -23,7 +23,7 @@ from tablekeeper.core.paimon.snapshot import Snapshot
 
 __all__ = [
     "ListRole", "ReadOutcome", "RootUse", "ExpirationDecision", "judge_missing", "effective_deletions",
-    "CandidateDir", "OrphanRoot", "OrphanCleanDecision", "missing_reference_aborts", "optional_index", "optional_list",
+    "CandidateDir", "OrphanRoot", "OrphanCleanDecision", "missing_reference_aborts", "changelog_reads", "optional_index", "optional_list",
     "is_partition_dir", "is_bucket_dir", "is_candidate_name", "abort_unreadable_protection",
 ]
 
@@ -69,6 +69,9 @@ class RootUse:
     keep_meta: bool = False
     #: a retained changelog-N: what its changelog reads (see ``log_role``) protects data and metadata
     log_keep: bool = False
+    #: with ``log_keep``: the changelog-N reads something (:func:`changelog_reads`); if not, only
+    #: its index manifest and statistics are kept (tolerantly) and its lists are not read
+    log_reads: bool = True
     #: a tag whose live files protect the deltas after it (Paimon's "previous tag" rule)
     tag_live: bool = False
     #: the files its delta deletes are candidates, of this kind
@@ -107,17 +110,17 @@ class RootUse:
             roles.add(ListRole.DELTA)
         if self.keep_changelog or self.cand_changelog:
             roles.add(ListRole.CHANGELOG)
-        if self.log_keep:
+        if self.log_keep and self.log_reads:
             roles.add(self.log_role)
         return frozenset(roles)
 
     @property
     def meta_lists(self) -> tuple[ListRole, ...]:
         """The lists whose names and manifests are this use's metadata."""
-        if self.keep_meta or (self.log_keep and self.log_role == ListRole.DELTA):
+        if self.keep_meta or (self.log_keep and self.log_reads and self.log_role == ListRole.DELTA):
             return (ListRole.BASE, ListRole.DELTA, ListRole.CHANGELOG)
         if self.log_keep:
-            return (ListRole.CHANGELOG,)
+            return (ListRole.CHANGELOG,) if self.log_reads else ()
         if self.cand_meta:
             return ((ListRole.BASE, ListRole.DELTA, ListRole.CHANGELOG) if self.cand_meta_changelog
                     else (ListRole.BASE, ListRole.DELTA))
@@ -130,18 +133,18 @@ class RootUse:
 
     @property
     def strict_index(self) -> bool:
-        return self.keep_meta or (self.log_keep and self.log_role == ListRole.DELTA)
+        return self.keep_meta or (self.log_keep and self.log_reads and self.log_role == ListRole.DELTA)
 
     def strict_entries(self, role: ListRole) -> bool:
         """A missing list or manifest of ``role`` aborts: this use reads its entries to protect."""
         return bool((self.keep_live and role in (ListRole.BASE, ListRole.DELTA))
                     or (self.keep_changelog and role == ListRole.CHANGELOG)
-                    or (self.log_keep and role == self.log_role))
+                    or (self.log_keep and self.log_reads and role == self.log_role))
 
     def strict_list(self, role: ListRole) -> bool:
         """A missing manifest list of ``role`` aborts (entries, or protected metadata)."""
-        strict_meta = self.keep_meta or (self.log_keep and (self.log_role == ListRole.DELTA
-                                                            or role == ListRole.CHANGELOG))
+        strict_meta = self.keep_meta or (self.log_keep and self.log_reads and (self.log_role == ListRole.DELTA
+                                                                               or role == ListRole.CHANGELOG))
         return strict_meta or self.strict_entries(role)
 
     @property
@@ -270,6 +273,15 @@ def optional_list(root_kind: str, snapshot: Snapshot, list_name: str, producer: 
     if root_kind != "changelog" or list_name == snapshot.changelog_manifest_list:
         return False
     return bool(snapshot.changelog_manifest_list) or producer.strip().lower() != "none"
+
+
+def changelog_reads(snapshot: Snapshot, producer: str = "none") -> bool:
+    """Whether a retained changelog-N (or a snapshot that lives on as one) reads any file: with
+    changelog manifests it reads those; without, only under ``changelog-producer=none`` (the
+    changelog is the delta). lookup and full-compaction write changelog manifests only on
+    compaction, so such a changelog-N reads nothing and Java's expiration deletes its base and
+    delta lists (seen on Java-written lookup tables, issue 13). Both evaluators follow this."""
+    return bool(snapshot.changelog_manifest_list) or producer.strip().lower() == "none"
 
 
 def optional_index(is_changelog: bool) -> bool:

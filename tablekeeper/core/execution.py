@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablekeeper.core import hint_writes, plans, seams
+from tablekeeper.core import hint_writes, plans, safety, seams
 from tablekeeper.core.paimon import hints
 from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, basename, parent
 
@@ -55,12 +55,14 @@ def _batches(items: list[plans.PlannedFile], size: int) -> list[list[plans.Plann
 
 
 def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None,
-            batch_size: int = 250, progress: Progress | None = None,
+            batch_size: int | None = None, progress: Progress | None = None,
             fault: FaultInjector | None = None) -> ExecutionResult:
     """Carry out ``plan`` in order. Each step finishes before the next begins, so a crash
     leaves a state a rerun of the same planner finishes."""
     result = ExecutionResult()
     workers = max(1, parallelism or min(8, (os.cpu_count() or 2) * 2))
+    if batch_size is None:  # a DeleteObjects takes 1000 keys: fewer, fuller requests (docs/storage.md)
+        batch_size = safety.DELETE_BATCH_MAX if file_io.bulk_deletes else 250
     for step in plan.steps:
         seams.point(f"before:{_label(step)}")
         if isinstance(step, plans.RemoveEmptyDirsStep):
@@ -103,6 +105,8 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
             paths = [f.path for f in batch]
             if fault is not None:
                 fault(paths)
+            if file_io.bulk_deletes:  # S3/OSS: no parent listings first (FileIO.delete_files)
+                return file_io.delete_files(paths, tell_missing=False)
             return file_io.delete_files(paths)
 
         for i, part in enumerate(halves):

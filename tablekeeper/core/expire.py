@@ -23,14 +23,14 @@ from tablekeeper.core import decisions, errors, expire_evaluation, plans, retent
 from tablekeeper.core.paimon import hints, layout
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.reachability import gc_paused
+from tablekeeper.core.reachability import Reachability, gc_paused
 from tablekeeper.core.retention_settings import INT_MAX, Retention, RetentionFlags
 from tablekeeper.core.storage import join
 
 __all__ = ["ExpireConfig", "ExpireRange", "ChangelogConfig", "expire_config", "changelog_config",
            "config_from_options", "changelog_config_from_options",
            "compute_range", "changelog_range", "protecting_roots", "expiring_snapshots", "previous_tag",
-           "decide_expire", "decide_expire_changelog", "plan_expire", "plan_expire_changelog"]
+           "decide_expire", "decide_expire_changelog", "evaluate_expire", "plan_expire", "plan_expire_changelog"]
 
 
 
@@ -219,7 +219,8 @@ def decide_expire(table: Table, config: ExpireConfig, now_ms: int) -> decisions.
     roots.append(decisions.RootUse(end_snapshot, keep_changelog=True, keep_meta=True, cand_delta=data,
                                    prev_tag=previous_tag(own_tags, end_snapshot.id)))
     # decoupled: the expiring snapshots live on as changelog-N and protect what a changelog reads
-    roots.extend(decisions.RootUse(s, log_keep=True) for s in [*changelog_roots, *(expiring if decoupled else [])])
+    roots.extend(decisions.RootUse(s, log_keep=True, log_reads=decisions.changelog_reads(s, config.changelog_producer))
+                 for s in [*changelog_roots, *(expiring if decoupled else [])])
     for i, s in enumerate(expiring):
         roots.append(decisions.RootUse(s, cand_delta=data if i > 0 else None,
                                        prev_tag=previous_tag(own_tags, s.id) if i > 0 else None,
@@ -245,13 +246,19 @@ def decide_expire(table: Table, config: ExpireConfig, now_ms: int) -> decisions.
     return decided(expiring, missing, roots, tail, notes)
 
 
-def plan_expire(table: Table, config: ExpireConfig, now_ms: int) -> plans.Plan:
+def plan_expire(table: Table, config: ExpireConfig, now_ms: int, reach: Reachability | None = None) -> plans.Plan:
     """Plan snapshot expiration of ``table``'s branch in process: :func:`decide_expire`,
     evaluated by :func:`tablekeeper.core.expire_evaluation.evaluate`. Pure: reads metadata,
     writes nothing (see that module for why its cost grows with what expires, not with the
-    table's history)."""
+    table's history). ``reach``: cached manifest reads to reuse (expire_commit's second plan)."""
+    return evaluate_expire(table, decide_expire(table, config, now_ms), reach)
+
+
+def evaluate_expire(table: Table, decision: decisions.ExpirationDecision, reach: Reachability | None = None
+                    ) -> plans.Plan:
+    """The in-process plan of a decided snapshot expiration (GC paused while planning)."""
     with gc_paused():
-        return expire_evaluation.evaluate(table, decide_expire(table, config, now_ms))
+        return expire_evaluation.evaluate(table, decision, reach)
 
 
 @dataclass(frozen=True)
@@ -340,7 +347,8 @@ def decide_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) 
     roots.extend(decisions.RootUse(s, keep_live=True) for s in [*other_roots, *tag_roots, earliest_snapshot])
     roots.extend(decisions.RootUse(s, keep_meta=True)
                  for s in [earliest_snapshot, *tag_roots, *other_roots, *all_snapshots])
-    roots.extend(decisions.RootUse(log, log_keep=True) for log in kept_logs)
+    roots.extend(decisions.RootUse(log, log_keep=True, log_reads=decisions.changelog_reads(log, config.changelog_producer))
+                 for log in kept_logs)
     for log in expiring:
         if log.changelog_manifest_list:
             roots.append(decisions.RootUse(log, cand_changelog=plans.FileKind.CHANGELOG_DATA, changelog_vs_data=True,

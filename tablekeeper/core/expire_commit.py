@@ -43,7 +43,7 @@ from typing import Generic, TypeVar
 from tablekeeper.core import commit_point, decisions, errors, execution, expire, expire_evaluation, lease, plans, seams
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.reachability import gc_paused
+from tablekeeper.core.reachability import Reachability, gc_paused
 from tablekeeper.core.storage import join
 
 __all__ = ["intent_path", "run_expire", "run_expire_changelog", "expire_snapshots", "expire_changelogs", "unpublishing",
@@ -291,11 +291,22 @@ def _republish(table: Table, subject: _Subject, saved: Mapping[int, bytes], stil
 def local_evaluator(table: Table, run: Runner) -> Evaluator[plans.Plan]:
     """The in-process evaluator: ``expire_evaluation.evaluate``, executed by ``run``."""
 
+    reach = Reachability(table)
+    evaluated: list[tuple[decisions.ExpirationDecision, plans.Plan]] = []
+
     def evaluate(view: Table, decision: decisions.ExpirationDecision) -> plans.Plan:
+        # an equal decision (same range, same roots with the same contents) evaluates to the
+        # same plan: the evaluation is a pure function of the decision and immutable manifests;
+        # otherwise the manifests the first evaluation decoded are reused (sharing_reads)
+        for seen, plan in evaluated:
+            if seen == decision:
+                return plan
         with gc_paused():
-            plan = expire_evaluation.evaluate(view, decision)
-        body = plan.steps[:len(plan.steps) - len(decision.tail)] if decision.reads_manifests else ()
-        return plans.Plan(plan.operation, plan.table, body, plan.notes, plan.details)
+            full = expire_evaluation.evaluate(view, decision, reach if view is table else reach.sharing_reads(view))
+        body = full.steps[:len(full.steps) - len(decision.tail)] if decision.reads_manifests else ()
+        plan = plans.Plan(full.operation, full.table, body, full.notes, full.details)
+        evaluated.append((decision, plan))
+        return plan
 
     def agree(first: plans.Plan, again: plans.Plan) -> tuple[plans.Plan, int]:
         agreed = {f.path for f in first.files} & {f.path for f in again.files}
@@ -320,9 +331,10 @@ def run_expire(table: Table, config: expire.ExpireConfig, now_ms: int,
         IncompleteProtectionSetError, ConcurrentModificationError: nothing more was deleted.
     """
     runner: Runner = run or (lambda p: execution.execute(p, table.file_io))
-    if config.changelog_decoupled:
-        return commit_point.run_checked(table, lambda: expire.plan_expire(table, config, now_ms), runner)
-    return _executed(expire_snapshots(table, config, now_ms, local_evaluator(table, runner)))
+    with table.file_io.immutable_reads():  # the verify plan reuses the manifests the first plan read
+        if config.changelog_decoupled:
+            return commit_point.run_checked(table, lambda: expire.plan_expire(table, config, now_ms), runner)
+        return _executed(expire_snapshots(table, config, now_ms, local_evaluator(table, runner)))
 
 
 def run_expire_changelog(table: Table, config: expire.ChangelogConfig, now_ms: int,
@@ -334,7 +346,8 @@ def run_expire_changelog(table: Table, config: expire.ChangelogConfig, now_ms: i
         IncompleteProtectionSetError: nothing more was deleted.
     """
     runner: Runner = run or (lambda p: execution.execute(p, table.file_io))
-    return _executed(expire_changelogs(table, config, now_ms, local_evaluator(table, runner)))
+    with table.file_io.immutable_reads():
+        return _executed(expire_changelogs(table, config, now_ms, local_evaluator(table, runner)))
 
 
 def _executed(done: Expiration[plans.Plan]) -> tuple[plans.Plan, execution.ExecutionResult]:

@@ -77,8 +77,10 @@ def _kept(reach: Reachability, roots: Sequence[RootUse]) -> tuple[set[DataKey], 
     return keep_data, keep_changelog, keep_meta
 
 
-def evaluate(table: object, decision: decisions.ExpirationDecision) -> plans.Plan:
+def evaluate(table: object, decision: decisions.ExpirationDecision, reach: Reachability | None = None) -> plans.Plan:
     """The plan of ``decision`` on ``table`` (a :class:`~tablekeeper.core.paimon.table.Table`).
+    ``reach``: the metadata reads to use (``Reachability.sharing_reads`` of an earlier plan of
+    the same table, whose manifests need not be decoded again); default a fresh one.
 
     Raises:
         IncompleteProtectionSetError: a protecting read failed (nothing is planned).
@@ -90,7 +92,7 @@ def evaluate(table: object, decision: decisions.ExpirationDecision) -> plans.Pla
     if not decision.reads_manifests:
         return plans.Plan(decision.operation, decision.table, decision.tail, decision.notes, decision.details)
     roots = decision.roots
-    reach = Reachability(table)
+    reach = reach if reach is not None else Reachability(table)
     _prefetch(reach, roots)
     keep_data, keep_changelog, keep_meta = _kept(reach, roots)
     tags = {u.sid: u for u in roots if u.tag_live}

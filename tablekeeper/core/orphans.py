@@ -21,6 +21,7 @@ candidates (docs/inventory.md)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -135,6 +136,16 @@ class CandidateListing:
             for name in names:
                 if name in unreferenced_data:
                     yield ListedEntry(join(directory, name), name, False)
+
+
+def _emptied_dirs(listing: CandidateListing, files: list[plans.PlannedFile]) -> set[str]:
+    """Bucket directories the plan may empty: those where it deletes every entry listed. Only
+    they are checked for emptiness (one request each on an object store, docs/storage.md
+    "Request cost"); a directory still holding a listed file cannot become empty."""
+    deleted = Counter(f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA)
+    listed = Counter(e.path.rsplit("/", 1)[0] for e in listing.data_files)
+    listed.update({directory: len(names) for directory, names in listing.local_data})
+    return {d for d, n in deleted.items() if listed.get(d, 0) <= n}
 
 
 def decide_orphan_clean(table: Table, config: OrphanConfig) -> decisions.OrphanCleanDecision:
@@ -357,7 +368,8 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
     main = table.on_branch(layout.MAIN)
     decision = decide_orphan_clean(main, config)
     if config.listing is None:
-        listing = list_candidates(main, decision)
+        with main.file_io.flat_listing(main.root):  # object stores: one flat listing of the prefix
+            listing = list_candidates(main, decision)
     else:  # refused before anything is read when it does not describe this table (nothing deleted)
         inventory.check_listing(config.listing, main.root, decision.older_than_ms)
         listing = listed_candidates(decision, config.listing)
@@ -389,7 +401,7 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
     n_listed = listing.count
     steps: list[plans.Step] = list(plans.Plan.ordered_deletes(files))
     if config.clean_empty_directories and files:
-        touched = sorted({f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA})
+        touched = sorted(_emptied_dirs(listing, files))
         if touched:
             steps.append(plans.RemoveEmptyDirsStep(tuple(touched), depth=len(main.schema().partition_keys)))
     return plans.Plan("clean-orphans", main.identifier, tuple(steps),

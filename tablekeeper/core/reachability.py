@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from tablekeeper.core import root_metadata
+from tablekeeper.core import decisions, root_metadata
 from tablekeeper.core.decisions import ListRole
 from tablekeeper.core.paimon import avro_container, layout, manifests, pypaimon_adapter
 from tablekeeper.core.paimon.snapshot import Snapshot
@@ -113,8 +113,27 @@ class Reachability:
         self._block_ids = itertools.count()
         self._refs: dict[str, list[manifests.FileRef]] = {}
         self._index: dict[str, list[manifests.IndexManifestEntry]] = {}
+        self._live: dict[tuple[str | None, str | None], dict[DataKey, manifests.FileRef]] = {}
         self._lock = threading.Lock()
-        self._paths = pypaimon_adapter.PartitionPathResolver(self.table)
+        self._resolver: pypaimon_adapter.PartitionPathResolver | None = None
+
+    def sharing_reads(self, table: Table) -> Reachability:
+        """A Reachability of ``table`` (the same table seen again, e.g. with unpublished
+        snapshots standing in) that shares this one's caches of *immutable* files: manifest
+        lists, their blocks, manifests, index manifests and the live sets merged from a pair of
+        lists. Roots (snapshot, tag, changelog files) are not cached: they are read again, so a
+        root that appeared or changed meanwhile is walked, and only its new manifests are read.
+
+        Why this is safe: Paimon never rewrites a manifest or list under the same (UUID) name, so
+        a cached read is what a fresh read returns while the file exists; if the file was
+        deleted meanwhile the cached read answers where a fresh one would fail, which can only
+        add protection (a protecting root's files stay kept) or candidates that are already
+        gone (reported missing), never remove a protection."""
+        other = Reachability.__new__(Reachability)
+        other.__dict__.update(self.__dict__)
+        other.table = table.on_branch(layout.MAIN)
+        other._producer = None
+        return other
 
     # -- cached reads -------------------------------------------------------------------
     def manifest_list(self, name: str) -> list[manifests.ManifestFileMeta]:
@@ -251,9 +270,16 @@ class Reachability:
         return out
 
     def live_files(self, snapshot: Snapshot) -> dict[DataKey, manifests.FileRef]:
-        """Merged live data files of a snapshot (ADD - DELETE over base + delta)."""
-        refs = self.refs_of_list(snapshot.base_manifest_list) + self.refs_of_list(snapshot.delta_manifest_list)
-        return {(r.partition, r.bucket, r.file_name): r for r in manifests.merge_live(refs)}
+        """Merged live data files of a snapshot (ADD - DELETE over base + delta). Cached by the
+        pair of list names (immutable files): tags and roots sharing both lists merge once."""
+        key = (snapshot.base_manifest_list, snapshot.delta_manifest_list)
+        cached = self._live.get(key)
+        if cached is None:
+            refs = self.refs_of_list(snapshot.base_manifest_list) + self.refs_of_list(snapshot.delta_manifest_list)
+            cached = {(r.partition, r.bucket, r.file_name): r for r in manifests.merge_live(refs)}
+            with self._lock:
+                self._live[key] = cached
+        return cached
 
     def delta_refs(self, snapshot: Snapshot) -> list[manifests.FileRef]:
         return self.refs_of_list(snapshot.delta_manifest_list)
@@ -370,7 +396,7 @@ class Reachability:
         base and delta lists (seen on Java-written lookup tables, issue 13)."""
         if log.changelog_manifest_list:
             return "changelog"
-        return "delta" if self.changelog_producer() == "none" else "empty"
+        return "delta" if decisions.changelog_reads(log, self.changelog_producer()) else "empty"
 
     def changelog_producer(self) -> str:
         """Main's ``changelog-producer`` (read once)."""
@@ -397,6 +423,16 @@ class Reachability:
         return out
 
     # -- paths --------------------------------------------------------------------------
+    @property
+    def _paths(self) -> pypaimon_adapter.PartitionPathResolver:
+        """Built on first use: orphan cleanup reads names only and never needs it."""
+        if self._resolver is None:
+            resolver = pypaimon_adapter.PartitionPathResolver(self.table)
+            with self._lock:
+                if self._resolver is None:
+                    self._resolver = resolver
+        return self._resolver
+
     def data_paths(self, ref: manifests.FileRef) -> list[str]:
         """The data file and its extra files (file-index ``.index`` files)."""
         return self._paths.file_paths(ref)

@@ -94,8 +94,8 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
             manifest_paths = []
             walk.walk(roots, manifest_paths.append)
         try:
-            if claims is None:
-                for path in manifest_paths:
+            if claims is None:  # object stores: the manifests fetched 16 at a time
+                for path in main.file_io.read_ahead(manifest_paths):
                     walk.mark_manifest(path)
             else:
                 walk.scan_shared(manifest_paths, helpers, claims)

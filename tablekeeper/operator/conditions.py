@@ -2,7 +2,8 @@
 
 Condition types: ``Ready`` (summary), ``Synced`` (last reconcile result), the domain conditions
 ``PolicyCompliant`` and ``MaintenanceHealthy`` (tables), ``ReconciliationPaused`` and ``Unmanaged``
-(present only while annotated), and ``Complete`` / ``Failed`` (maintenance runs).
+(present only while annotated), ``Complete`` / ``Failed`` (maintenance runs), and kstatus's
+``Reconciling`` / ``Stalled`` (present only while True, derived from the others by :func:`kstatus`).
 
 Reasons are a stable API: CamelCase single words, never free text (details go into ``message``).
 :class:`Reason` lists every reason the operator writes; ``docs/operator.md`` documents them.
@@ -29,6 +30,9 @@ __all__ = [
     "UNMANAGED",
     "COMPLETE",
     "FAILED",
+    "RECONCILING",
+    "STALLED",
+    "kstatus",
     "Reason",
     "REASONS",
     "Status",
@@ -45,6 +49,9 @@ PAUSED = "ReconciliationPaused"
 UNMANAGED = "Unmanaged"
 COMPLETE = "Complete"
 FAILED = "Failed"
+#: kstatus's "abnormal-true" conditions, present only while True (derived by :func:`kstatus`)
+RECONCILING = "Reconciling"
+STALLED = "Stalled"
 
 Status = Literal["True", "False", "Unknown"]
 _REASON_SHAPE = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
@@ -169,3 +176,36 @@ def merge(old: Sequence[Mapping[str, Any]] | None, new: Sequence[Mapping[str, An
     kept = set(keep)
     out.extend(dict(c) for t, c in previous.items() if t is not None and t in kept and t not in types)
     return out
+
+
+def kstatus(conds: Sequence[Mapping[str, Any]], *, state: Any = None, phase: Any = None) -> list[dict[str, Any]]:
+    """kstatus's abnormal-true conditions for ``conds`` (without any ``Reconciling``/``Stalled``).
+
+    Why: Flux (kstatus) judges a custom resource by ``observedGeneration`` and these two
+    conditions only; without them it calls a failed or still-working object ``Current``. They are
+    derived here, in one place, from what the object already says (docs/health-checks.md):
+
+    - ``Stalled=True``: a permanent failure: ``status.state`` or ``status.phase`` ``Failed``, or a
+      run's ``Failed=True``; reason and message of the ``Ready`` (runs: ``Failed``) condition;
+    - ``Reconciling=True``: otherwise, while ``Ready`` is not True (runs: neither ``Complete``
+      nor ``Failed`` True): creating, retrying, waiting;
+    - neither when the object is done (``Ready=True``, ``Complete=True``).
+    """
+    by_type = {c.get("type"): c for c in conds}
+    run = COMPLETE in by_type or FAILED in by_type
+    source = by_type.get(FAILED if run else READY)
+    if source is None:
+        return []
+    failed = (run and source.get("status") == "True") or "Failed" in (state, phase)
+    if run and not failed and (by_type.get(COMPLETE) or {}).get("status") == "True":
+        return []
+    if not run and not failed and source.get("status") == "True":
+        return []
+    if run and not failed:
+        source = by_type.get(COMPLETE) or source
+    out = {"type": STALLED if failed else RECONCILING, "status": "True",
+           "reason": source.get("reason") or ("Failed" if failed else "Progressing"),
+           "message": source.get("message") or "", "lastTransitionTime": source.get("lastTransitionTime")}
+    if source.get("observedGeneration") is not None:
+        out["observedGeneration"] = source["observedGeneration"]
+    return [out]

@@ -75,6 +75,7 @@ class Api:
 
     async def patch(self, url: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """Merge-PATCH an object (``url`` ending in ``/status`` for the status subresource)."""
+        logger.debug("Merge-patching %s with: %r", url, body)
         result: dict[str, Any] = await kopf_api.patch(url, payload=dict(body), headers=dict(_MERGE),
                                                       settings=self.settings, logger=logger)
         return result

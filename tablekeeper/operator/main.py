@@ -9,8 +9,8 @@ What is registered, per kind (``G/V`` = ``tablekeeper.io/v1alpha1``):
 
 - an index of every kind (``tk_*``): compact snapshots the controllers read instead of API calls;
   Kopf fills them before any handler runs;
-- ``PaimonTag`` / ``PaimonBranch``: two steps on create/update/resume (``resolve`` then ``apply``,
-  only while managed and not paused), a periodic check (drift, TTL; jittered first run, no
+- ``PaimonTag`` / ``PaimonBranch``: one handler on create/update/resume running both steps
+  (``resolve`` then ``apply``, only while managed and not paused), a periodic check (drift, TTL; jittered first run, no
   finalizer), a delete handler that exists only while the CR owns its object with
   ``deletionPolicy: Delete`` (so Kopf adds the finalizer right before the first create and drops
   it when the policy flips to Retain, the CR is unmanaged or force-deleted), handlers reporting
@@ -36,7 +36,7 @@ from typing import Any
 import kopf
 
 from tablekeeper.core.policy.kinds import API_GROUP, API_VERSION
-from tablekeeper.operator import cluster, kopfcompat, markers, metrics, objects, rbac
+from tablekeeper.operator import cluster, kopfcompat, markers, metrics, objects, persistence, rbac
 from tablekeeper.operator.handlers import handle_catalogs, handle_objects, handle_runs, handle_tables
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.settings import OperatorConfig
@@ -76,9 +76,9 @@ def build_settings() -> kopf.OperatorSettings:
     """
     settings = kopf.OperatorSettings()
     settings.persistence.finalizer = FINALIZER
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=ANNOTATION_PREFIX)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=ANNOTATION_PREFIX, key="last-handled-configuration",
+    # Kopf's own state rides in the status PATCH of each outcome (persistence.py: no extra writes)
+    settings.persistence.progress_storage = persistence.progress_storage()
+    settings.persistence.diffbase_storage = persistence.StatusDiffBase(
         # labels the operator mirrors itself are not changes to react to (one cycle less per transition)
         ignored_fields=[("metadata", "labels", label) for label in sorted(markers.OWN_LABELS)])
     settings.watching.server_timeout = 120
@@ -145,8 +145,8 @@ def _register_controllers(registry: kopf.OperatorRegistry, rt: Runtime) -> None:
 
     def owns_for_deletion(meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
                           **_: Any) -> bool:
-        return objects.needs_finalizer(meta, spec, status, default_policy=config.default_deletion_policy,
-                                       use_finalizers=config.use_finalizers)
+        return objects.kopf_holds_finalizer(meta, spec, status, default_policy=config.default_deletion_policy,
+                                            use_finalizers=config.use_finalizers)
 
     def jitter(**_: Any) -> float:
         return random.uniform(0, config.initial_jitter)
@@ -167,11 +167,10 @@ def _register_controllers(registry: kopf.OperatorRegistry, rt: Runtime) -> None:
     # tags and branches
     for kind, short in (("PaimonTag", "tag"), ("PaimonBranch", "branch")):
         plural = plurals[kind]
-        # On resume (operator start) only the apply step runs: it is a no-op for a settled object,
-        # and one handler per cause needs no progress annotations (no write per object per restart).
-        for step in ("resolve", "apply"):
-            on_change(f"{short}-{step}", _call(handle_objects.on_change, rt, kind, step), plural, when=active,
-                      resume=step == "apply")
+        # One handler per cause (create/update/resume): it records ownership, puts the finalizer
+        # and labels on, changes storage and reports, in one Kopf cycle (handle_objects.on_change):
+        # three writes per object to Ready, none for a settled object on resume.
+        on_change(f"{short}-reconcile", _call(handle_objects.on_change, rt, kind), plural, when=active)
         kopfcompat.timer(_call(handle_objects.on_check, rt, kind), G, V, plural, id=f"{short}-check",
                          when=active, registry=registry, **timer_options)
         kopf.on.delete(G, V, plural, id=f"{short}-delete", when=owns_for_deletion,

@@ -30,6 +30,7 @@ __all__ = [
     "FILES_DELETED",
     "BYTES_RECLAIMED",
     "ORPHAN_FILES_FOUND",
+    "STORAGE_REQUESTS",
     "observe_reconcile",
     "watch_view",
 ]
@@ -49,6 +50,8 @@ TABLE_BRANCHES = Gauge("tablekeeper_table_branches", "Branches of the table.", [
 SNAPSHOTS_EXPIRED = Counter("tablekeeper_snapshots_expired", "Snapshots expired by maintenance runs.", ["table"])
 FILES_DELETED = Counter("tablekeeper_files_deleted", "Files deleted by maintenance runs.", ["table", "type"])
 BYTES_RECLAIMED = Counter("tablekeeper_bytes_reclaimed", "Bytes deleted by maintenance runs.", ["table"])
+STORAGE_REQUESTS = Counter("tablekeeper_storage_requests", "Storage requests of maintenance runs by kind "
+                           "(list page, get, head, put, bulk_delete, delete, copy, other).", ["op", "type"])
 ORPHAN_FILES_FOUND = Counter("tablekeeper_orphan_files_found", "Orphan files found (dry run or not).", ["table"])
 
 

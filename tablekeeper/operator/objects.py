@@ -1,19 +1,21 @@
 """Controllers of the external-object CRs: ``PaimonTag`` and ``PaimonBranch`` (operator-design.md
 §4.3, §4.4, §7.3-§7.5).
 
-A tag or branch is reconciled in two Kopf handler steps, each persisted before the next runs:
+A tag or branch is reconciled in two steps, each persisted before the next runs (one Kopf
+handler runs both, handlers/handle_objects.py ``on_change``):
 
 1. ``resolve``: plan the table (:mod:`tablekeeper.operator.scopes`) and, for a create or an
    adoption, record ownership in status first (``owned``, the resolved ``tagName`` and frozen
    ``snapshotId``; for a branch ``createPending``): the write-ahead record, so a crash between the
-   two steps can never leak an untracked object, and ``fromLatest`` never moves on a restart;
+   two steps can never leak an untracked object, and ``fromLatest`` never moves on a restart.
+   :func:`write_ahead` writes it (one status PATCH), then the finalizer and labels (one PATCH);
 2. ``apply``: plan again (with the recorded snapshot) and carry out this CR's own actions through
-   the shared applier, then report ``Ready``.
+   the shared applier, then report ``Ready`` (the handler's status PATCH): three writes in all.
 
 Before any storage change the record must be in status and, with ``deletionPolicy: Delete``,
-the finalizer on the object (Kopf adds it as soon as the record appears): a step that finds
-otherwise records ownership or waits. Only then is the object created, the applier's
-write-ahead record patched through the API first when it changes.
+the finalizer on the object: a step that finds otherwise records ownership or waits. Only then is
+the object created, the applier's write-ahead record patched through the API first when it
+differs from what the status holds.
 
 The periodic ``check`` (a timer; skipped while Kopf's steps are in flight) takes the same path and
 detects drift: a managed tag deleted out of band is recreated at its snapshot
@@ -50,19 +52,19 @@ from tablekeeper.core.paimon import layout
 from tablekeeper.core.policy.branch import PaimonBranchSpec
 from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.core.policy.tag import PaimonTagSpec
-from tablekeeper.operator import cluster, conditions, markers, metrics, scopes
+from tablekeeper.operator import cluster, conditions, markers, metrics, persistence, scopes
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.errors import Failure, OperatorError, classify, failure_of
 from tablekeeper.operator.runtime import Runtime
-from tablekeeper.operator.status import Outcome, url_of
+from tablekeeper.operator.status import Outcome, label_changes, render, url_of
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.observe import TableState
 from tablekeeper.reconcile.records import TableRecords
 
 __all__ = ["Phase", "reconcile_tag", "reconcile_branch", "delete_tag", "delete_branch", "paused_outcome",
            "unmanaged_outcome", "needs_finalizer", "child_scope", "in_flight", "spark_run_in_flight",
-           "SPARK_LOCKING_RUN_TYPES"]
+           "SPARK_LOCKING_RUN_TYPES", "heads_to_change", "write_ahead", "kopf_holds_finalizer"]
 
 Phase = Literal["resolve", "apply", "check"]
 _PLURAL = {"PaimonTag": "paimontags", "PaimonBranch": "paimonbranches"}
@@ -85,6 +87,18 @@ def needs_finalizer(obj_meta: Mapping[str, Any], spec: Mapping[str, Any], status
     if markers.is_unmanaged(obj_meta) or markers.is_force_delete(obj_meta):
         return False
     return (spec.get("deletionPolicy") or default_policy) == "Delete"
+
+
+def kopf_holds_finalizer(obj_meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
+                         *, default_policy: str, use_finalizers: bool) -> bool:
+    """The delete handler's filter, so Kopf's finalizer bookkeeping: :func:`needs_finalizer`,
+    except while a change is being written ahead (``state: Creating`` without the finalizer yet):
+    :func:`write_ahead` adds it itself in the same PATCH as the labels, and Kopf, looking at the
+    watch event of the ownership record, would otherwise send a finalizer patch of its own (refused
+    once the other lands: one wasted request per object)."""
+    if not needs_finalizer(obj_meta, spec, status, default_policy=default_policy, use_finalizers=use_finalizers):
+        return False
+    return status.get("state") != "Creating" or markers.FINALIZER in (obj_meta.get("finalizers") or ())
 
 
 # -- shared pieces ------------------------------------------------------------------------------------
@@ -206,19 +220,21 @@ async def _plan(rt: Runtime, scope: scopes.Scope, now: datetime) -> scopes.Scope
 def _persist(rt: Runtime, obj: Obj, fields_of: Any) -> Any:
     """A write-ahead hook: when the applier changes this CR's record, PATCH its status first."""
     url = url_of(_PLURAL[obj.kind], obj.namespace, obj.name, subresource="status")
+    written = dict(obj.status)  # what the status holds: a record it already holds is not written again
 
     def on_save(before: TableRecords, after: TableRecords) -> None:
         old, new = fields_of(before), fields_of(after)
-        if old != new:
+        if old != new and any(written.get(key) != value for key, value in new.items()):
             rt.api.call(lambda: rt.api.patch(url, {"status": new}))
+            written.update(new)
     return on_save
 
 
 def in_flight(obj: Obj) -> bool:
-    """Whether Kopf is in the middle of this CR's create/update handlers (progress annotations)."""
+    """Whether Kopf is in the middle of this CR's create/update handler (its progress in status:
+    a failed attempt waiting for its retry), or has not finished its creation yet."""
     short = "tag" if obj.kind == "PaimonTag" else "branch"
-    keys = {f"{markers.API_GROUP}/{short}-resolve", f"{markers.API_GROUP}/{short}-apply"}
-    return any(key in obj.annotations for key in keys)
+    return persistence.in_flight(obj.status, (f"{short}-reconcile",)) or not persistence.handled(obj.meta, obj.status)
 
 
 def spark_run_in_flight(rt: Runtime, view: cluster.View, namespace: str | None, table: str) -> Obj | None:
@@ -270,6 +286,47 @@ def _gate(rt: Runtime, obj: Obj, phase: Phase) -> Outcome | None:
             out.delay = rt.config.retry_delay(1)
         return out
     return None
+
+
+def heads_to_change(outcome: Outcome) -> bool:
+    """Whether a ``resolve`` outcome records ownership ahead of a storage change (state
+    ``Creating``, owned, no failure): the handler then writes it ahead and runs ``apply``."""
+    return outcome.failure is None and outcome.fields.get("state") == "Creating" and outcome.fields.get("owned") is True
+
+
+async def write_ahead(rt: Runtime, obj: Obj, outcome: Outcome) -> dict[str, Any]:
+    """Before a storage change: the ownership record into status (one PATCH of ``/status``), then
+    the finalizer (``deletionPolicy: Delete``) and the labels onto the object (one PATCH, guarded
+    by the ``resourceVersion`` the first returned). Returns the object as the server has it now.
+
+    The state label is written as the state the change heads to (``Ready``): the object's one
+    metadata write happens here, before the change, so the label is not written again after it
+    (a failed change writes its own state label). This is what keeps a PaimonTag at three writes
+    to Ready (status record, metadata, status Ready; operator-design.md §7.2, docs/operator.md).
+    """
+    plural = _PLURAL[obj.kind]
+    body: dict[str, Any] = {"metadata": {"resourceVersion": obj.resource_version, "labels": dict(obj.labels),
+                                         "finalizers": list(obj.finalizers)}, "status": dict(obj.status)}
+    # an object that owns already has its record in status (the snapshot is frozen): a retry of
+    # the change (a run held the table, the finalizer was missing) does not write it again
+    patch = render(obj.status, outcome) if not obj.status.get("owned") else {}
+    if patch:
+        body = await rt.api.patch(url_of(plural, obj.namespace, obj.name, subresource="status"), {"status": patch})
+    meta = body.get("metadata") or {}
+    new_status = body.get("status") or {}
+    labels = label_changes(meta.get("labels"), {**outcome.labels, _STATE_LABEL[obj.kind]: "Ready"})
+    finalizers = list(meta.get("finalizers") or ())
+    meta_patch: dict[str, Any] = {}
+    if labels:
+        meta_patch["labels"] = labels
+    if markers.FINALIZER not in finalizers and needs_finalizer(
+            obj.meta, obj.spec, new_status, default_policy=rt.config.default_deletion_policy,
+            use_finalizers=rt.config.use_finalizers):
+        meta_patch["finalizers"] = [*finalizers, markers.FINALIZER]
+    if meta_patch:
+        meta_patch["resourceVersion"] = meta.get("resourceVersion") or obj.resource_version  # 409 if it moved
+        body = await rt.api.patch(url_of(plural, obj.namespace, obj.name), {"metadata": meta_patch})
+    return body
 
 
 def _come_back(rt: Runtime, outcome: Outcome, phase: Phase) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from tablekeeper import reconcile
 from tablekeeper.core.paimon import layout
+from tablekeeper.core.storage import requests as storage_requests
 from tablekeeper.operator import scopes, verbs
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.run_report import RunReport
@@ -48,6 +49,17 @@ class InProcessEngine:
     name = "Python"
 
     def run(self, request: RunRequest) -> RunResult:
+        """The run, with the storage requests it made by kind in its report (the warehouse's
+        FileIO is shared: requests of a concurrent run on the same warehouse are counted too)."""
+        io = request.opener.file_io(request.scope.location.warehouse)
+        before = io.requests.counts.snapshot()
+        result = self._run(request)
+        if result.report is None:
+            return result
+        made = storage_requests.since(before, io.requests.counts.snapshot())
+        return replace(result, report=replace(result.report, storage_requests=made))
+
+    def _run(self, request: RunRequest) -> RunResult:
         spec = request.spec
         if spec.type in ("FastForward", "Rollback", "Compact"):  # branch verbs
             return verbs.run_verb(request)

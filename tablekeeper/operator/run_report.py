@@ -47,6 +47,8 @@ class RunReport:
     missing_by_kind: Mapping[str, int] = field(default_factory=dict)
     sample: tuple[str, ...] = ()
     failure_sample: tuple[Mapping[str, Any], ...] = ()
+    #: storage requests of the run by kind (``list``, ``get``, ``bulk_delete``... and ``total``)
+    storage_requests: Mapping[str, int] | None = None
 
     def to_status(self) -> dict[str, Any]:
         """``status.result`` (camelCase keys; unknown counts left out)."""
@@ -67,6 +69,8 @@ class RunReport:
             out["sample"] = list(self.sample[:SAMPLE_MAX])
         if self.failure_sample:
             out["failureSample"] = [dict(x) for x in self.failure_sample[:SAMPLE_MAX]]
+        if self.storage_requests is not None:
+            out["storageRequests"] = dict(self.storage_requests)
         return out
 
 

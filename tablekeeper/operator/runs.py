@@ -289,6 +289,9 @@ def _record_metrics(spec: PaimonMaintenanceRunSpec, engine: str, table_label: st
                     report: RunReport | None, seconds: float, end: datetime) -> None:
     metrics.MAINTENANCE_RUNS.labels(type=spec.type, engine=engine, result="success" if ok else "failure").inc()
     metrics.MAINTENANCE_DURATION.labels(type=spec.type, engine=engine).observe(seconds)
+    for op, count in ((report.storage_requests or {}) if report is not None else {}).items():
+        if op != "total":  # failed runs made requests too
+            metrics.STORAGE_REQUESTS.labels(op=op, type=spec.type).inc(count)
     if not ok:
         return
     metrics.MAINTENANCE_LAST_SUCCESS.labels(table=table_label, type=spec.type).set(end.timestamp())

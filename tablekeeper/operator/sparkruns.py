@@ -45,7 +45,7 @@ import asyncio
 import hashlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -157,9 +157,11 @@ _OPERATIONS: Mapping[str, job_request.Operation] = {"ExpireSnapshots": "expire",
 
 def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: str, options: Mapping[str, str], *,
                    dry_run: bool, run_name: str | None = None, policy: Mapping[str, Any] | None = None,
-                   result: str | None = None) -> job_request.JobRequest | None:
+                   result: str | None = None, secret_keys: Collection[str] = ()) -> job_request.JobRequest | None:
     """The Spark job request of a run, or None for types the Spark job does not do. Options
-    carrying credentials are left out (they come from a Secret in the pod). ``policy``: the
+    carrying credentials are left out; ``secret_keys`` (the keys of the catalog's Secret when it is
+    mounted into the pods) go by *name* only, as ``env_options``: the pods read their values from
+    the Secret, mounted as environment variables of the same names. ``policy``: the
     table's effective policy values (``snapshots.minRetained``...), passed on as the job's
     thresholds; ``result``: where the job writes its artifact.
 
@@ -171,7 +173,8 @@ def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: s
     operation = _OPERATIONS.get(spec.type)
     if operation is None:
         return None
-    safe = {k: v for k, v in options.items() if not job_request.is_secret_option(k)}
+    safe = {k: v for k, v in options.items() if not job_request.is_secret_option(k) and k not in secret_keys}
+    extra_env = tuple(sorted(k for k in options if k in secret_keys))
     v = policy or {}
     extra: dict[str, Any] = {}
     if operation == "expire":
@@ -183,7 +186,8 @@ def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: s
     elif operation == "clean-orphans" and v.get("orphanFiles.olderThan") is not None:
         extra["older_than"] = str(v["orphanFiles.olderThan"])
     return job_request.JobRequest(operation=operation, warehouse=warehouse, table=identifier, branch=spec.branch,
-                             options=safe, dry_run=dry_run, run_name=run_name, result=result, **extra)
+                             options=safe, dry_run=dry_run, run_name=run_name, result=result,
+                             env_options=extra_env, **extra)
 
 
 def launch_manifest(request: job_request.JobRequest, *, engine: str, name: str, namespace: str, owner_name: str,
@@ -322,8 +326,10 @@ async def launch_run(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMain
     name = launch_name(identity, operation, obj.uid, attempt)
     artifact = result_uri(config, scope.location.warehouse, obj.namespace or namespace, name)
     dry_run = dry_run_of(spec, plan.policy.values)
+    secret = _credentials_secret(scope, namespace, rt.config.operator_namespace)
     request = launch_request(spec, scope.location.warehouse, scope.location.identifier, scope.options,
-                                     dry_run=dry_run, run_name=name, policy=plan.policy.values, result=artifact)
+                             dry_run=dry_run, run_name=name, policy=plan.policy.values, result=artifact,
+                             secret_keys=tuple(await rt.secret(namespace, secret)) if secret else ())
     assert request is not None  # spec.type is one of run_engines.SPARK_RUN_TYPES
     driver, executor, conf, image, version = _resources(scope.table.spec)
     try:
@@ -331,8 +337,7 @@ async def launch_run(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMain
             request, engine=engine, name=name, namespace=namespace, owner_name=obj.name, owner_uid=obj.uid,
             image=image or config.image, service_account=config.service_account, active_deadline_seconds=deadline,
             ttl_seconds_after_finished=config.ttl_seconds, spark_version=version or config.spark_version,
-            credentials_secret=_credentials_secret(scope, namespace, rt.config.operator_namespace),
-            driver=driver, executor=executor, spark_conf=conf)
+            credentials_secret=secret, driver=driver, executor=executor, spark_conf=conf)
     except core_errors.InvalidInputError as e:  # credentials in options, bad memory syntax...
         raise OperatorError(Reason.SPARK_SUBMISSION_FAILED, f"cannot build the {engine} object: {e.message}") from e
     meta = manifest["metadata"]

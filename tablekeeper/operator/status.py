@@ -80,6 +80,10 @@ def render(current: Mapping[str, Any] | None, outcome: Outcome) -> dict[str, Any
                 else value
     if outcome.conditions or outcome.keep:
         merged = conditions.merge(current.get("conditions"), outcome.conditions, keep=outcome.keep)
+        merged = [c for c in merged if c["type"] not in (conditions.RECONCILING, conditions.STALLED)]
+        derived = conditions.kstatus(merged, state=outcome.fields.get("state", current.get("state")),
+                                     phase=outcome.fields.get("phase", current.get("phase")))
+        merged += conditions.merge(current.get("conditions"), derived)
         if merged != list(current.get("conditions") or []):
             patch["conditions"] = merged
     if outcome.generation is not None and current.get("observedGeneration") != outcome.generation:

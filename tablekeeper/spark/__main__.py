@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if existing is None:  # stop only the session this entry point started
             spark.stop()
     if request.result:
-        result_artifact.write_result(request.result, result, request.options)
+        result_artifact.write_result(request.result, result, request.storage_options())
     print(json.dumps(dispatch.describe(result), indent=2, default=str))
     return 0 if result.status == "Succeeded" else 1
 

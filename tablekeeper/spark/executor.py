@@ -185,7 +185,11 @@ def file_io(storage: Mapping[str, Any]) -> FileIO:
     if cached is None or cached[0] != pid:
         from tablekeeper.core.storage import FileIO
 
-        cached = (pid, FileIO.for_uri(str(storage["uri"]), dict(storage.get("options") or {})))
+        options = dict(storage.get("options") or {})
+        for name in storage.get("env_options") or ():  # a mounted Secret key: read here, never shipped
+            if name in os.environ:
+                options[name] = os.environ[name]
+        cached = (pid, FileIO.for_uri(str(storage["uri"]), options))
         _FILE_IOS[key] = cached
     return cached[1]
 
@@ -263,7 +267,7 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
     """(root_path, root_kind snapshot|tag|changelog) -> what the root names: ``list`` (manifest
     lists), ``optlist`` (the base/delta lists of a changelog-N that has changelog manifests:
     Paimon's expiration deletes those on purpose, so they may be missing), ``index`` (index
-    manifest), ``name`` (statistics). A root that vanished yields nothing (concurrent
+    manifest; ``optindex`` for a changelog-N's, which may be missing: ``decisions.optional_index``), ``name`` (statistics). A root that vanished yields nothing (concurrent
     expiration: nothing to protect); an unreadable one an error row."""
     from tablekeeper.core import decisions, errors
     from tablekeeper.core.paimon.snapshot import Snapshot
@@ -292,7 +296,9 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
                                                         spec.get("changelog_producer", "none")) else "list"
             out.add(path, what, name, None, None)
         if snap.index_manifest:
-            out.add(path, "index", snap.index_manifest, None, None)
+            # a changelog-N's index manifest may be gone (Java's expiration deletes it)
+            out.add(path, "optindex" if decisions.optional_index(kind == "changelog") else "index",
+                    snap.index_manifest, None, None)
         if snap.statistics:
             out.add(path, "name", snap.statistics, None, None)
 

@@ -157,7 +157,8 @@ class _Ctx:
 
     def spec(self, table: Table, **extra: Any) -> dict[str, Any]:
         main = table.on_branch(layout.MAIN)
-        return {"storage": {"uri": main.root, "options": dict(self.request.options)}, "root": main.root,
+        return {"storage": {"uri": main.root, "options": dict(self.request.options),
+                            "env_options": list(self.request.env_options)}, "root": main.root,
                 "manifest_dir": main.shared_dir(layout.MANIFEST_DIR), "batch_size": self.request.batch_size,
                 **extra}
 
@@ -258,7 +259,7 @@ def _planning(fn: Callable[[], Any], what: str) -> Any:
 # -- orphan cleanup ------------------------------------------------------------------------------------
 def _clean_orphans(ctx: _Ctx) -> None:
     request, result = ctx.request, ctx.result
-    main = open_table(request.warehouse, request.table, options=dict(request.options)).on_branch(layout.MAIN)
+    main = open_table(request.warehouse, request.table, options=request.storage_options()).on_branch(layout.MAIN)
     now = request.now_ms if request.now_ms is not None else timestamps.now_ms()
     decision = orphans.decide_orphan_clean(main, orphans.OrphanConfig(run_steps.orphan_threshold(request, now)))
     threshold = decision.older_than_ms
@@ -350,7 +351,7 @@ def _used_set(ctx: _Ctx, io: Any, roots: list[tuple[str, str]], cands: DataFrame
     manifest_names = lists.filter(F.col("manifest_name").isNotNull()).select(
         F.col("manifest_name").alias("name")).distinct()
     from_manifests = ctx.io(manifest_names, ex.used_names, ex.USED_FIELDS, spec, key="name")
-    from_index = ctx.io(ok_refs.filter(F.col("what") == "index").select("name").distinct(), ex.index_names,
+    from_index = ctx.io(ok_refs.filter(F.col("what").isin("index", "optindex")).select("name").distinct(), ex.index_names,
                         ex.USED_FIELDS, spec, key="name")
     used_cols = ["source", "name", "error_kind", "error"]
     used = (
@@ -382,8 +383,8 @@ def _used_set(ctx: _Ctx, io: Any, roots: list[tuple[str, str]], cands: DataFrame
 def _judge_orphan_errors(ctx: _Ctx, io: Any, problems: Sequence[Any], refs: DataFrame, lists: DataFrame) -> bool:
     """Core's rule: unreadable metadata aborts; a missing file aborts only if a root that
     references it still exists (otherwise the root was expired concurrently). The base/delta
-    lists of a changelog-N with changelog manifests may be missing (``optlist``). Returns
-    whether a root vanished unwalked."""
+    lists of a changelog-N with changelog manifests may be missing (``optlist``), and so may the
+    index manifest of a changelog-N (``optindex``). Returns whether a root vanished unwalked."""
     missing: set[str] = set()
     for p in problems:
         if p["error_kind"] != "missing":
@@ -393,7 +394,7 @@ def _judge_orphan_errors(ctx: _Ctx, io: Any, problems: Sequence[Any], refs: Data
     names = sorted(missing)
     owners = {r["name"] for r in lists.filter(F.col("manifest_name").isin(names)).select(
         F.col("list_name").alias("name")).distinct().collect()}
-    direct = F.col("name").isin(names) & (F.col("what") != "optlist")
+    direct = F.col("name").isin(names) & ~F.col("what").isin("optlist", "optindex")
     via_manifest = F.col("name").isin(sorted(owners)) & F.col("what").isin("list", "optlist")
     roots = refs.filter(direct | via_manifest).select("root_path", "name").distinct().collect()
     for r in roots:

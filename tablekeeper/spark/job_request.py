@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -15,7 +16,7 @@ from tablekeeper.core.paimon import layout
 from tablekeeper.core.retention_settings import Retention
 from tablekeeper.core.storage import secrets as storage_secrets
 
-__all__ = ["Operation", "OPERATIONS", "JobRequest", "is_secret_option", "argument_parser", "parse_args"]
+__all__ = ["Operation", "OPERATIONS", "JobRequest", "is_secret_option", "env_option_values", "argument_parser", "parse_args"]
 
 Operation = Literal["expire", "expire-changelog", "clean-orphans"]
 OPERATIONS: tuple[Operation, ...] = ("expire", "expire-changelog", "clean-orphans")
@@ -52,6 +53,11 @@ class JobRequest:
     #: in-process runs do (``core.expire_batches``), for the snapshots and then the changelog; a
     #: dry run plans one.
     batches: int = 1
+    #: Names of storage options whose values come from the environment variable of the same name
+    #: (on Kubernetes: the catalog Secret's keys, mounted into the driver and every executor), so a
+    #: credential reaches the executors without ever being in the job's arguments or manifest.
+    #: Only the names travel; :meth:`storage_options` reads the values where the job runs.
+    env_options: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.operation not in OPERATIONS:
@@ -101,11 +107,25 @@ class JobRequest:
             args += ["--batch-size", str(self.batch_size)]
         if self.batches != 1:
             args += ["--batches", str(self.batches)]
+        for key in self.env_options:
+            args += ["--env-option", key]
         return args
+
+    def storage_options(self) -> dict[str, str]:
+        """The options to open storage with: ``options`` plus each ``env_options`` value found in
+        this process's environment (the driver's; executors call :func:`env_option_values`)."""
+        return {**self.options, **env_option_values(self.env_options)}
 
     def redacted_options(self) -> dict[str, str]:
         """Options safe to record (artifact, logs): secret values masked."""
         return {k: ("***" if is_secret_option(k) else v) for k, v in self.options.items()}
+
+
+def env_option_values(keys: Sequence[str]) -> dict[str, str]:
+    """``{key: value}`` for each option name in ``keys`` set in the environment (a Secret key
+    mounted as an environment variable of the same name); absent ones are left to the store's
+    default credential chain."""
+    return {key: os.environ[key] for key in keys if key in os.environ}
 
 
 _SECRET_WORDS = ("secret", "password", "token", "access-key", "access.key", "accesskey", "credential")
@@ -127,6 +147,8 @@ def argument_parser() -> argparse.ArgumentParser:
     p.add_argument("--branch", default=layout.MAIN, help="Branch to expire (expire, expire-changelog).")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="Storage option, e.g. s3.endpoint=http://127.0.0.1:9000 (repeatable).")
+    p.add_argument("--env-option", action="append", default=[], metavar="KEY",
+                   help="Storage option read from the environment variable KEY (a mounted Secret key; repeatable).")
     p.add_argument("--dry-run", action="store_true", help="Plan and report only; delete nothing.")
     p.add_argument("--older-than", help="clean-orphans: an age ('2 d') or a time (ISO/epoch ms); default 1 day.")
     p.add_argument("--force", action="store_true", help="clean-orphans: allow thresholds under 1 hour ago.")
@@ -177,5 +199,6 @@ def parse_args(argv: Sequence[str]) -> tuple[JobRequest, dict[str, Any]]:
         operation=ns.operation, warehouse=ns.warehouse, table=ns.table, branch=ns.branch,
         options=_pairs(ns.option, "--option"), dry_run=ns.dry_run, older_than=ns.older_than, force=ns.force,
         now_ms=ns.now, retention=_retention(ns.retention), parallelism=ns.parallelism, batch_size=ns.batch_size,
-        run_name=ns.run_name, result=ns.result, with_changelog=ns.with_changelog, batches=ns.batches)
+        run_name=ns.run_name, result=ns.result, with_changelog=ns.with_changelog, batches=ns.batches,
+        env_options=tuple(ns.env_option))
     return request, {"master": ns.master, "conf": _pairs(ns.conf, "--conf")}

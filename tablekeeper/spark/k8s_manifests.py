@@ -15,7 +15,7 @@ from tablekeeper.core.storage import stores as storage_stores
 from tablekeeper.spark.job_request import JobRequest, is_secret_option
 from tablekeeper.spark.run_names import check_name
 
-__all__ = ["SPARK_APPLICATION_API", "RUN_LABEL", "TABLE_LABEL", "TYPE_LABEL", "DEADLINE_ANNOTATION", "IMAGE_MAIN_FILE", "OwnerReference", "SparkResources", "job_manifest", "spark_application_manifest"]
+__all__ = ["SPARK_APPLICATION_API", "RUN_LABEL", "TABLE_LABEL", "TYPE_LABEL", "DEADLINE_ANNOTATION", "IMAGE_MAIN_FILE", "OwnerReference", "SparkResources", "executor_secret_keys", "job_manifest", "spark_application_manifest"]
 
 SPARK_APPLICATION_API = "sparkoperator.k8s.io/v1beta2"
 RUN_LABEL = "tablekeeper.io/run"
@@ -65,6 +65,18 @@ def _check_k8s_request(request: JobRequest) -> None:
         raise errors.InvalidInputError(
             f"storage options {secret} carry credentials and would be visible in the manifest",
             fix="put credentials into a Secret (credentials_secret=...) or use pod identity (IRSA, workload identity)")
+
+
+def executor_secret_keys(request: JobRequest, credentials_keys: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The Secret keys a Spark executor pod gets as environment variables of the same name
+    (``secretKeyRef``, each must exist in the Secret): ``credentials_keys`` when given; else the
+    request's ``env_options`` (the catalog Secret's credential option names, which executors merge
+    into the storage options); else the store SDK's own variables (``AWS_ACCESS_KEY_ID``...)."""
+    if credentials_keys is not None:
+        return tuple(credentials_keys)
+    if request.env_options:
+        return tuple(request.env_options)
+    return storage_stores.executor_credential_env(request.warehouse) or _CREDENTIAL_KEYS
 
 
 def _labels(name: str, request: JobRequest, extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -117,8 +129,7 @@ def job_manifest(request: JobRequest, *, name: str, namespace: str, owner: Owner
         "spark.sql.shuffle.partitions": str(max(8, 4 * executor.instances * executor.cores)),
     }
     if credentials_secret:
-        keys = credentials_keys if credentials_keys is not None else storage_stores.executor_credential_env(
-            request.warehouse) or _CREDENTIAL_KEYS
+        keys = executor_secret_keys(request, credentials_keys)
         for key in keys:  # executors are created by Spark, not from this pod spec
             conf[f"spark.kubernetes.executor.secretKeyRef.{key}"] = f"{credentials_secret}:{key}"
     conf.update(spark_conf or {})

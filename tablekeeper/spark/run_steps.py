@@ -97,7 +97,7 @@ def merge_step(result: result_artifact.RunResult, step: result_artifact.RunResul
 
 
 def open_request_table(request: job_request.JobRequest) -> Table:
-    return open_table(request.warehouse, request.table, branch=request.branch, options=dict(request.options))
+    return open_table(request.warehouse, request.table, branch=request.branch, options=request.storage_options())
 
 
 def new_result(request: job_request.JobRequest, engine_name: str) -> result_artifact.RunResult:

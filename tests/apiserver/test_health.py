@@ -1,7 +1,9 @@
 """GitOps health of real objects: each kind's status judged by kstatus's rules (as Flux runs them)
 and by the tablekeeper health check (docs/health-checks.md, tests/support/kstatus.py): Current
 when done, InProgress while the operator works or has not seen the latest generation, Failed with
-the reason on a permanent error, Terminating while a finalizer holds a deleted object."""
+the reason on a permanent error, Terminating while a finalizer holds a deleted object. The
+operator also writes kstatus's ``Reconciling`` / ``Stalled`` conditions, so plain kstatus (Flux
+without health expressions) reaches the same verdicts once the operator has looked at an object."""
 
 from __future__ import annotations
 
@@ -73,6 +75,19 @@ async def test_health_of_every_state(real_harness: RealHarness, warehouse: Path)
     assert judged(h.get("PaimonTag", "future") or {}) == "Failed"
     failed = health(h.get("PaimonTag", "future") or {})
     assert (failed.status, failed.reason) == ("Failed", "SnapshotNotFound") and failed.message
+    # the operator's Stalled condition: plain kstatus (Flux without health expressions) agrees
+    plain = kstatus(h.get("PaimonTag", "future") or {})
+    assert (plain.status, plain.reason) == ("Failed", "SnapshotNotFound") and plain.message
+
+    # still working (a temporary failure, retried): Reconciling=True, InProgress for both
+    await h.apply(obj("PaimonTag", "waiting", {"tableRef": {"name": "not-yet"}, "snapshotId": 1}))
+    await h.wait_condition("PaimonTag", "waiting", status="False", reason="TableNotReady")
+    waiting = h.get("PaimonTag", "waiting") or {}
+    assert (judged(waiting), kstatus(waiting).status, kstatus(waiting).reason) == \
+        ("InProgress", "InProgress", "TableNotReady")
+    for kind, name in (("PaimonTag", "nightly"), ("PaimonMaintenanceRun", "expire-now")):
+        types = {c["type"] for c in (h.get(kind, name) or {})["status"]["conditions"]}
+        assert not types & {"Reconciling", "Stalled"}, (kind, types)  # abnormal-true: only while True
 
     # a spec change the operator has not observed yet: both say InProgress
     await h.stop()

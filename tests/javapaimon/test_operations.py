@@ -94,8 +94,7 @@ def _plant_orphans(wh: str, table: str) -> list[Path]:
 
 
 def test_clean_orphans(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFixture[str]) -> None:
-    # (--engine spark is not judged here: one Spark session next to the Java judge did not
-    # finish within the tier's budget on the shared 2-core machine; docs/compatibility.md)
+    # (--engine spark: test_spark_engine.py)
     engine = "local"
     planted = _plant_orphans(wh, W.ORDERS)
     before, after = judge.judged(java, wh, W.ORDERS, lambda: judge.cli(

@@ -2,11 +2,13 @@
 through the CLI against the store's URI with Paimon-style options, re-read by pypaimon after
 every step.
 
-pypaimon 2.1.0 writes to local disk, S3 and OSS (pyarrow's S3 client, virtual-hosted only for
-OSS) and HDFS only through libhdfs; it has no Azure or GCS file IO. So the table is written by
-pypaimon locally and uploaded with the store's own client; after each step it is downloaded
-and read by pypaimon (the same bytes any reader gets). The Spark engine on these stores is not
-tested here yet (S3: tests/spark/test_s3.py).
+pypaimon 2.1.0 reads and writes only local disk and S3 with its own file IO (HDFS only through
+libhdfs, OSS only virtual-hosted, GCS through pyarrow's client without ``fs.gs.*`` options, no
+Azure). So the table is written by pypaimon locally and uploaded with the store's own client;
+after each step it is downloaded and read by pypaimon (the same bytes any reader gets). The
+partition drop commits through pypaimon on every store: on the non-S3 ones over tablekeeper's
+storage layer (``core/paimon/pypaimon_store_io.py``). The Spark engine on these stores:
+``test_spark_stores.py``.
 """
 
 from __future__ import annotations
@@ -25,10 +27,6 @@ from tests.stores.conftest import StoreUnderTest
 from tests.support.paimon import append_table, catalog, read_rows, rows, write
 
 DAY_MS = 86_400_000
-#: Stores pypaimon 2.1.0 can commit to here: expire-partitions writes its OVERWRITE snapshot through
-#: pypaimon (HDFS needs libhdfs or hdfs-native, OSS needs oss2 and virtual-hosted addressing, and
-#: pypaimon has no Azure or GCS file IO). Elsewhere the drop is planned (dry run) only.
-PYPAIMON_COMMITS = ("local", "s3")
 NOW_ISO = "2026-01-20T12:00:00"
 
 
@@ -119,16 +117,12 @@ def test_maintenance_scenario(store: StoreUnderTest, template: str, tmp_path: Pa
     assert not store.exists(f"{root}/snapshot/snapshot-4") and store.exists(f"{root}/snapshot/snapshot-5")
     assert store.exists(f"{root}/tag/tag-t2")
 
-    if store.name in PYPAIMON_COMMITS:
-        dropped = _cli(capsys, store, wh, "expire-partitions", IDENT, "--zone-known", "--now", NOW_ISO)
-        assert dropped["dropped"] == 2
-        views = _views(_download(store, "wh", tmp_path / "v3"))
-        assert {dict(r)["dt"] for r in views["main"]} == {"20260118", "20260119"}
-    else:  # the drop commits through pypaimon, which cannot write here: planned, not committed
-        planned = _cli(capsys, store, wh, "expire-partitions", IDENT, "--zone-known", "--now", NOW_ISO, "--dry-run")
-        assert planned["expired"] == ["dt=20260101", "dt=20260102"]
-        views = _views(_download(store, "wh", tmp_path / "v3"))
-        assert views["main"] == main_rows
+    planned = _cli(capsys, store, wh, "expire-partitions", IDENT, "--zone-known", "--now", NOW_ISO, "--dry-run")
+    assert planned["expired"] == ["dt=20260101", "dt=20260102"]
+    dropped = _cli(capsys, store, wh, "expire-partitions", IDENT, "--zone-known", "--now", NOW_ISO)
+    assert dropped["dropped"] == 2
+    views = _views(_download(store, "wh", tmp_path / "v3"))
+    assert {dict(r)["dt"] for r in views["main"]} == {"20260118", "20260119"}
     assert {dict(r)["id"] for r in views["tag:t2"]} == {0, 1, 10, 11}  # the tag still reads its snapshot
 
     orphans = _cli(capsys, store, wh, "clean-orphans", IDENT, "--now", str(now_ms() + 2 * DAY_MS))

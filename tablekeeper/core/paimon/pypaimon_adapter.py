@@ -5,6 +5,10 @@ value strings, legacy date/timestamp names, ``partition.default-name``, ``data-f
 directory``); re-implementing that would be a second place for the rules to drift. Its internals
 are not public API, so they are used here only, behind a small typed surface, and pinned by the
 compatibility tests in ``tests/compat``.
+
+pypaimon is imported when a resolver is built, not with this module: it pulls in pyarrow, numpy
+and requests (about half a second), which a CLI command that never resolves a data path (orphan
+cleanup, tag and branch commands, ``--help``) should not pay.
 """
 
 from __future__ import annotations
@@ -12,12 +16,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
-
-from pypaimon.common.options.core_options import CoreOptions
-from pypaimon.common.options.options import Options
-from pypaimon.schema.table_schema import TableSchema as PyTableSchema
-from pypaimon.table.row.generic_row import GenericRowDeserializer
-from pypaimon.utils.file_store_path_factory import FileStorePathFactory
 
 from tablekeeper.core import errors
 from tablekeeper.core.paimon import manifests
@@ -53,6 +51,11 @@ class PartitionPathResolver:
 
     def __init__(self, table: Table | str, *, schema: TableSchema | None = None,
                  options: Mapping[str, Any] | None = None, file_io: FileIO | None = None) -> None:
+        from pypaimon.common.options.core_options import CoreOptions
+        from pypaimon.common.options.options import Options
+        from pypaimon.schema.table_schema import TableSchema as PyTableSchema
+        from pypaimon.utils.file_store_path_factory import FileStorePathFactory
+
         if isinstance(table, Table):
             root = table.root
             schema = schema or table.schema()
@@ -100,6 +103,8 @@ class PartitionPathResolver:
             if not self._partition_fields:
                 cached = ()
             else:
+                from pypaimon.table.row.generic_row import GenericRowDeserializer
+
                 try:
                     row = GenericRowDeserializer.from_bytes(partition, self._partition_fields)
                 except Exception as e:
@@ -146,6 +151,9 @@ class PartitionPathResolver:
 
     def file_paths(self, ref: manifests.FileRef) -> list[str]:
         """The data file followed by its extra files."""
+        if not ref.external_path and not ref.extra_files:  # the common case, in one step
+            directory = self._dirs.get((ref.partition, ref.bucket)) or self.bucket_dir(ref.partition, ref.bucket)
+            return [join(directory, ref.file_name)]
         return [self.data_file_path(ref), *self.extra_file_paths(ref)]
 
     def index_file_path(self, entry: manifests.IndexManifestEntry) -> str:

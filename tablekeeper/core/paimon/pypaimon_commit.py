@@ -9,7 +9,21 @@ from typing import Any
 
 from pypaimon import CatalogFactory
 
+from tablekeeper.core.storage.stores import Store, store_of
+
 __all__ = ["drop_partitions"]
+
+#: Stores pypaimon reaches with its own file IO (``FileIO.get``); the others commit through
+#: tablekeeper's storage layer (``pypaimon_store_io``).
+_PYPAIMON_NATIVE = (Store.LOCAL, Store.S3)
+
+
+def _catalog(warehouse: str, options: dict[str, str]) -> Any:
+    if store_of(warehouse) in _PYPAIMON_NATIVE:
+        return CatalogFactory.create({"warehouse": warehouse, **options})
+    from tablekeeper.core.paimon.pypaimon_store_io import store_catalog
+
+    return store_catalog(warehouse, options)
 
 
 def drop_partitions(table_root: str, branch: str, partitions: Sequence[Mapping[str, Any]],
@@ -20,7 +34,7 @@ def drop_partitions(table_root: str, branch: str, partitions: Sequence[Mapping[s
     warehouse = table_root.rsplit("/", 2)[0]
     db = table_root.rsplit("/", 2)[1].removesuffix(".db")
     name = table_root.rsplit("/", 1)[1]
-    catalog = CatalogFactory.create({"warehouse": warehouse, **(options or {})})
+    catalog = _catalog(warehouse, dict(options or {}))
     identifier = f"{db}.{name}" if branch == "main" else f"{db}.{name}$branch_{branch}"
     table = catalog.get_table(identifier)
     commit = table.new_batch_write_builder().new_commit()

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 import shutil
 import stat as stat_module
+import threading
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, TypeVar
@@ -33,6 +36,7 @@ import fsspec
 from tablekeeper.core import errors, safety
 from tablekeeper.core.storage import retry as retries
 from tablekeeper.core.storage.paths import basename, parent
+from tablekeeper.core.storage.requests import Pacer, RequestKind, RequestLayer, pacing_from_options
 from tablekeeper.core.storage.secrets import redact_text
 from tablekeeper.core.storage.stores import SCHEMES, Connection, Store, connect, split_scheme
 
@@ -42,6 +46,8 @@ T = TypeVar("T")
 
 #: Concurrent single-file deletes on stores without a bulk delete (GCS, Azure, HDFS).
 PARALLEL_DELETES = 16
+#: Sub-requests per GCS batch request (Google's limit is 100; gcsfs uses 20 for its own ``rm``).
+GCS_BATCH_MAX = 100
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,7 @@ def _is_marker(info: Mapping[str, Any]) -> bool:
 def _is_precondition_failure(error: BaseException) -> bool:
     text = str(error)
     return ("PreconditionFailed" in text or "(412)" in text or "At least one of the pre" in text
+            or "FileAlreadyExists" in text  # OSS x-oss-forbid-overwrite: 409
             or "conditionNotMet" in text or "412" in text.split(":", 1)[0])
 
 
@@ -142,6 +149,12 @@ def _write_temp_beside(raw: str, payload: bytes) -> str:
     return tmp
 
 
+#: Paimon metadata files named by a random UUID: written once, never rewritten under that name
+#: (manifests, manifest lists, index manifests), so bytes read once are the bytes forever.
+_IMMUTABLE_NAME = re.compile(r"^(?:manifest|manifest-list|index-manifest)-"
+                             r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-\d+$")
+
+
 def _default_connection(scheme: str) -> Connection:
     """Path mapping for a FileIO built from a bare fsspec filesystem (tests, wrappers)."""
     store = SCHEMES.get(scheme, Store.S3)
@@ -155,12 +168,25 @@ class FileIO:
     """Filesystem operations tablekeeper needs, over one fsspec filesystem (module docstring)."""
 
     def __init__(self, scheme: str, fs: fsspec.AbstractFileSystem, connection: Connection | None = None,
-                 retry: retries.RetryPolicy = retries.DEFAULT_POLICY) -> None:
+                 retry: retries.RetryPolicy = retries.DEFAULT_POLICY, requests: RequestLayer | None = None,
+                 http_counted: bool = False) -> None:
         self.scheme = scheme
         self.fs = fs
         self.connection = connection or _default_connection(scheme)
         self.store = self.connection.store
         self.retry = retry
+        #: every request this FileIO makes, by kind (:mod:`.requests`); counted at the HTTP level
+        #: when ``http_counted`` (s3fs with the ``before-send`` hook), else per call here
+        self.requests = requests or RequestLayer()
+        self._http_counted = http_counted
+        #: (raw root, directory -> entries) while :meth:`flat_listing` serves listings below root
+        self._flat: tuple[str, dict[str, dict[str, FileStatus]]] | None = None
+        #: bytes of UUID-named metadata files while :meth:`immutable_reads` is active
+        self._kept: dict[str, bytes] | None = None
+        self._kept_budget = 0
+        #: bytes fetched ahead by :meth:`read_ahead`, handed out (once) by :meth:`read_bytes`
+        self._ahead: dict[str, bytes] = {}
+        self._kept_lock = threading.Lock()
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -171,14 +197,26 @@ class FileIO:
         fsspec keyword arguments (keys without dots). Bad input (an unknown scheme, missing
         credentials or endpoint) raises ``InvalidInputError`` naming the option to set."""
         connection = connect(uri, options)
+        rate = pacing_from_options(options)
+        layer = RequestLayer(Pacer(rate) if rate else None)
         if connection.store is Store.LOCAL:
-            return cls("file", fsspec.filesystem("file"), connection, retry)
+            return cls("file", fsspec.filesystem("file"), connection, retry, layer)
         kwargs = dict(connection.kwargs)
+        if connection.store is Store.OSS:  # create-if-absent as OSS documents it (oss_headers)
+            from tablekeeper.core.storage.oss_headers import oss_session
+
+            kwargs.setdefault("session", oss_session())
         if connection.protocol == "s3":
             # tablekeeper's retry layer owns retries (one budget, per-key bulk-delete retries)
             config = dict(kwargs.get("config_kwargs") or {})
             config.setdefault("retries", {"max_attempts": 1, "mode": "standard"})
             kwargs["config_kwargs"] = config
+            if "session" not in kwargs:
+                from aiobotocore.session import AioSession
+
+                kwargs["session"] = AioSession()
+            # count (and pace) every HTTP request, pages and retries included (OSS: on its session)
+            kwargs["session"].register("before-send.s3", layer.botocore_hook())
         try:
             fs = fsspec.filesystem(connection.protocol, **kwargs)
         except ImportError as e:
@@ -190,7 +228,7 @@ class FileIO:
                                            fix="check the storage options (docs/storage.md)") from e
         if connection.protocol == "s3" and hasattr(fs, "retries"):
             fs.retries = 1
-        return cls(connection.scheme, fs, connection, retry)
+        return cls(connection.scheme, fs, connection, retry, layer, http_counted="session" in kwargs)
 
     @property
     def is_local(self) -> bool:
@@ -209,11 +247,22 @@ class FileIO:
     def _uri(self, raw: str) -> str:
         return self.connection.to_uri(raw)
 
-    def _call(self, fn: Callable[[], T]) -> T:
-        """One store request, retried while it fails transiently (:mod:`.retry`). Missing or
-        rejected credentials are bad input naming the options to set."""
+    def _note(self, kind: RequestKind) -> None:
+        """Count (and pace) one request of ``kind`` made by a call here; a no-op where the
+        requests are counted at the HTTP level."""
+        if not self._http_counted:
+            self.requests.note(kind)
+
+    def _call(self, fn: Callable[[], T], kind: RequestKind = RequestKind.OTHER) -> T:
+        """One store request, retried while it fails transiently (:mod:`.retry`); every attempt
+        is counted as ``kind`` (unless counted at the HTTP level). Missing or rejected credentials
+        are bad input naming the options to set."""
+        def attempt() -> T:
+            self._note(kind)
+            return fn()
+
         try:
-            return retries.call(fn, policy=self.retry, endpoint=self.connection.endpoint,
+            return retries.call(attempt, policy=self.retry, endpoint=self.connection.endpoint,
                                 endpoint_option=self.connection.endpoint_option)
         except errors.TablekeeperError:
             raise
@@ -234,9 +283,61 @@ class FileIO:
             is_dir=info.get("type") == "directory",
         )
 
+    @contextmanager
+    def flat_listing(self, root: str) -> Iterator[None]:
+        """Within the block, listings of directories below ``root`` are answered from one flat
+        listing of the prefix made on entry (S3, OSS, GCS, Azure: ``ceil(objects / 1000)`` LIST
+        pages instead of one listing per directory, the orphan scan's floor). Other stores list
+        as usual. The entries are as old as the block: callers use it for one scan (orphan
+        candidates are listed before the roots are read, so a stale entry is only too young or
+        gone, and both are checked again before deleting)."""
+        if self.is_local or self.store is Store.HDFS or self._flat is not None:
+            yield
+            return
+        raw_root = self._raw(root).rstrip("/")
+        try:
+            found = self._call(lambda: self.fs.find(raw_root, detail=True, withdirs=False), RequestKind.LIST)
+        except FileNotFoundError:
+            found = {}
+        children: dict[str, dict[str, FileStatus]] = defaultdict(dict)
+        for info in found.values():
+            if info.get("type") == "directory":
+                continue
+            name = str(info["name"]).rstrip("/").lstrip("/")
+            if not name.startswith(raw_root.lstrip("/") + "/"):
+                continue
+            if _is_marker(info):
+                children.setdefault(name, {})
+            else:
+                children[parent(name)][basename(name)] = self._status(info)
+            child = parent(name) if not _is_marker(info) else name
+            while child != raw_root.lstrip("/") and len(child) > len(raw_root.lstrip("/")):
+                up = parent(child)
+                entry = children[up]
+                if basename(child) in entry:
+                    break
+                entry[basename(child)] = FileStatus(self._uri(child), 0, 0, True)
+                child = up
+        self._flat = (raw_root.lstrip("/"), dict(children))
+        try:
+            yield
+        finally:
+            self._flat = None
+
+    def _listed(self, raw: str) -> list[FileStatus] | None:
+        """The entries of ``raw`` from the current flat listing, None outside of one."""
+        flat = self._flat
+        if flat is None:
+            return None
+        key = raw.strip("/")
+        if key != flat[0] and not key.startswith(flat[0] + "/"):
+            return None
+        return list(flat[1].get(key, {}).values())
+
     def list_dir(self, path: str) -> list[FileStatus]:
         """Entries of one directory (files and sub-directories); [] when it does not exist."""
         if self.is_local:
+            self._note(RequestKind.LIST)
             out = []
             try:
                 with os.scandir(self._raw(path)) as it:
@@ -251,8 +352,11 @@ class FileIO:
                 return []
             return out
         raw = self._raw(path).rstrip("/")
+        listed = self._listed(raw)
+        if listed is not None:
+            return listed
         try:
-            infos = self._call(lambda: self.fs.ls(raw, detail=True))
+            infos = self._call(lambda: self.fs.ls(raw, detail=True), RequestKind.LIST)
         except (FileNotFoundError, NotADirectoryError):
             return []
         return [self._status(i) for i in infos
@@ -261,6 +365,7 @@ class FileIO:
     def scan_dir(self, path: str) -> list[ListedEntry]:
         """Entries of one directory without a stat per local entry; [] when it does not exist."""
         if self.is_local:
+            self._note(RequestKind.LIST)
             try:
                 with os.scandir(self._raw(path)) as it:
                     return [ListedEntry(entry.path, entry.name, entry.is_dir(follow_symlinks=False)) for entry in it]
@@ -274,6 +379,7 @@ class FileIO:
         :meth:`scan_dir`, whose entries carry their status."""
         if not self.is_local:
             raise errors.InvalidInputError("list_names lists local directories only", fix="use scan_dir")
+        self._note(RequestKind.LIST)
         try:
             return os.listdir(self._raw(path))
         except (FileNotFoundError, NotADirectoryError):
@@ -285,6 +391,7 @@ class FileIO:
             return entry.status
         try:
             if self.is_local:  # as list_dir: the entry itself, never a symlink's target
+                self._note(RequestKind.HEAD)
                 st = os.lstat(self._raw(entry.path))
                 return FileStatus(entry.path, st.st_size, st.st_mtime_ns // 1_000_000, stat_module.S_ISDIR(st.st_mode))
             return self.stat(entry.path)
@@ -296,6 +403,7 @@ class FileIO:
         if self.is_local:
             root = self._raw(path)
             for dirpath, _dirs, files in os.walk(root):
+                self._note(RequestKind.LIST)
                 for name in files:
                     full = os.path.join(dirpath, name)
                     try:
@@ -306,7 +414,7 @@ class FileIO:
             return
         raw = self._raw(path).rstrip("/")
         try:
-            found = self._call(lambda: self.fs.find(raw, detail=True))
+            found = self._call(lambda: self.fs.find(raw, detail=True), RequestKind.LIST)
         except FileNotFoundError:
             return
         for info in found.values():
@@ -316,11 +424,12 @@ class FileIO:
     def stat(self, path: str) -> FileStatus:
         if self.is_local:
             raw = self._raw(path)
+            self._note(RequestKind.HEAD)
             st = os.stat(raw)
             return FileStatus(raw, st.st_size, st.st_mtime_ns // 1_000_000, stat_module.S_ISDIR(st.st_mode))
         raw = self._raw(path)
         try:
-            info = self._call(lambda: self.fs.info(raw))
+            info = self._call(lambda: self.fs.info(raw), RequestKind.HEAD)
         except FileNotFoundError:
             raise
         except OSError as e:  # some backends raise a plain IOError for 404
@@ -332,23 +441,91 @@ class FileIO:
 
     def exists(self, path: str) -> bool:
         if self.is_local:
+            self._note(RequestKind.HEAD)
             return os.path.exists(self._raw(path))
         raw = self._raw(path)
-        return bool(self._call(lambda: self.fs.exists(raw)))
+        return bool(self._call(lambda: self.fs.exists(raw), RequestKind.HEAD))
 
     def is_dir(self, path: str) -> bool:
         if self.is_local:
+            self._note(RequestKind.HEAD)
             return os.path.isdir(self._raw(path))
         raw = self._raw(path)
-        return bool(self._call(lambda: self.fs.isdir(raw)))
+        return bool(self._call(lambda: self.fs.isdir(raw), RequestKind.HEAD))
+
+    @contextmanager
+    def immutable_reads(self, max_bytes: int = 512 << 20) -> Iterator[None]:
+        """Within the block, a UUID-named manifest, manifest list or index manifest is fetched
+        once and its bytes reused (up to ``max_bytes`` in all): an expiration plans twice (plan,
+        then verify after unpublishing, core/expire_commit.py) and would otherwise GET every
+        manifest twice. Only those names: they are never rewritten, so the bytes cannot be stale
+        (a file deleted meanwhile still has the content every root that names it relies on).
+        Snapshots, tags, hints and schemas are read afresh every time."""
+        if self._kept is not None:
+            yield
+            return
+        self._kept, self._kept_budget = {}, max_bytes
+        try:
+            yield
+        finally:
+            self._kept = None
+
+    def read_ahead(self, paths: list[str], *, window: int = 64, threads: int = 16) -> Iterator[str]:
+        """Yield ``paths`` in order; on object stores the next ``window`` files are fetched
+        concurrently first, and :meth:`read_bytes` of a yielded path returns those bytes (once):
+        the same GETs, ``threads`` at a time instead of one after the other (at 20 ms a request,
+        a sequential manifest scan is most of an orphan cleanup's time). A failed fetch is left
+        to the caller's own read, which raises it."""
+        if self.is_local or len(paths) < 2:
+            yield from paths
+            return
+
+        def fetch(path: str) -> None:
+            try:
+                data = self._read_bytes(path)
+            except Exception:  # the caller's read raises it
+                return
+            with self._kept_lock:
+                self._ahead[path] = data
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            try:
+                for start in range(0, len(paths), window):
+                    chunk = paths[start:start + window]
+                    list(pool.map(fetch, chunk))
+                    yield from chunk
+            finally:
+                with self._kept_lock:
+                    for path in paths:
+                        self._ahead.pop(path, None)
 
     def read_bytes(self, path: str) -> bytes:
+        if self._ahead:
+            with self._kept_lock:
+                ahead = self._ahead.pop(path, None)
+            if ahead is not None:
+                return ahead
+        kept = self._kept
+        if kept is not None and _IMMUTABLE_NAME.match(basename(path)):
+            with self._kept_lock:
+                data = kept.get(path)
+            if data is None:
+                data = self._read_bytes(path)
+                with self._kept_lock:
+                    if self._kept_budget >= len(data):
+                        kept[path] = data
+                        self._kept_budget -= len(data)
+            return data
+        return self._read_bytes(path)
+
+    def _read_bytes(self, path: str) -> bytes:
         if self.is_local:
+            self._note(RequestKind.GET)
             with open(self._raw(path), "rb") as f:
                 return f.read()
         raw = self._raw(path)
         try:
-            return bytes(self._call(lambda: self.fs.cat_file(raw)))
+            return bytes(self._call(lambda: self.fs.cat_file(raw), RequestKind.GET))
         except FileNotFoundError:
             raise
         except OSError as e:
@@ -377,6 +554,7 @@ class FileIO:
         payload = data.encode("utf-8") if isinstance(data, str) else data
         if self.is_local:
             raw = self._raw(path)
+            self._note(RequestKind.PUT)
             tmp = _write_temp_beside(raw, payload)
             try:
                 os.link(tmp, raw)
@@ -385,12 +563,12 @@ class FileIO:
             return
         raw = self._raw(path)
         if self.store is Store.HDFS:
-            self._call(lambda: self._hdfs_create(path, raw, payload))
+            self._call(lambda: self._hdfs_create(path, raw, payload), RequestKind.PUT)
             return
         if self.exists(path):  # a file, or a directory (prefix) of that name
             raise FileExistsError(path)
         try:
-            self._call(lambda: self.fs.pipe_file(raw, payload, mode="create"))
+            self._call(lambda: self.fs.pipe_file(raw, payload, mode="create"), RequestKind.PUT)
         except FileExistsError:
             raise FileExistsError(path) from None
         except Exception as e:  # botocore PreconditionFailed surfaces as OSError/ClientError
@@ -422,10 +600,11 @@ class FileIO:
         payload = data.encode("utf-8") if isinstance(data, str) else data
         if self.is_local:
             raw = self._raw(path)
+            self._note(RequestKind.PUT)
             os.replace(_write_temp_beside(raw, payload), raw)
             return
         raw = self._raw(path)
-        self._call(lambda: self.fs.pipe_file(raw, payload))
+        self._call(lambda: self.fs.pipe_file(raw, payload), RequestKind.PUT)
         self._invalidate(raw)
 
     def copy_new(self, src: str, dst: str) -> None:
@@ -445,6 +624,7 @@ class FileIO:
         """
         if self.is_local:
             raw_src, raw_dst = self._raw(src), self._raw(dst)
+            self._note(RequestKind.COPY)
             if not os.path.isdir(raw_src):
                 try:
                     os.link(raw_src, raw_dst)
@@ -466,7 +646,7 @@ class FileIO:
         if self.store is Store.HDFS:
             fs: Any = self.fs
             raw_src, raw_dst = self._raw(src), self._raw(dst)
-            done = self._call(lambda: fs._call("RENAME", "put", raw_src, destination=raw_dst).json())
+            done = self._call(lambda: fs._call("RENAME", "put", raw_src, destination=raw_dst).json(), RequestKind.COPY)
             if not done.get("boolean"):
                 if self.exists(dst):
                     raise FileExistsError(dst)
@@ -474,7 +654,7 @@ class FileIO:
             return
         status = self.stat(src)
         if status.is_dir:
-            self._call(lambda: self.fs.mv(self._raw(src), self._raw(dst), recursive=True))
+            self._call(lambda: self.fs.mv(self._raw(src), self._raw(dst), recursive=True), RequestKind.COPY)
             self._invalidate(self._raw(src))
             self._invalidate(self._raw(dst))
             return
@@ -489,7 +669,7 @@ class FileIO:
             os.makedirs(self._raw(path), exist_ok=True)
         elif self.store is Store.HDFS:
             raw = self._raw(path)
-            self._call(lambda: self.fs.makedirs(raw, exist_ok=True))
+            self._call(lambda: self.fs.makedirs(raw, exist_ok=True), RequestKind.PUT)
 
     def _invalidate(self, raw: str) -> None:
         try:
@@ -498,9 +678,15 @@ class FileIO:
             pass
 
     # -- deleting ----------------------------------------------------------------------
-    def delete_files(self, paths: Iterable[str]) -> list[DeleteResult]:
+    def delete_files(self, paths: Iterable[str], *, tell_missing: bool = True) -> list[DeleteResult]:
         """Delete regular files, never directories. One result per input path, in input
         order: deleted, already missing, or failed (with the error).
+
+        ``tell_missing=False`` (plan execution) skips the parent listings on S3/OSS, the only
+        stores that need them to tell missing from deleted: a key already gone is then reported
+        deleted (DeleteObjects answers so). Nothing else changes: a DeleteObjects of ``a/b``
+        never removes the objects below ``a/b/``, so no directory can be deleted as a file, and
+        the listings were most of an expiration's requests (docs/storage.md, "Request cost").
 
         Remote stores: one listing per parent directory tells missing files and directories
         apart (S3 reports absent keys as deleted), then the deletes: S3/OSS DeleteObjects in
@@ -511,21 +697,29 @@ class FileIO:
         paths = list(paths)
         if self.is_local:
             return [self._delete_local(p) for p in paths]
-        return self._delete_remote(paths)
+        return self._delete_remote(paths, tell_missing or not self.bulk_deletes)
+
+    @property
+    def bulk_deletes(self) -> bool:
+        """Whether this store deletes up to 1000 keys a request (S3, OSS: DeleteObjects)."""
+        return hasattr(self.fs, "call_s3") and not self.is_local
 
     def _delete_local(self, path: str) -> DeleteResult:
+        """One ``unlink``: it never removes a directory (Linux answers EISDIR, POSIX EPERM), so
+        the directory check runs only when the unlink is refused, not as a stat per file."""
         raw = self._raw(path)
+        self._note(RequestKind.DELETE)
         try:
-            if os.path.isdir(raw) and not os.path.islink(raw):
-                return DeleteResult(path, DeleteOutcome.FAILED, "is a directory: never deleted")
             os.unlink(raw)
             return DeleteResult(path, DeleteOutcome.DELETED)
         except FileNotFoundError:
             return DeleteResult(path, DeleteOutcome.MISSING)
         except OSError as e:
+            if os.path.isdir(raw) and not os.path.islink(raw):
+                return DeleteResult(path, DeleteOutcome.FAILED, "is a directory: never deleted")
             return DeleteResult(path, DeleteOutcome.FAILED, f"{type(e).__name__}: {e}")
 
-    def _delete_remote(self, paths: list[str]) -> list[DeleteResult]:
+    def _delete_remote(self, paths: list[str], tell_missing: bool = True) -> list[DeleteResult]:
         decided: dict[str, DeleteResult] = {}
         by_dir: dict[str, list[str]] = defaultdict(list)
         buckets = self.store is not Store.HDFS
@@ -542,6 +736,9 @@ class FileIO:
         for directory, members in by_dir.items():
             files: set[str] | None
             dirs: set[str] = set()
+            if not tell_missing:
+                to_delete.extend(members)
+                continue
             try:
                 files = set()
                 for status in self.list_dir(directory):
@@ -565,6 +762,8 @@ class FileIO:
         """Delete exactly these keys (files or directory markers), at most 1000, any buckets."""
         if not batch:
             return []
+        if self.store is Store.GCS and len(batch) > 1 and getattr(self.fs, "on_google", False):
+            return self._gcs_batch_delete(batch)
         if not hasattr(self.fs, "call_s3"):  # no bulk delete: one request per file, in parallel
             if len(batch) == 1:
                 return [self._delete_one(batch[0])]
@@ -579,6 +778,33 @@ class FileIO:
             results.extend(self._delete_objects(bucket, keys))
         return results
 
+    def _gcs_batch_delete(self, batch: list[str]) -> list[DeleteResult]:
+        """GCS: the JSON API's batch endpoint, ``GCS_BATCH_MAX`` deletes a request (gcsfs
+        ``_rm_files``, which retries its own transient sub-requests). gcsfs names only the deleted
+        objects, so every object the batch did not confirm goes through :meth:`_delete_one`
+        (retried, and telling missing from failed): the counts stay exact. Only against Google
+        (``on_google``), as gcsfs's own ``rm`` does: emulators (fake-gcs-server) answer its batch
+        sub-requests with 400, which would cost a wasted request before the per-file path."""
+        from fsspec.asyn import sync
+
+        fs: Any = self.fs
+        confirmed: set[str] = set()
+        for start in range(0, len(batch), GCS_BATCH_MAX):
+            chunk = [self._raw(p) for p in batch[start:start + GCS_BATCH_MAX]]
+            try:
+                answers = self._call(lambda chunk=chunk: sync(fs.loop, fs._rm_files, chunk))  # type: ignore[misc]
+            except Exception:  # the batch request failed as a whole: per file below
+                answers = []
+            confirmed.update(a for a in answers if isinstance(a, str))
+            for raw in chunk:
+                self._invalidate(raw)
+        results = {p: DeleteResult(p, DeleteOutcome.DELETED) for p in batch if self._raw(p) in confirmed}
+        rest = [p for p in batch if p not in results]
+        if rest:
+            with ThreadPoolExecutor(max_workers=min(PARALLEL_DELETES, len(rest))) as pool:
+                results.update(zip(rest, pool.map(self._delete_one, rest), strict=True))
+        return [results[p] for p in batch]
+
     def _delete_objects(self, bucket: str, keys: Mapping[str, str]) -> list[DeleteResult]:
         """S3 DeleteObjects for ``keys`` (key -> path), retrying only keys that failed
         transiently (a failed request: all of them; ``SlowDown``/``InternalError`` per key: those
@@ -590,6 +816,7 @@ class FileIO:
         attempt = 0
         while pending:
             try:
+                self._note(RequestKind.BULK_DELETE)
                 response = self.fs.call_s3(
                     "delete_objects", Bucket=bucket,
                     Delete={"Objects": [{"Key": k} for k in pending], "Quiet": False},
@@ -631,6 +858,7 @@ class FileIO:
 
     def _remove(self, raw: str) -> bool:
         """One single-file delete request; False when the store says the file was not there."""
+        self._note(RequestKind.DELETE)
         if self.store is Store.HDFS:
             fs: Any = self.fs
             return bool(fs._call("DELETE", method="delete", path=raw, recursive="false").json().get("boolean"))
@@ -667,7 +895,7 @@ class FileIO:
         """Every object below ``path`` on an object store, directory markers included."""
         raw = self._raw(path).rstrip("/")
         try:
-            found = self._call(lambda: self.fs.find(raw, detail=True))
+            found = self._call(lambda: self.fs.find(raw, detail=True), RequestKind.LIST)
         except FileNotFoundError:
             return []
         out = []
@@ -687,6 +915,7 @@ class FileIO:
         marker object (``dir/``, written by pyarrow/pypaimon ``mkdirs``) counts as an empty
         directory and the marker is deleted; a prefix with any other object is left alone."""
         if self.is_local:
+            self._note(RequestKind.DELETE)
             try:
                 os.rmdir(self._raw(path))
                 return True
@@ -700,8 +929,15 @@ class FileIO:
             except Exception:
                 return False
         marker = self._raw(path).rstrip("/") + "/"
-        keys = self._keys_under(path)
-        if [self._raw(k) for k in keys] != [marker]:
+        if self.bulk_deletes:  # one bounded LIST page (2 keys) tells "only the marker", not a full listing
+            bucket, _, prefix = marker.lstrip("/").partition("/")
+            fs: Any = self.fs
+            page = self._call(lambda: fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=2),
+                              RequestKind.LIST)
+            keys = [self._uri(f"{bucket}/{item['Key']}") for item in page.get("Contents", [])]
+        else:
+            keys = self._keys_under(path)
+        if [self._raw(k).lstrip("/") for k in keys] != [marker.lstrip("/")]:
             return False
         return self._bulk_delete(keys)[0].outcome == DeleteOutcome.DELETED
 
@@ -714,7 +950,7 @@ class FileIO:
             return
         if self.store is Store.HDFS:
             raw = self._raw(path)
-            self._call(lambda: self.fs.rm(raw, recursive=True))
+            self._call(lambda: self.fs.rm(raw, recursive=True), RequestKind.DELETE)
             return
         keys = self._keys_under(path)
         failed: list[DeleteResult] = []

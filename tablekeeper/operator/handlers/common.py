@@ -63,7 +63,7 @@ def only_own_changes(diff: Iterable[Any] | None) -> bool:
     return True
 
 
-def finish(outcome: status.Outcome, *, body: kopf.Body, patch: kopf.Patch) -> None:
+def finish(outcome: status.Outcome, *, body: Mapping[str, Any], patch: kopf.Patch) -> None:
     """Record ``outcome``: status patch (only changes), labels, Events; then raise its failure."""
     current = body.get("status") or {}
     for key, value in status.render(current, outcome).items():
@@ -71,8 +71,9 @@ def finish(outcome: status.Outcome, *, body: kopf.Body, patch: kopf.Patch) -> No
     labels = (body.get("metadata") or {}).get("labels") or {}
     for key, value in status.label_changes(labels, outcome.labels).items():
         patch.metadata.labels[key] = value
+    about = body if isinstance(body, kopf.Body) else kopf.Body(dict(body))  # type: ignore[arg-type]
     for event in outcome.events:
-        kopf.event(body, type=event.type, reason=event.reason, message=event.message[:1024])
+        kopf.event(about, type=event.type, reason=event.reason, message=event.message[:1024])
     if outcome.failure is not None:
         raise errors.to_kopf(outcome.failure, outcome.delay)
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
 
-from tablekeeper.operator import markers, objects
+from tablekeeper.operator import kopfcompat, markers, objects
 from tablekeeper.operator.handlers.common import (
     finish,
     mode_change,
@@ -24,13 +25,15 @@ _DELETE = {"PaimonTag": objects.delete_tag, "PaimonBranch": objects.delete_branc
 _CHECK_STEP = {"PaimonTag": "tag/check", "PaimonBranch": "branch/check"}  # test seams (Runtime.step)
 
 
-async def on_change(rt: Runtime, kind: str, phase: objects.Phase, *, body: kopf.Body, patch: kopf.Patch,
-                    retry: int, diff: Any = None, **kwargs: Any) -> None:
-    """create/update/resume, one step (``resolve`` or ``apply``)."""
+async def on_change(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, retry: int, diff: Any = None,
+                    **kwargs: Any) -> None:
+    """create/update/resume: ``resolve``; when it heads to a storage change, write ownership,
+    finalizer and labels ahead (objects.write_ahead), then ``apply``; Kopf writes the outcome
+    with its own bookkeeping in one status PATCH."""
     if only_own_changes(diff):
         return
-    outcome = await _RECONCILE[kind](rt, view_of(rt, kwargs), obj_of(kind, body), phase=phase, retry=retry)
-    finish(outcome, body=body, patch=patch)
+    outcome, current = await _reconcile(rt, kind, body, "resolve", retry, kwargs)
+    finish(outcome, body=current, patch=patch)
 
 
 async def on_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, stopped: Any,
@@ -41,9 +44,31 @@ async def on_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch
     if stop_if_gone(view, obj, stopped, rt) or obj.deleting:
         return
     await rt.step(_CHECK_STEP[kind], obj.ref)
-    outcome = await _RECONCILE[kind](rt, view, obj, phase="check", retry=None)
+    outcome, current = await _reconcile(rt, kind, body, "check", None, kwargs)
     outcome.failure = None  # the timer's interval is the retry
-    finish(outcome, body=body, patch=patch)
+    finish(outcome, body=current, patch=patch)
+
+
+async def _reconcile(rt: Runtime, kind: str, body: kopf.Body, phase: objects.Phase, retry: int | None,
+                     kwargs: dict[str, Any]) -> tuple[Any, Mapping[str, Any]]:
+    """One pass in ``phase``; an outcome heading to a storage change is written ahead and the
+    change applied in the same pass. Returns the outcome and the object as it is now."""
+    view = view_of(rt, kwargs)
+    obj = obj_of(kind, body)
+    outcome = await _RECONCILE[kind](rt, view, obj, phase=phase, retry=retry)
+    current: Mapping[str, Any] = body
+    if objects.heads_to_change(outcome):
+        try:
+            fresh = await objects.write_ahead(rt, obj, outcome)
+        except kopfcompat.Conflict as e:  # changed meanwhile: redo the pass on the new version
+            raise kopf.TemporaryError(f"the object changed while its ownership was recorded: {e}",
+                                      delay=rt.config.retry_delay(1)) from e
+        except Exception as e:  # not written (timeout, API error): soon again, not Kopf's 60 s default
+            raise kopf.TemporaryError(f"recording ownership failed: {e!r}", delay=rt.config.retry_delay(1)) from e
+        current = {**body, "metadata": {**body.get("metadata", {}), **fresh.get("metadata", {})},
+                   "status": fresh.get("status") or {}}
+        outcome = await _RECONCILE[kind](rt, view, obj_of(kind, current), phase="apply", retry=retry)
+    return outcome, current
 
 
 async def on_delete(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, retry: int,

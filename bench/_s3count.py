@@ -1,0 +1,163 @@
+"""A counting HTTP proxy on loopback in front of an S3 server (moto), with injected latency.
+
+The server side of the request count: every request that reaches the store is classified by
+kind (LIST page, GET, HEAD, PUT, bulk DELETE, single DELETE, COPY), whoever sent it (tablekeeper's
+s3fs client, pyarrow's S3 client inside pypaimon's commit, Spark executors), so the benchmark's
+figure does not depend on tablekeeper's own counting. It also records what a minimal client
+needs: the distinct keys read and written and the distinct LIST pages (prefix + continuation).
+``latency_s`` is slept before each request is forwarded (the proxy is threaded, so concurrent
+requests wait concurrently, as against a real store).
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlsplit
+
+__all__ = ["Counts", "counting_proxy", "classify"]
+
+_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
+_KEYS = re.compile(rb"<Key>")
+
+
+@dataclass
+class Counts:
+    url: str = ""
+    latency_s: float = 0.0
+    by_kind: Counter[str] = field(default_factory=Counter)
+    read_keys: set[str] = field(default_factory=set)
+    written_keys: set[str] = field(default_factory=set)
+    list_pages: set[tuple[str, str]] = field(default_factory=set)
+    deleted_keys: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reset(self) -> None:
+        with self.lock:
+            self.by_kind.clear()
+            self.read_keys.clear()
+            self.written_keys.clear()
+            self.list_pages.clear()
+            self.deleted_keys = 0
+
+    def snapshot(self) -> dict[str, int]:
+        with self.lock:
+            out = {k: v for k, v in sorted(self.by_kind.items()) if v}
+        out["total"] = sum(out.values())
+        return out
+
+
+def classify(method: str, path: str, query: str, headers: dict[str, str]) -> str:
+    """The request kind of one S3 request (path-style addressing)."""
+    has_key = "/" in path.lstrip("/")
+    params = parse_qs(query, keep_blank_values=True)
+    if method == "GET":
+        if not has_key or "list-type" in params:
+            return "list"
+        return "get"
+    if method == "HEAD":
+        return "head"
+    if method == "PUT":
+        if not has_key:
+            return "other"
+        return "copy" if "x-amz-copy-source" in {k.lower() for k in headers} else "put"
+    if method == "POST":
+        if "delete" in params:
+            return "bulk_delete"
+        return "put" if ("uploads" in params or "uploadId" in params) else "other"
+    if method == "DELETE":
+        return "delete" if has_key and "uploadId" not in params else "other"
+    return "other"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet
+        pass
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        parts = urlsplit(self.path)
+        kind = classify(self.command, parts.path, parts.query or "", dict(self.headers.items()))
+        key = unquote(parts.path.lstrip("/"))
+        counts = self.server.counts
+        with counts.lock:
+            counts.by_kind[kind] += 1
+            if kind == "get":
+                counts.read_keys.add(key)
+            elif kind == "put":
+                counts.written_keys.add(key)
+            elif kind == "list":
+                params = parse_qs(parts.query or "", keep_blank_values=True)
+                page = (f"{key}?prefix={params.get('prefix', [''])[0]}&delimiter={params.get('delimiter', [''])[0]}",
+                        params.get("continuation-token", params.get("start-after", params.get("marker", [""])))[0])
+                counts.list_pages.add(page)
+            elif kind == "bulk_delete":
+                counts.deleted_keys += len(_KEYS.findall(body))
+        if counts.latency_s > 0:
+            time.sleep(counts.latency_s)
+        status, headers, payload = self._forward(body)
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        if self.command != "HEAD":  # a HEAD's Content-Length is the object's size: passed through
+            self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    def _forward(self, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        host, port = self.server.upstream
+        conn = http.client.HTTPConnection(host, port, timeout=300)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP and k.lower() != "content-length"}
+        headers["Content-Length"] = str(len(body))
+        try:
+            conn.request(self.command, self.path, body=body if body or self.command in ("PUT", "POST") else None,
+                         headers=headers)
+            response = conn.getresponse()
+            payload = response.read()
+            out = {k: v for k, v in response.getheaders() if k.lower() not in _HOP
+                   and (k.lower() != "content-length" or self.command == "HEAD")}
+            return response.status, out, payload
+        finally:
+            conn.close()
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, upstream: tuple[str, int], counts: Counts) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.upstream = upstream
+        self.counts = counts
+
+
+@contextmanager
+def counting_proxy(upstream_url: str, latency_s: float = 0.0) -> Iterator[Counts]:
+    """A proxy on ``127.0.0.1:<free port>`` forwarding to ``upstream_url``; stopped on exit.
+    Change ``counts.latency_s`` at any time."""
+    parts = urlsplit(upstream_url)
+    counts = Counts(latency_s=latency_s)
+    server = _Server((parts.hostname or "127.0.0.1", parts.port or 80), counts)
+    counts.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, name="count-proxy", daemon=True)
+    thread.start()
+    try:
+        yield counts
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
