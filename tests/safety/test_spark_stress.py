@@ -1,4 +1,4 @@
-"""Stress beside a live writer on the Spark engine (issue #12), local warehouse, bounded in time.
+"""Stress beside a live writer on the Spark engine (issue #12), local and on S3 (moto), bounded in time.
 
 The pypaimon writer of tests/safety/test_stress.py commits appends, partition overwrites and
 tags (its own model of the data) while this thread loops over ``expire`` and ``clean-orphans``
@@ -11,6 +11,8 @@ what the writer's model says."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -39,24 +41,23 @@ WRITER_SECONDS = 10.0
 RETAIN = {"retain_min": 3, "time_retained": "0 ms", "expire_limit": 1000}
 
 
-def _maintain_once(wh: str, spark: Any) -> list[str]:
+def _maintain_once(wh: str, spark: Any, options: Mapping[str, str] | None = None) -> list[str]:
     """One round: expire, then orphan cleanup, both on Spark. Returns the runs' notes."""
     notes: list[str] = []
     for operation, extra in (("expire", RETAIN), ("clean-orphans", {})):
-        request: job_request.JobRequest = spark_request(wh, operation, parallelism=2, **extra)
+        request: job_request.JobRequest = spark_request(wh, operation, parallelism=2, options=dict(options or {}),
+                                                        **extra)
         result = dispatch.run(request, engine="spark", spark=spark)
         assert result.engine == "spark" and result.failed_count == 0, result.failure_sample
         notes.extend(result.notes)
     return notes
 
 
-@pytest.mark.timeout(1800)  # a kill mid-job breaks the shared Spark session for every later test
-def test_spark_stress_local(spark: Any, tmp_path: Any) -> None:
-    wh = str(tmp_path / "wh")
-    append_table(wh)
-    writer = Writer(wh, None)
+def _spark_stress(wh: str, options: Mapping[str, str] | None, backdate: Callable[[], None], spark: Any) -> None:
+    append_table(wh, catalog_options=options)
+    writer = Writer(wh, options)
     writer.seed()
-    backdate_tree(table_root(wh), 3 * 86400)
+    backdate()
     writer.start()
     started = time.monotonic()
     deadline, hard_deadline = started + WRITER_SECONDS, started + 10 * WRITER_SECONDS
@@ -67,7 +68,7 @@ def test_spark_stress_local(spark: Any, tmp_path: Any) -> None:
         while writer.error is None and time.monotonic() < hard_deadline and (
                 time.monotonic() < deadline or writer.commits < 5 or rounds < 1):
             try:
-                _maintain_once(wh, spark)
+                _maintain_once(wh, spark, options)
                 rounds += 1
             except errors.TablekeeperError as e:
                 assert e.fix and not isinstance(e, errors.TableLockedError), e
@@ -76,12 +77,30 @@ def test_spark_stress_local(spark: Any, tmp_path: Any) -> None:
         writer.stop.set()
         writer.join(timeout=60)
     assert writer.error is None, repr(writer.error)
-    _maintain_once(wh, spark)  # once more on the final state
+    _maintain_once(wh, spark, options)  # once more on the final state
     assert rounds >= 1 and writer.commits >= 5, (rounds, writer.commits, refused)
-    assert not missing_required(wh, IDENT)
-    views(wh, IDENT)  # every snapshot, tag and branch head reads
-    latest = reload(wh)
+    assert not missing_required(wh, IDENT, options)
+    views(wh, IDENT, options)  # every snapshot, tag and branch head reads
+    latest = reload(wh, catalog_options=options)
     assert read_rows(latest) == _expected(writer.model)
     for name, model in writer.tagged.items():
         assert read_rows(latest, {"scan.tag-name": name}) == _expected(model), name
-    assert len(handle(wh).snapshot_ids()) == 3  # the last round expired down to the retention
+    assert len(handle(wh, options=options).snapshot_ids()) == 3  # the last round expired down to the retention
+
+
+@pytest.mark.timeout(1800)  # a kill mid-job breaks the shared Spark session for every later test
+def test_spark_stress_local(spark: Any, tmp_path: Any) -> None:
+    wh = str(tmp_path / "wh")
+    _spark_stress(wh, None, lambda: backdate_tree(table_root(wh), 3 * 86400), spark)
+
+
+@pytest.mark.s3
+@pytest.mark.timeout(1800)
+def test_spark_stress_s3(spark: Any, s3: Any, s3_bucket: str, s3_warehouse: str, s3_options: dict[str, str]) -> None:
+    from tests.support.s3 import backdate
+
+    def old() -> None:
+        for key in s3.find(f"{s3_bucket}/"):
+            backdate(s3_bucket, key.split("/", 1)[1], timedelta(days=3))
+
+    _spark_stress(s3_warehouse, s3_options, old, spark)
