@@ -13,6 +13,20 @@ from tests.javapaimon import warehouse as W
 from tests.support import javapaimon as J
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``newest_paimon`` are judged on the newest Paimon only (to bound the tier's
+    time): their older-version instances are deselected at collection, never skipped."""
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        version = callspec.params.get("java") if callspec is not None else None
+        older = version is not None and version != J.VERSIONS[0]
+        (drop if older and item.get_closest_marker("newest_paimon") else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture(scope="session", params=J.VERSIONS, ids=lambda v: f"paimon-{v}")
 def java(request: pytest.FixtureRequest) -> Iterator[J.JavaPaimon]:
     version: str = request.param

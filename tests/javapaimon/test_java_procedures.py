@@ -13,13 +13,9 @@ from tests.javapaimon import judge
 from tests.javapaimon import warehouse as W
 from tests.support import javapaimon as J
 
-pytestmark = [pytest.mark.javapaimon, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.javapaimon, pytest.mark.newest_paimon, pytest.mark.timeout(1200)]
 
 
-@pytest.fixture(autouse=True)
-def _newest_only(java: J.JavaPaimon) -> None:
-    if java.version != J.VERSIONS[0]:
-        pytest.skip(f"judged on the newest Paimon ({J.VERSIONS[0]}) only, to bound the tier's time")
 
 
 def _java_procedures(java: J.JavaPaimon, wh: str) -> None:
