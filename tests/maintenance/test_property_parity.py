@@ -216,9 +216,17 @@ def tree(storage: Storage) -> set[str]:
     """Relative names of everything in the warehouse: files and directories (``name/``) locally,
     object keys on S3 (directory markers excluded: S3 has no directories)."""
     if storage.fs is None:
-        return set(dir_listing(storage.warehouse))
+        # The Spark job holds the table lease and writes its intent under ``.tablekeeper/`` as the
+        # CLI does (copy A's bare planners do not): the empty directories left there are not
+        # compared; a file left there (a lease not released, an intent not removed) still is.
+        return _without_bookkeeping_dirs(set(dir_listing(storage.warehouse)))
     prefix = storage.warehouse.removeprefix("s3://")
     return {k[len(prefix) + 1:] for k in objects(storage.fs, storage.warehouse) if not k.endswith("/")}
+
+
+def _without_bookkeeping_dirs(names: set[str]) -> set[str]:
+    """``names`` without the directories of tablekeeper's own ``.tablekeeper/`` (lease, intents)."""
+    return {n for n in names if not (n.endswith("/") and "/.tablekeeper/" in f"/{n}")}
 
 
 def relative(paths: list[str], storage: Storage) -> list[str]:
