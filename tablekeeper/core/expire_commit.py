@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
 from tablekeeper.core import commit_point, decisions, errors, execution, expire, expire_evaluation, lease, plans, seams
@@ -169,7 +169,7 @@ class Expiration(Generic[P]):
     result: execution.ExecutionResult
 
 
-def unpublishing(decision: decisions.ExpirationDecision) -> tuple[plans.Step, ...]:
+def unpublishing(decision: decisions.ExpirationDecision) -> tuple[plans.DeleteStep, ...]:
     """The steps of ``decision``'s tail that delete the expiring snapshot or changelog files."""
     kinds = (plans.FileKind.SNAPSHOT, plans.FileKind.CHANGELOG_META)
     return tuple(s for s in decision.tail if isinstance(s, plans.DeleteStep) and s.kind in kinds)
@@ -221,6 +221,7 @@ def _expire_unpublishing(table: Table, subject: _Subject, ev: Evaluator[P]) -> E
     io = table.file_io
     what = subject.what
     saved = _read_intent(table, what)
+    unpublished: set[str] = set()  # deleted by this run's first unpublish: not deleted (and counted) twice
     notes: list[str] = []
     first: P | None = None
     done = execution.ExecutionResult()
@@ -240,6 +241,7 @@ def _expire_unpublishing(table: Table, subject: _Subject, ev: Evaluator[P]) -> E
             {"snapshots": {str(k): v.decode("utf-8") for k, v in saved.items()}}))
         seams.point("expire:intent" if what == "snapshots" else f"expire-{what}:intent")
         done = ev.run_meta(_plan_of(decided, unpublishing(decided)))
+        unpublished = {f.path for step in unpublishing(decided) for f in step.files}
         seams.point("expire:unpublished" if what == "snapshots" else f"expire-{what}:unpublished")
     else:
         notes.append(f"resuming an interrupted expiration of {what} {min(saved)}..{max(saved)}" if saved
@@ -256,8 +258,12 @@ def _expire_unpublishing(table: Table, subject: _Subject, ev: Evaluator[P]) -> E
                          f"while the {what} were being expired")
     seams.point("expire:verified" if what == "snapshots" else f"expire-{what}:verified")
     unpublish = unpublishing(again)
-    # files that became due meanwhile are unpublished before any file goes, like the others
-    result = merged(done, ev.run_meta(_plan_of(again, unpublish)))
+    # files that became due meanwhile are unpublished before any file goes, like the others (the
+    # ones this run unpublished already are left out: stores without a missing-check, S3/OSS plan
+    # deletes, would report them deleted a second time)
+    due = tuple(replace(step, files=tuple(f for f in step.files if f.path not in unpublished))
+                for step in unpublish)
+    result = merged(done, ev.run_meta(_plan_of(again, tuple(step for step in due if step.files))))
     result = merged(result, ev.delete(planned, _plan_of(again, tuple(s for s in again.tail if s not in unpublish))))
     if not result.failed:
         io.delete_files([intent_path(table, what)])
