@@ -10,14 +10,12 @@ what the writer's model says."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from tablekeeper.core import errors
 from tablekeeper.spark import dispatch, job_request
 from tests.maintenance.helpers import (
     IDENT,
@@ -31,7 +29,7 @@ from tests.maintenance.helpers import (
     table_root,
     views,
 )
-from tests.safety.test_stress import Writer, _expected
+from tests.safety.test_stress import Writer, _expected, run_beside_writer
 
 pytestmark = pytest.mark.spark
 
@@ -58,24 +56,7 @@ def _spark_stress(wh: str, options: Mapping[str, str] | None, backdate: Callable
     writer = Writer(wh, options)
     writer.seed()
     backdate()
-    writer.start()
-    started = time.monotonic()
-    deadline, hard_deadline = started + WRITER_SECONDS, started + 10 * WRITER_SECONDS
-    rounds = 0
-    refused: list[str] = []  # a round may fail closed (roots kept vanishing ...); never lose a file
-    try:
-        # As in test_stress: on until 5 commits and one round even on a loaded machine (bounded).
-        while writer.error is None and time.monotonic() < hard_deadline and (
-                time.monotonic() < deadline or writer.commits < 5 or rounds < 1):
-            try:
-                _maintain_once(wh, spark, options)
-                rounds += 1
-            except errors.TablekeeperError as e:
-                assert e.fix and not isinstance(e, errors.TableLockedError), e
-                refused.append(str(e))
-    finally:
-        writer.stop.set()
-        writer.join(timeout=60)
+    rounds, refused = run_beside_writer(writer, WRITER_SECONDS, lambda _n: _maintain_once(wh, spark, options))
     assert writer.error is None, repr(writer.error)
     _maintain_once(wh, spark, options)  # once more on the final state
     assert rounds >= 1 and writer.commits >= 5, (rounds, writer.commits, refused)

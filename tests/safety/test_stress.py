@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -134,23 +134,21 @@ def _maintain_once(wh: str, options: Mapping[str, str] | None, writer: Writer, n
                 assert "does not exist" in str(e) or "not found" in str(e).lower(), e
 
 
-def _stress(wh: str, options: Mapping[str, str] | None, backdate: Any, seconds: float) -> None:
-    append_table(wh, catalog_options=options)
-    writer = Writer(wh, options)
-    writer.seed()
-    backdate()
+def run_beside_writer(writer: Writer, seconds: float, maintain: Callable[[int], object]) -> tuple[int, list[str]]:
+    """Start ``writer`` and call ``maintain(round)`` until ``seconds`` passed and, on a loaded
+    machine, on until the writer made 5 commits and one round ended (bounded at 10x), so the
+    test judges interleavings rather than the load. Returns the rounds done and the refusals (a
+    round may fail closed, e.g. inputs kept changing; it must never lose a file)."""
     writer.start()
     started = time.monotonic()
     deadline, hard_deadline = started + seconds, started + 10 * seconds
     rounds = 0
-    refused: list[str] = []  # a round may fail closed (e.g. inputs kept changing); never lose a file
+    refused: list[str] = []
     try:
-        # Run for ``seconds``, and on a loaded machine on until the writer made 5 commits and the
-        # maintainer one round (bounded), so the test judges interleavings rather than the load.
         while writer.error is None and time.monotonic() < hard_deadline and (
                 time.monotonic() < deadline or writer.commits < 5 or rounds < 1):
             try:
-                _maintain_once(wh, options, writer, rounds)
+                maintain(rounds)
                 rounds += 1
             except errors.TablekeeperError as e:
                 assert e.fix and not isinstance(e, errors.TableLockedError), e
@@ -158,6 +156,15 @@ def _stress(wh: str, options: Mapping[str, str] | None, backdate: Any, seconds: 
     finally:
         writer.stop.set()
         writer.join(timeout=60)
+    return rounds, refused
+
+
+def _stress(wh: str, options: Mapping[str, str] | None, backdate: Any, seconds: float) -> None:
+    append_table(wh, catalog_options=options)
+    writer = Writer(wh, options)
+    writer.seed()
+    backdate()
+    rounds, refused = run_beside_writer(writer, seconds, lambda n: _maintain_once(wh, options, writer, n))
     assert writer.error is None, repr(writer.error)
     _maintain_once(wh, options, writer, rounds)  # once more on the final state
     assert rounds >= 1 and writer.commits >= 5, (rounds, writer.commits, refused)
