@@ -273,19 +273,30 @@ def _wait_for_run(rt: Runtime, obj: Obj, run: Obj, now: datetime, *, generation:
 
 
 def _gate(rt: Runtime, obj: Obj, phase: Phase) -> Outcome | None:
-    """Before a storage change: the ownership record must be in status, and the finalizer on the
-    object when deletion must delete (Kopf adds it as soon as the record is there). None = go."""
-    if phase == "resolve" or not obj.status.get("owned"):
-        return None  # the record is written first (by this step, or by the check)
-    if needs_finalizer(obj.meta, obj.spec, obj.status, default_policy=rt.config.default_deletion_policy,
-                       use_finalizers=rt.config.use_finalizers) and markers.FINALIZER not in obj.finalizers:
+    """Before a storage change in ``apply``: the ownership record must be in status, and the
+    finalizer on the object when deletion must delete. None = go (``resolve`` and ``check`` write
+    the record first when it is incomplete: :func:`_needs_record`)."""
+    if phase != "apply" or not obj.status.get("owned"):
+        return None
+    if _finalizer_missing(rt, obj):
         out = Outcome()
-        if phase == "apply":
-            out.failure = Failure(Reason.CREATING, "waiting for the finalizer before changing storage", True,
-                                  short=True)
-            out.delay = rt.config.retry_delay(1)
+        out.failure = Failure(Reason.CREATING, "waiting for the finalizer before changing storage", True, short=True)
+        out.delay = rt.config.retry_delay(1)
         return out
     return None
+
+
+def _finalizer_missing(rt: Runtime, obj: Obj) -> bool:
+    return needs_finalizer(obj.meta, obj.spec, obj.status, default_policy=rt.config.default_deletion_policy,
+                           use_finalizers=rt.config.use_finalizers) and markers.FINALIZER not in obj.finalizers
+
+
+def _needs_record(rt: Runtime, obj: Obj, phase: Phase) -> bool:
+    """Whether this pass reports ``Creating`` (the handler then writes ownership and finalizer
+    ahead and applies): always in ``resolve``; in the others when the record is not complete (a
+    status that says owned without the finalizer, e.g. written by an older operator, is completed
+    by the next check instead of waiting forever)."""
+    return phase == "resolve" or not obj.status.get("owned") or (phase == "check" and _finalizer_missing(rt, obj))
 
 
 def heads_to_change(outcome: Outcome) -> bool:
@@ -482,7 +493,7 @@ async def _reconcile_tag(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimon
         gate = _gate(rt, obj, phase)
         if gate is not None:
             return gate
-        if phase == "resolve" or not obj.status.get("owned"):
+        if _needs_record(rt, obj, phase):
             out = _base(obj, "Creating", ("Unknown", Reason.CREATING,
                                           f"tag {name!r} will be {'adopted' if isinstance(change, A.AdoptTag) else 'created'}"
                                           f" at snapshot {change.snapshot_id}"), now)
@@ -621,7 +632,7 @@ async def _reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, spec: Pai
         gate = _gate(rt, obj, phase)
         if gate is not None:
             return gate
-        if phase == "resolve" or not obj.status.get("owned"):
+        if _needs_record(rt, obj, phase):
             out = _base(obj, "Creating", ("Unknown", Reason.CREATING, f"branch {name!r} will be "
                                           f"{'adopted' if isinstance(change, A.AdoptBranch) else 'created'}"), now)
             fork = fork_tag_name(name, change.from_snapshot_id) if isinstance(change, A.CreateBranch) \

@@ -35,6 +35,7 @@ SCENARIOS: list[Scenario] = [
     test_policy_tags.test_policy_tags_become_paimon_tags_when_switched_on,  # retention policy, auto tags
     test_maintenance.test_run_now_expires_snapshots_through_a_run,  # PaimonMaintenanceRun Succeeded, counts
     test_annotations.test_paused_changes_nothing_until_resumed,
+    test_annotations.test_resume_alone_creates_without_the_periodic_check,  # the resume reaction alone
     test_annotations.test_unmanaged_detaches_and_deletion_never_touches_storage,
     test_restart.test_restart_between_resolve_and_create,  # stopped mid-reconcile, adopts, no duplicate
     test_examples.test_every_example_is_applied_and_becomes_ready,  # examples/ with the operator

@@ -10,7 +10,7 @@ import pytest
 
 from tablekeeper.core.paimon.table import open_table
 from tablekeeper.operator.main import FINALIZER
-from tests.operator.conftest import Harness, basic_objects, obj
+from tests.operator.conftest import Harness, basic_objects, fast_config, obj
 from tests.support import paimon as P
 from tests.support.k8s import eventually
 
@@ -51,6 +51,22 @@ async def test_paused_changes_nothing_until_resumed(harness: Harness, warehouse:
     await harness.wait_condition("PaimonTag", "frozen", reason="Created")
     assert tags_of(warehouse) == {"frozen": 2}
     assert harness.condition("PaimonTag", "frozen", "ReconciliationPaused") is None
+
+
+async def test_resume_alone_creates_without_the_periodic_check(harness: Harness, warehouse: Path) -> None:
+    """Regression (CI flake): the resume reaction reported ``Creating`` with ownership but no
+    finalizer, and the periodic check then waited for that finalizer forever. With the periodic
+    check held off, the resume alone must write ahead and create the tag."""
+    await harness.start(fast_config(timer_idle=3600, reconcile_interval=3600))
+    for body in basic_objects(warehouse):
+        await harness.apply(body)
+    await harness.wait_condition("PaimonTable", "orders", reason="Reconciled")
+    await harness.apply(tag("frozen", PAUSED, snapshotId=2))
+    await harness.wait_condition("PaimonTag", "frozen", reason="Paused", type_="ReconciliationPaused")
+    await harness.patch("PaimonTag", "frozen", {"metadata": {"annotations": {"tablekeeper.io/paused": None}}})
+    await harness.wait_condition("PaimonTag", "frozen", reason="Created")
+    assert tags_of(warehouse) == {"frozen": 2}
+    await eventually(lambda: finalizers(harness, "frozen") == [FINALIZER])
 
 
 async def test_deletion_is_processed_while_paused(harness: Harness, warehouse: Path) -> None:

@@ -104,6 +104,8 @@ async def on_event(rt: Runtime, kind: str, finalizer: str, *, body: kopf.Body, p
     elif change == "paused":
         on_paused(rt, kind, body=body, patch=patch)
     elif change == "resumed":
-        outcome = await _RECONCILE[kind](rt, view_of(rt, kwargs), obj_of(kind, body), phase="check", retry=None)
+        # a resumed object may head to a storage change (a tag created while paused): write it
+        # ahead and apply it now, as the periodic check would, instead of reporting "Creating"
+        outcome, current = await _reconcile(rt, kind, body, "check", None, kwargs)
         outcome.failure = None
-        finish(outcome, body=body, patch=patch)
+        finish(outcome, body=current, patch=patch)
