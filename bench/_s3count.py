@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
-__all__ = ["Counts", "counting_proxy", "classify"]
+__all__ = ["Counts", "counting_proxy", "classify", "breakdown"]
 
 _HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
 _KEYS = re.compile(rb"<Key>")
@@ -37,6 +37,8 @@ class Counts:
     written_keys: set[str] = field(default_factory=set)
     list_pages: set[tuple[str, str]] = field(default_factory=set)
     deleted_keys: int = 0
+    #: (kind, key) -> requests: every request by key (LIST: prefix and delimiter), for breakdowns
+    by_key: Counter[tuple[str, str]] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reset(self) -> None:
@@ -46,6 +48,7 @@ class Counts:
             self.written_keys.clear()
             self.list_pages.clear()
             self.deleted_keys = 0
+            self.by_key.clear()
 
     def snapshot(self) -> dict[str, int]:
         with self.lock:
@@ -93,6 +96,11 @@ class _Handler(BaseHTTPRequestHandler):
         counts = self.server.counts
         with counts.lock:
             counts.by_kind[kind] += 1
+            if kind == "list":
+                q = parse_qs(parts.query or "", keep_blank_values=True)
+                counts.by_key[(kind, f"{q.get('prefix', [''])[0]}?delimiter={q.get('delimiter', [''])[0]}")] += 1
+            else:
+                counts.by_key[(kind, key)] += 1
             if kind == "get":
                 counts.read_keys.add(key)
             elif kind == "put":
@@ -161,3 +169,38 @@ def counting_proxy(upstream_url: str, latency_s: float = 0.0) -> Iterator[Counts
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def _category(key: str) -> str:
+    """The kind of file a key names (snapshot, manifest, schema, ...), for a breakdown."""
+    parts = key.split("?")[0].rstrip("/").split("/")
+    name = parts[-1] if parts else key
+    for d in ("snapshot", "changelog", "tag", "schema", "manifest", "index", "statistics", "consumer", "branch",
+              ".tablekeeper"):
+        if d in parts[:-1] or (d == ".tablekeeper" and ".tablekeeper" in parts):
+            if d == "manifest":
+                return "manifest-list" if name.startswith("manifest-list") else \
+                    ("index-manifest" if name.startswith("index-manifest") else "manifest")
+            if d in ("snapshot", "changelog") and name in ("LATEST", "EARLIEST"):
+                return f"{d}-hint"
+            return d
+    return "data" if "bucket-" in key else "other"
+
+
+def breakdown(counts: Counts) -> list[str]:
+    """Requests by kind and file category: total, distinct keys, and the most repeated keys."""
+    with counts.lock:
+        items = dict(counts.by_key)
+    rows: dict[tuple[str, str], list[int]] = {}
+    repeated: list[tuple[int, str, str]] = []
+    for (kind, key), n in items.items():
+        row = rows.setdefault((kind, _category(key)), [0, 0])
+        row[0] += n
+        row[1] += 1
+        if n > 1:
+            repeated.append((n, kind, key))
+    out = [f"    {kind:<12} {cat:<15} requests {tot:>6}  distinct keys {dist:>6}"
+           for (kind, cat), (tot, dist) in sorted(rows.items())]
+    for n, kind, key in sorted(repeated, reverse=True)[:12]:
+        out.append(f"      x{n} {kind} {key}")
+    return out

@@ -174,6 +174,9 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--latency-ms", type=float, default=20.0, help="injected latency per request (default 20)")
     parser.add_argument("--spark", action="store_true", help="also run expire and clean-orphans with --engine spark")
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--breakdown", action="store_true",
+                        help="print each operation's requests by kind and file category, and the repeated keys")
+    parser.add_argument("--no-latency", action="store_true", help="skip the latency runs")
     args = parser.parse_args(argv)
     workdir = args.workdir or tempfile.mkdtemp(prefix="tk-bench-s3-")
     try:
@@ -222,7 +225,11 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
                       f"{fmt_kinds(minimum.as_dict()):<40} {ratio:.2f}x "
                       f"({'goal met' if ratio <= GOAL_VS_MINIMUM else f'goal {GOAL_VS_MINIMUM}x missed'}); "
                       f"{out.get('total_files', 0)} files deleted")
+                if args.breakdown:
+                    print("\n".join(_s3count.breakdown(counts)))
         latency_s = args.latency_ms / 1000.0
+        if args.no_latency:
+            return results
         engines = ["local", "spark"] if args.spark else ["local"]
         print(f"\nwith {args.latency_ms:g} ms per request (fresh copy each):")
         for name, cli_args in (ops[3], ops[0]):

@@ -226,17 +226,22 @@ def _expire_unpublishing(table: Table, subject: _Subject, ev: Evaluator[P]) -> E
     first: P | None = None
     done = execution.ExecutionResult()
     if saved is None:
-        decided = subject.decide(table)
+        # one decision is one view of the table (FileIO.one_view): its snapshots, tags, schemas and
+        # hints are read once, and the intent saves the very bytes the decision read
+        with io.one_view():
+            decided = subject.decide(table)
+            if decided.expiring_ids:
+                first = ev.evaluate(table, decided)
+                saved = {}
+                for sid in decided.expiring_ids:
+                    try:
+                        saved[sid] = io.read_bytes(subject.path(table, sid))
+                    except FileNotFoundError:
+                        continue  # expired by someone else meanwhile
         if not decided.expiring_ids:  # nothing expires (at most a hint to write): nothing to verify
             planned = ev.evaluate(table, decided)
             return Expiration(decided, planned, (), ev.delete(planned, decided.tail_plan()))
-        first = ev.evaluate(table, decided)
-        saved = {}
-        for sid in decided.expiring_ids:
-            try:
-                saved[sid] = io.read_bytes(subject.path(table, sid))
-            except FileNotFoundError:
-                continue  # expired by someone else meanwhile
+        assert saved is not None
         io.write_new(intent_path(table, what), json.dumps(
             {"snapshots": {str(k): v.decode("utf-8") for k, v in saved.items()}}))
         seams.point("expire:intent" if what == "snapshots" else f"expire-{what}:intent")
@@ -248,9 +253,11 @@ def _expire_unpublishing(table: Table, subject: _Subject, ev: Evaluator[P]) -> E
                      else f"resuming an interrupted expiration of {what}")
     # verify: decide again with the saved files standing in for the unpublished ones
     view = subject.view(table, saved)
-    again = subject.decide(view)
+    with io.one_view():  # a view of its own: the table as it is now, each file read once
+        again = subject.decide(view)
     notes.extend(_republish(table, subject, saved, set(again.expiring_ids), resuming=first is None))
-    planned = ev.evaluate(view, again)
+    with io.one_view():
+        planned = ev.evaluate(view, again)
     if first is not None:
         planned, kept = ev.agree(first, planned)
         if kept:

@@ -69,16 +69,23 @@ def delete_tag(table: Table, name: str, *, force: bool = False, run: Runner | No
         (a fork tag, unless ``force``), IncompleteProtectionSetError (a root could not be read:
         nothing is deleted after the tag file).
     """
-    runner: Runner = run or (lambda p: execution.execute(p, table.file_io))
+    with table.file_io.immutable_reads():  # the verify plan reuses the manifests the first plan read
+        return _delete_tag(table, name, force, run or (lambda p: execution.execute(p, table.file_io)))
+
+
+def _delete_tag(table: Table, name: str, force: bool, runner: Runner) -> TagDeletion:
     io = table.file_io
     notes: list[str] = []
     saved = _saved(table, name)
     if table.tag_exists(name):
-        first = tags.plan_delete_tag(table, name, force=force)
+        # one plan is one view (FileIO.one_view): each tag, snapshot and hint read once, and the
+        # intent saves the very bytes of the tag the plan read
+        with io.one_view():
+            first = tags.plan_delete_tag(table, name, force=force)
+            raw = io.read_bytes(table.tag_path(name))
         data_files = [f for f in first.files if f.kind != plans.FileKind.TAG]
         if not data_files and saved is None:  # only the tag file goes: nothing to verify
             return TagDeletion(first, first, runner(first), first.notes)
-        raw = io.read_bytes(table.tag_path(name))
         tag = Tag.from_json(name, raw)
         if saved is not None and saved.snapshot.identity() != tag.snapshot.identity():
             raise errors.ConcurrentModificationError(
@@ -103,7 +110,8 @@ def delete_tag(table: Table, name: str, *, force: bool = False, run: Runner | No
         table.tag(name)  # raises TagNotFoundError with its fix
         raise AssertionError("unreachable")
     # verify: re-plan against the roots as they are now; delete what both plans agree on
-    again = tags.plan_tag_cleanup(table, tag)
+    with io.one_view():  # a view of its own: the roots as they are now, each read once
+        again = tags.plan_tag_cleanup(table, tag)
     if first.steps and not saved:
         agreed = {f.path for f in first.files} & {f.path for f in again.files}
         kept = [f for f in first.files if f.kind != plans.FileKind.TAG and f.path not in agreed]

@@ -17,6 +17,7 @@ native ``RENAME``. GCS, Azure and HDFS delete one file per request, in parallel.
 from __future__ import annotations
 
 import enum
+import functools
 import os
 import re
 import shutil
@@ -29,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar, cast
 
 import fsspec
 
@@ -43,6 +44,22 @@ from tablekeeper.core.storage.stores import SCHEMES, Connection, Store, connect,
 __all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult", "FileIO", "PARALLEL_DELETES"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _changes_view(method: Callable[Concatenate[FileIO, P], R]) -> Callable[Concatenate[FileIO, P], R]:
+    """A write, rename or delete: the answers of an active :meth:`FileIO.one_view` may be stale
+    once it starts (and again once it is done: an existence check inside it was answered before)."""
+    @functools.wraps(method)
+    def changing(self: FileIO, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        self._view_changed()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._view_changed()
+
+    return changing
 
 #: Concurrent single-file deletes on stores without a bulk delete (GCS, Azure, HDFS).
 PARALLEL_DELETES = 16
@@ -187,6 +204,8 @@ class FileIO:
         #: bytes fetched ahead by :meth:`read_ahead`, handed out (once) by :meth:`read_bytes`
         self._ahead: dict[str, bytes] = {}
         self._kept_lock = threading.Lock()
+        #: while :meth:`one_view` is active: ("get" | "list" | "exists" | "is_dir", path) -> answer
+        self._view: dict[tuple[str, str], Any] | None = None
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -336,6 +355,11 @@ class FileIO:
 
     def list_dir(self, path: str) -> list[FileStatus]:
         """Entries of one directory (files and sub-directories); [] when it does not exist."""
+        if self._view is not None:
+            return list(self._viewed("list", path.rstrip("/"), lambda: self._list_dir(path)))
+        return self._list_dir(path)
+
+    def _list_dir(self, path: str) -> list[FileStatus]:
         if self.is_local:
             self._note(RequestKind.LIST)
             out = []
@@ -440,6 +464,18 @@ class FileIO:
         return FileStatus(self._uri(raw.rstrip("/")), status.size, status.mtime_ms, status.is_dir)
 
     def exists(self, path: str) -> bool:
+        if self._view is not None:
+            listed = self._in_listed_parent(path)
+            if listed is not None:
+                return listed
+            with self._kept_lock:
+                read = self._view.get(("get", path)) if self._view is not None else None
+            if read is not None:
+                return not isinstance(read, FileNotFoundError)
+            return self._viewed("exists", path, lambda: self._exists(path))
+        return self._exists(path)
+
+    def _exists(self, path: str) -> bool:
         if self.is_local:
             self._note(RequestKind.HEAD)
             return os.path.exists(self._raw(path))
@@ -447,6 +483,11 @@ class FileIO:
         return bool(self._call(lambda: self.fs.exists(raw), RequestKind.HEAD))
 
     def is_dir(self, path: str) -> bool:
+        if self._view is not None:
+            return self._viewed("is_dir", path, lambda: self._is_dir(path))
+        return self._is_dir(path)
+
+    def _is_dir(self, path: str) -> bool:
         if self.is_local:
             self._note(RequestKind.HEAD)
             return os.path.isdir(self._raw(path))
@@ -469,6 +510,72 @@ class FileIO:
             yield
         finally:
             self._kept = None
+
+    @contextmanager
+    def one_view(self) -> Iterator[None]:
+        """Within the block, each file is read, each directory listed and each existence asked
+        at most once: a repeat gets the first answer (a missing file stays missing), and an
+        existence a listing of the parent already answered costs no request. For one *decision*
+        (an expiration's range and roots, a tag deletion's plan): a decision looks at the table
+        as at one moment anyway, so reading the same snapshot, tag, schema or hint again inside
+        it buys no safety, only requests (the expiration used to GET each expiring snapshot and
+        every tag four times). The phases that must see the table as it is *now* (the verify
+        plans of core/expire_commit.py and core/tag_deletion.py) open a view of their own. Any
+        write, rename or delete through this FileIO empties the view (answers start over)."""
+        if self._view is not None:
+            yield
+            return
+        self._view = {}
+        try:
+            yield
+        finally:
+            self._view = None
+
+    def _viewed(self, kind: str, path: str, fetch: Callable[[], T]) -> T:
+        """``fetch()`` once per (kind, path) while :meth:`one_view` is active (a
+        FileNotFoundError is remembered too)."""
+        view = self._view
+        if view is None:
+            return fetch()
+        key = (kind, path)
+        with self._kept_lock:
+            known = key in view
+            answer = view.get(key)
+        if known:
+            if isinstance(answer, FileNotFoundError):
+                raise FileNotFoundError(*answer.args)
+            return cast(T, answer)
+        try:
+            answer = fetch()
+        except FileNotFoundError as e:
+            with self._kept_lock:
+                if self._view is view:
+                    view[key] = e
+            raise
+        with self._kept_lock:
+            if self._view is view:
+                view[key] = answer
+        return answer
+
+    def _in_listed_parent(self, path: str) -> bool | None:
+        """Whether ``path`` is an entry of its parent's listing in the current view (None: the
+        parent was not listed in it)."""
+        view = self._view
+        if view is None:
+            return None
+        with self._kept_lock:
+            listed = view.get(("list", parent(path)))
+        if listed is None:
+            return None
+        name = basename(path.rstrip("/"))
+        return any(basename(s.path.rstrip("/")) == name for s in listed)
+
+    def _view_changed(self) -> None:
+        """A write, rename or delete: the current view's answers may be stale."""
+        if self._view is not None:
+            with self._kept_lock:
+                if self._view is not None:
+                    self._view = {}
 
     def read_ahead(self, paths: list[str], *, window: int = 64, threads: int = 16) -> Iterator[str]:
         """Yield ``paths`` in order; on object stores the next ``window`` files are fetched
@@ -516,6 +623,10 @@ class FileIO:
                         kept[path] = data
                         self._kept_budget -= len(data)
             return data
+        if self._view is not None:
+            if self._in_listed_parent(path) is False:  # the view's listing of its directory lacks it
+                raise FileNotFoundError(path)
+            return self._viewed("get", path, lambda: self._read_bytes(path))
         return self._read_bytes(path)
 
     def _read_bytes(self, path: str) -> bytes:
@@ -537,6 +648,7 @@ class FileIO:
         return self.read_bytes(path).decode("utf-8")
 
     # -- writing -----------------------------------------------------------------------
+    @_changes_view
     def write_new(self, path: str, data: bytes | str) -> None:
         """Create ``path`` atomically; ``FileExistsError`` if it is already there (the existing
         content is left alone).
@@ -595,6 +707,7 @@ class FileIO:
             raise PermissionError(f"{path}: {response.text[:300]}")
         response.raise_for_status()
 
+    @_changes_view
     def overwrite(self, path: str, data: bytes | str) -> None:
         """Replace ``path`` (hint files): temp + ``os.replace`` locally, a plain PUT elsewhere."""
         payload = data.encode("utf-8") if isinstance(data, str) else data
@@ -612,6 +725,7 @@ class FileIO:
         bytes: no re-serialisation)."""
         self.write_new(dst, self.read_bytes(src))
 
+    @_changes_view
     def rename(self, src: str, dst: str) -> None:
         """Rename a file or a directory; ``FileExistsError`` when ``dst`` exists.
 
@@ -664,6 +778,7 @@ class FileIO:
             raise errors.StorageError(f"renamed {src} to {dst} but could not delete the source: {result.error}",
                                       fix="delete the source file by hand")
 
+    @_changes_view
     def mkdirs(self, path: str) -> None:
         if self.is_local:
             os.makedirs(self._raw(path), exist_ok=True)
@@ -678,6 +793,7 @@ class FileIO:
             pass
 
     # -- deleting ----------------------------------------------------------------------
+    @_changes_view
     def delete_files(self, paths: Iterable[str], *, tell_missing: bool = True) -> list[DeleteResult]:
         """Delete regular files, never directories. One result per input path, in input
         order: deleted, already missing, or failed (with the error).
@@ -907,6 +1023,7 @@ class FileIO:
                 out.append(self._uri(name))
         return out
 
+    @_changes_view
     def delete_empty_dir(self, path: str) -> bool:
         """Remove a directory only if it is empty (non-recursive); True if removed.
 
@@ -941,6 +1058,7 @@ class FileIO:
             return False
         return self._bulk_delete(keys)[0].outcome == DeleteOutcome.DELETED
 
+    @_changes_view
     def delete_tree(self, path: str) -> None:
         """Recursive delete of a metadata directory (branch drop). Callers restrict this to
         ``branch/branch-<name>`` paths; data directories are never deleted recursively.
