@@ -119,6 +119,9 @@ def _take_lease(t: Table) -> None:
 
 def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN) -> Table:
     t = _open_table(table, warehouse, options, branch)
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:  # manifests and schemas (immutable by name) are fetched once per command
+        ctx.with_resource(t.file_io.immutable_reads())
     format_guard.check_latest(t)  # fail closed on a newer Paimon before anything changes
     _take_lease(t)
     return t

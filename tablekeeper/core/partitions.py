@@ -8,6 +8,7 @@ protecting them. Values that do not parse — and null / default partitions — 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -245,7 +246,7 @@ def apply_partition_expiry(table: Table, plan: PartitionPlan, *, options: Mappin
     if drop is None:
         from tablekeeper.core.paimon import pypaimon_commit
 
-        drop = pypaimon_commit.drop_partitions
+        drop = functools.partial(pypaimon_commit.drop_partitions, file_io=table.file_io)
     keys = tuple(table.schema().partition_keys)
     specs = [dict(zip(keys, p.values, strict=True)) for p in plan.expired]
     last: Exception | None = None

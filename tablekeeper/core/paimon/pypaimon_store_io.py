@@ -21,6 +21,7 @@ import logging
 import threading
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 from pypaimon.catalog.catalog_context import CatalogContext
 from pypaimon.catalog.catalog_environment import CatalogEnvironment
@@ -30,8 +31,12 @@ from pypaimon.common.uri_reader import UriReaderFactory
 from pypaimon.filesystem.pyarrow_file_io import PyArrowFileIO
 
 from tablekeeper.core.storage import FileIO
+from tablekeeper.core.storage.stores import Store
 
 __all__ = ["StoreFileIO", "store_catalog"]
+
+#: Stores without real directories (a "directory" is a key prefix).
+_NO_DIRECTORIES = (Store.S3, Store.OSS, Store.GCS, Store.AZURE)
 
 
 class StoreFileIO(PyArrowFileIO):  # type: ignore[misc]  # pypaimon is untyped
@@ -59,6 +64,24 @@ class StoreFileIO(PyArrowFileIO):  # type: ignore[misc]  # pypaimon is untyped
         """The fsspec client's path for a URI of this store (tablekeeper's mapping)."""
         return str(self.tk_io.connection.to_raw(path)) if "://" in path else path
 
+    def new_input_stream(self, path: str) -> Any:
+        """The whole file in one GET (pyarrow's ``open_input_file`` over fsspec sends a HEAD
+        first); a manifest read again in the same run comes from tablekeeper's immutable-name
+        cache (``FileIO.immutable_reads``): pypaimon reads each manifest of a partition drop
+        about three times."""
+        return pa.BufferReader(self.tk_io.read_bytes(path))
+
+    def new_output_stream(self, path: str) -> Any:
+        """On object stores straight to the key: pypaimon's parent-directory check and
+        ``mkdirs`` (a HEAD, a LIST and a marker object per written file) mean nothing where
+        there are no directories. HDFS and local disk keep pypaimon's behaviour."""
+        if self.tk_io.store in _NO_DIRECTORIES:
+            return self.filesystem.open_output_stream(self.to_filesystem_path(path))
+        return super().new_output_stream(path)
+
+    def exists(self, path: str) -> bool:
+        return self.tk_io.exists(path)
+
     def try_to_write_atomic(self, path: str, content: str) -> bool:
         """Create-if-absent: False when the file (a concurrent commit's snapshot) exists."""
         try:
@@ -76,14 +99,14 @@ class _StoreCatalog(FileSystemCatalog):  # type: ignore[misc]  # pypaimon is unt
     loader: pypaimon would use one to re-create a catalog (through ``FileIO.get``, which cannot
     reach these stores) to load the latest snapshot; without it they read the snapshot files."""
 
-    def __init__(self, warehouse: str, options: dict[str, str]) -> None:
+    def __init__(self, warehouse: str, options: dict[str, str], file_io: FileIO | None = None) -> None:
         # FileSystemCatalog.__init__ builds pypaimon's own file IO (``FileIO.get``): replaced here.
         catalog_options = Options({"warehouse": warehouse, **options})
         self.warehouse = warehouse
         self.catalog_options = catalog_options
         self.catalog_context = CatalogContext.create_from_options(catalog_options)
         self._cache_manager = None
-        self.file_io = StoreFileIO(FileIO.for_uri(warehouse, options), dict(options))
+        self.file_io = StoreFileIO(file_io or FileIO.for_uri(warehouse, options), dict(options))
 
     def get_table(self, identifier: Any) -> Any:
         table = super().get_table(identifier)
@@ -92,7 +115,7 @@ class _StoreCatalog(FileSystemCatalog):  # type: ignore[misc]  # pypaimon is unt
         return table
 
 
-def store_catalog(warehouse: str, options: dict[str, str]) -> Any:
+def store_catalog(warehouse: str, options: dict[str, str], file_io: FileIO | None = None) -> Any:
     """A pypaimon filesystem catalog on ``warehouse`` whose tables read and commit through
     :class:`StoreFileIO` (never through ``FileIO.get``, which cannot reach these stores)."""
-    return _StoreCatalog(warehouse, options)
+    return _StoreCatalog(warehouse, options, file_io)

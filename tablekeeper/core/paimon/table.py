@@ -144,7 +144,7 @@ class Table:
         return join(self.dir(layout.CHANGELOG_DIR), f"{layout.CHANGELOG_PREFIX}{snapshot_id}")
 
     def snapshot_exists(self, snapshot_id: int) -> bool:
-        return self.file_io.exists(self.snapshot_path(snapshot_id))
+        return self.file_io.file_exists(self.snapshot_path(snapshot_id))
 
     def snapshot(self, snapshot_id: int) -> Snapshot:
         """Read ``snapshot-<id>``. Raises SnapshotNotFoundError when absent."""
@@ -261,7 +261,7 @@ class Table:
         raise AssertionError("unreachable")
 
     def tag_exists(self, name: str) -> bool:
-        return self.file_io.exists(self.tag_path(name))
+        return self.file_io.file_exists(self.tag_path(name))
 
     def tags(self) -> list[Tag]:
         """All tags sorted by (snapshot id, name); tags vanishing meanwhile are skipped."""

@@ -168,8 +168,8 @@ def _write_temp_beside(raw: str, payload: bytes) -> str:
 
 #: Paimon metadata files named by a random UUID: written once, never rewritten under that name
 #: (manifests, manifest lists, index manifests), so bytes read once are the bytes forever.
-_IMMUTABLE_NAME = re.compile(r"^(?:manifest|manifest-list|index-manifest)-"
-                             r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-\d+$")
+_IMMUTABLE_NAME = re.compile(r"^(?:(?:manifest|manifest-list|index-manifest)-"
+                             r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-\d+|schema-\d+)$")
 
 
 def _default_connection(scheme: str) -> Connection:
@@ -475,6 +475,28 @@ class FileIO:
             return self._viewed("exists", path, lambda: self._exists(path))
         return self._exists(path)
 
+    def file_exists(self, path: str) -> bool:
+        """Whether the regular file ``path`` exists (a directory of that name does not count).
+        S3/OSS: one HEAD (:meth:`exists` adds a LIST of ``path/`` for every missing key, to find
+        a directory prefix); other stores: :meth:`exists`."""
+        if not self.bulk_deletes:
+            return self.exists(path)
+        if self._view is not None:
+            listed = self._in_listed_parent(path)
+            if listed is not None:
+                return listed
+            return self._viewed("file_exists", path, lambda: self._head(path))
+        return self._head(path)
+
+    def _head(self, path: str) -> bool:
+        bucket, _, key = self._raw(path).lstrip("/").partition("/")
+        fs: Any = self.fs
+        try:
+            self._call(lambda: fs.call_s3("head_object", Bucket=bucket, Key=key), RequestKind.HEAD)
+        except FileNotFoundError:
+            return False
+        return True
+
     def _exists(self, path: str) -> bool:
         if self.is_local:
             self._note(RequestKind.HEAD)
@@ -501,7 +523,8 @@ class FileIO:
         then verify after unpublishing, core/expire_commit.py) and would otherwise GET every
         manifest twice. Only those names: they are never rewritten, so the bytes cannot be stale
         (a file deleted meanwhile still has the content every root that names it relies on).
-        Snapshots, tags, hints and schemas are read afresh every time."""
+        Schema files too: Paimon commits ``schema-N`` create-if-absent and never rewrites it.
+        Snapshots, tags and hints are read afresh every time (outside :meth:`one_view`)."""
         if self._kept is not None:
             yield
             return
