@@ -45,8 +45,8 @@ def drop_partitions(table_root: str, branch: str, partitions: Sequence[Mapping[s
     io = catalog.file_io.tk_io if hasattr(catalog.file_io, "tk_io") else None
     commit = table.new_batch_write_builder().new_commit()
     try:
-        if io is not None:
-            with io.immutable_reads():
+        if io is not None:  # one view until the commit writes (FileIO.one_view): listings, hints once
+            with io.immutable_reads(), io.one_view():
                 commit.truncate_partitions([dict(p) for p in partitions])
         else:
             commit.truncate_partitions([dict(p) for p in partitions])

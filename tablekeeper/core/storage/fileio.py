@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar, cast
 
 import fsspec
+import fsspec.asyn
 
 from tablekeeper.core import errors, safety
 from tablekeeper.core.storage import retry as retries
@@ -379,8 +380,15 @@ class FileIO:
         listed = self._listed(raw)
         if listed is not None:
             return listed
+        fs: Any = self.fs
         try:
-            infos = self._call(lambda: self.fs.ls(raw, detail=True), RequestKind.LIST)
+            if self.bulk_deletes:
+                # S3/OSS: s3fs's ls lists the parent as well when a directory is empty or absent
+                # (to find a file of that name): a second LIST per absent branch/, changelog/,
+                # consumer/ directory. A directory is listed by its own prefix only.
+                infos = self._call(lambda: fsspec.asyn.sync(fs.loop, fs._lsdir, raw), RequestKind.LIST)
+            else:
+                infos = self._call(lambda: fs.ls(raw, detail=True), RequestKind.LIST)
         except (FileNotFoundError, NotADirectoryError):
             return []
         return [self._status(i) for i in infos
