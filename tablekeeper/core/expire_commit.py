@@ -273,7 +273,7 @@ def _expire_unpublishing(table: Table, subject: _Subject, ev: Evaluator[P]) -> E
     result = merged(done, ev.run_meta(_plan_of(again, tuple(step for step in due if step.files))))
     result = merged(result, ev.delete(planned, _plan_of(again, tuple(s for s in again.tail if s not in unpublish))))
     if not result.failed:
-        io.delete_files([intent_path(table, what)])
+        io.delete_files([intent_path(table, what)], tell_missing=False)  # ours: no listing to tell it missing
     return Expiration(again, planned, tuple(notes), result)
 
 

@@ -226,7 +226,8 @@ class Lease:
                 return
             try:
                 if self._still_mine():
-                    self.io.delete_files([self.path])
+                    # just read back: no listing to tell a missing lease from a deleted one
+                    self.io.delete_files([self.path], tell_missing=False)
                     self.io.delete_empty_dir(self.directory)
             except Exception:  # the lease expires by itself
                 pass

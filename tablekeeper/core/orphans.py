@@ -366,7 +366,8 @@ def plan_orphan_clean(table: Table, config: OrphanConfig, *,
 
 def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callable[[], None] | None) -> plans.Plan:
     main = table.on_branch(layout.MAIN)
-    decision = decide_orphan_clean(main, config)
+    with main.file_io.one_view():  # branches, options, schema: each read once (FileIO.one_view)
+        decision = decide_orphan_clean(main, config)
     if config.listing is None:
         with main.file_io.flat_listing(main.root):  # object stores: one flat listing of the prefix
             listing = list_candidates(main, decision)
@@ -376,9 +377,10 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
     seams.point("orphans:listed")
     if after_listing is not None:
         after_listing()
-    enumerated = enumerate_roots(main)
-    seams.point("orphans:roots-listed")
-    roots = read_roots(main, enumerated)
+    with main.file_io.one_view():  # opened after the candidate listing: every answer in it is younger
+        enumerated = enumerate_roots(main)
+        seams.point("orphans:roots-listed")
+        roots = read_roots(main, enumerated)
     meta_names = {e.name for e in listing.meta_files}
     refs = references.find_references(main, roots, meta_names, listing.data_names,
                                       decision.name_prefixes, processes=config.processes)

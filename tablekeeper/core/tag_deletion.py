@@ -129,7 +129,7 @@ def _delete_tag(table: Table, name: str, force: bool, runner: Runner) -> TagDele
     seams.point("tag-delete:verified")
     result = runner(executed)
     if not result.failed:
-        io.delete_files([intent_path(table, name)])
+        io.delete_files([intent_path(table, name)], tell_missing=False)  # ours: no listing to tell it missing
     tag_steps = tuple(s for s in first.steps if isinstance(s, plans.DeleteStep) and s.kind == plans.FileKind.TAG)
     reported = plans.Plan(executed.operation, executed.table, (*tag_steps, *executed.steps), executed.notes,
                           executed.details)
