@@ -498,14 +498,15 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
                           options: tuple[str, ...], output: str) -> None:
     """Drop expired partitions with an OVERWRITE commit (files go with snapshot expiration)."""
     t = _open(table, warehouse, options, branch)
-    config = partitions.config_from_options(
-        t.options(), expiration_time=_duration(expiration_time, "--expiration-time"), strategy=strategy,
-        timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern, max_expires=max_expires,
-        zone_known=zone_known or None)
-    if config is None:
-        raise errors.InvalidInputError("partition expiration is off for this table",
-                                       fix="pass --expiration-time or set partition.expiration-time")
-    plan = partitions.plan_partition_expiry(t, config, datetime.fromtimestamp(_now_ms(now) / 1000))
+    with t.file_io.one_view():  # one decision: its schema, hints and snapshot read once (FileIO.one_view)
+        config = partitions.config_from_options(
+            t.options(), expiration_time=_duration(expiration_time, "--expiration-time"), strategy=strategy,
+            timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern, max_expires=max_expires,
+            zone_known=zone_known or None)
+        if config is None:
+            raise errors.InvalidInputError("partition expiration is off for this table",
+                                           fix="pass --expiration-time or set partition.expiration-time")
+        plan = partitions.plan_partition_expiry(t, config, datetime.fromtimestamp(_now_ms(now) / 1000))
     summary = plan.summary()
     if not dry_run:
         summary["dropped"] = partitions.apply_partition_expiry(t, plan, options=_parse_options(options))
