@@ -117,6 +117,12 @@ class Moto:
                 n += 1
         return n
 
+    def shape(self, table_prefix: str) -> dict[str, int]:
+        """Tags and snapshots of the table's main branch (for the minimum's verify re-reads)."""
+        keys = [k for k in self.backend().get_bucket(BUCKET).keys if k.startswith(table_prefix + "/")]
+        return {"tags": sum(1 for k in keys if k.startswith(f"{table_prefix}/tag/tag-")),
+                "snapshots": sum(1 for k in keys if k.startswith(f"{table_prefix}/snapshot/snapshot-"))}
+
     def objects_under(self, prefix: str) -> int:
         return sum(1 for k in self.backend().get_bucket(BUCKET).keys if k.startswith(prefix.rstrip("/") + "/"))
 
@@ -143,15 +149,26 @@ def cli_json(args: list[str], endpoint: str, warehouse: str) -> tuple[dict[str, 
     return json.loads(result.output), seconds
 
 
-def minimum_of(op: str, out: dict[str, Any], counts: _s3count.Counts, objects: int) -> request_minimum.RequestMinimum:
+def minimum_of(op: str, out: dict[str, Any], counts: _s3count.Counts, objects: int,
+               shape: dict[str, int]) -> request_minimum.RequestMinimum:
+    """The floor (distinct keys read and written as the server saw them, LIST pages, deletes per
+    step) plus what safety needs on top (``request_minimum``: the lease, the intent and verify
+    plan of an unpublishing operation, a commit's re-read at the commit point), from the
+    table's ``shape`` before the operation (tags, snapshots)."""
     files = out.get("files")
     steps = [int(n) for n in files.values()] if isinstance(files, dict) else []  # expire-partitions deletes nothing
     reads, writes = len(counts.read_keys), len(counts.written_keys)
-    if op == "clean-orphans":
-        return request_minimum.minimum(distinct_reads=reads, listed_pages=request_minimum.list_pages(objects),
-                                       writes=writes, delete_steps=steps)
-    return request_minimum.minimum(distinct_reads=reads, listed_pages=len(counts.list_pages), writes=writes,
-                                   delete_steps=steps)
+    pages = request_minimum.list_pages(objects) if op == "clean-orphans" else len(counts.list_pages)
+    floor = request_minimum.minimum(distinct_reads=reads, listed_pages=pages, writes=writes, delete_steps=steps)
+    floor = floor + request_minimum.LEASE
+    if op == "expire":
+        floor = floor + request_minimum.INTENT + request_minimum.expire_verify(tags=shape["tags"])
+    elif op == "tag delete":
+        floor = floor + request_minimum.INTENT + request_minimum.tag_verify(tags=shape["tags"],
+                                                                            snapshots=shape["snapshots"])
+    elif op == "expire-partitions":
+        floor = floor + request_minimum.COMMIT_POINT
+    return floor
 
 
 def fmt_kinds(counts: dict[str, int]) -> str:
@@ -213,10 +230,11 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
         with _s3count.counting_proxy(moto.endpoint) as counts:
             for name, cli_args in ops:
                 before_objects = moto.objects_under(table_prefix)
+                shape = moto.shape(table_prefix)
                 counts.reset()
                 out, seconds = cli_json(cli_args, counts.url, warehouse)
                 server = counts.snapshot()
-                minimum = minimum_of(name, out, counts, before_objects)
+                minimum = minimum_of(name, out, counts, before_objects, shape)
                 ratio = request_minimum.ratio(server, minimum)
                 results["ops"][name] = {"client": out.get("requests", {}), "server": server,
                                         "minimum": minimum.as_dict(), "ratio": ratio, "seconds": seconds,

@@ -12,6 +12,11 @@ cost"):
 - **deletes**: ``ceil(keys / 1000)`` DeleteObjects per step of the plan (Paimon's deletion order:
   data before manifests before snapshot files, so steps are not merged).
 
+Beyond that floor, some requests are needed for safety, and are counted here on purpose, each
+with its reason (docs/storage.md, "Request cost"): :data:`LEASE`, :data:`INTENT`,
+:func:`expire_verify`, :func:`tag_verify`, :data:`COMMIT_POINT`. They are stated from the
+table's shape (tags, snapshots, branches), never from what tablekeeper happened to send.
+
 The counts that depend on the table's content (distinct reads, listed pages, objects under the
 prefix) are measured by the caller (the benchmark counts them at the server); the rest comes from
 the plan. Pure functions: the counting lives in :mod:`tablekeeper.core.storage.requests`.
@@ -24,7 +29,7 @@ from dataclasses import dataclass
 
 from tablekeeper.core import plans, safety
 
-__all__ = ["RequestMinimum", "minimum", "list_pages", "delete_requests", "plan_deletes", "plan_minimum", "orphan_minimum", "ratio"]
+__all__ = ["RequestMinimum", "LEASE", "INTENT", "COMMIT_POINT", "expire_verify", "tag_verify", "minimum", "list_pages", "delete_requests", "plan_deletes", "plan_minimum", "orphan_minimum", "ratio"]
 
 
 @dataclass(frozen=True)
@@ -33,14 +38,61 @@ class RequestMinimum:
     list: int = 0
     put: int = 0
     bulk_delete: int = 0
+    head: int = 0
 
     @property
     def total(self) -> int:
-        return self.get + self.list + self.put + self.bulk_delete
+        return self.get + self.list + self.put + self.bulk_delete + self.head
 
     def as_dict(self) -> dict[str, int]:
-        return {"get": self.get, "list": self.list, "put": self.put, "bulk_delete": self.bulk_delete,
-                "total": self.total}
+        out = {"get": self.get, "list": self.list, "put": self.put, "bulk_delete": self.bulk_delete}
+        if self.head:
+            out["head"] = self.head
+        out["total"] = self.total
+        return out
+
+    def __add__(self, other: RequestMinimum) -> RequestMinimum:
+        return RequestMinimum(self.get + other.get, self.list + other.list, self.put + other.put,
+                              self.bulk_delete + other.bulk_delete, self.head + other.head)
+
+
+#: The maintenance lease of every changing command (core/lease.py), beyond its first read and its
+#: write (distinct keys, in the floor already): the existence check before the create-if-absent
+#: PUT (a HEAD: stores that ignore ``If-None-Match`` must not overwrite a holder's lease), the
+#: read-back before release (a lease taken over after it expired is not ours to delete), and the
+#: DeleteObjects that releases it. Without the lease two maintainers of one table interleave.
+LEASE = RequestMinimum(get=1, head=1, bulk_delete=1)
+
+#: The intent of an unpublishing operation (expire, tag delete: core/expire_commit.py,
+#: core/tag_deletion.py), beyond its read (404 unless resuming) and its write: the existence
+#: check before its create-if-absent PUT and the DeleteObjects removing it at the end. It is what
+#: makes a crash between unpublishing and deleting resumable instead of losing the snapshots.
+INTENT = RequestMinimum(head=1, bulk_delete=1)
+
+#: A partition drop's commit (pypaimon's, Paimon's conflict logic) reads the latest snapshot
+#: again at the commit point (LATEST hint, the snapshot, and the existence of the next one: a
+#: writer may have committed since the plan) and checks the snapshot file it creates before the
+#: create-if-absent PUT. Paimon's commit protocol; fewer would commit over a concurrent writer.
+COMMIT_POINT = RequestMinimum(get=2, head=2)
+
+
+def expire_verify(*, tags: int, branches: int = 1) -> RequestMinimum:
+    """The verify decision of an expiration (core/expire_commit.py) sees the table as it is
+    *now*, after the snapshots were unpublished: a tag, branch, changelog or consumer that
+    appeared meanwhile must be a root of it. So it lists again the snapshot, tag, changelog and
+    consumer directories of every branch and the branch directory, reads again every tag (Java
+    and pypaimon rewrite tag files in place), the LATEST and EARLIEST hints and the first
+    retained snapshot, and checks the latest snapshot the way Java's findLatest does (it
+    exists, the next one does not)."""
+    return RequestMinimum(list=4 * branches + 1, get=tags + 3, head=2)
+
+
+def tag_verify(*, tags: int, snapshots: int, branches: int = 1) -> RequestMinimum:
+    """The verify plan of a tag deletion (core/tag_deletion.py), after the tag file was
+    unpublished, against the roots as they are now: the tag, snapshot and changelog directories
+    of every branch and the branch directory listed again, every other tag and every retained
+    snapshot read again, and whether the tag's snapshot exists again (one HEAD)."""
+    return RequestMinimum(list=3 * branches + 1, get=max(0, tags - 1) + snapshots, head=1)
 
 
 def list_pages(entries: int) -> int:
