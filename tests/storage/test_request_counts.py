@@ -4,9 +4,10 @@ The table (5 commits over 4 daily partitions, one tag, one planted orphan) is wr
 locally and uploaded straight into moto's backend, every object backdated three days. Each
 command runs through the CLI with ``--output json`` against a counting proxy on loopback
 (``bench/_s3count.py``, the benchmark's server-side count), so every figure is asserted twice:
-by tablekeeper's own count (the JSON's ``requests``) and by the server. The server sees four
-requests more, the maintenance lease's release after the JSON was printed (GET, LIST, DELETE,
-bounded LIST of ``.tablekeeper/``); ``expire-partitions`` also pypaimon's commit.
+by tablekeeper's own count (the JSON's ``requests``) and by the server. The server sees three
+requests more, the maintenance lease's release after the JSON was printed (GET, DeleteObjects,
+bounded LIST of ``.tablekeeper/``). ``expire-partitions`` commits through tablekeeper's own client
+(core/paimon/pypaimon_store_io.py), so pypaimon's requests are in tablekeeper's count too.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from tests.support import s3 as s3support
 from tests.support.paimon import append_table, rows, write
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
-LEASE_RELEASE = {"get": 1, "list": 2, "bulk_delete": 1}
+LEASE_RELEASE = {"get": 1, "list": 1, "bulk_delete": 1}
 
 
 @pytest.fixture(scope="module")
@@ -90,13 +91,14 @@ EXPIRE = ["expire", "db.orders", "--retain-max", "2", "--retain-min", "1", "--ti
 
 #: (command, requests counted by tablekeeper, deletes by step)
 SCENARIOS = {
-    "expire": (EXPIRE, {"bulk_delete": 3, "get": 47, "head": 9, "list": 29, "put": 3, "total": 91}),
+    "expire": (EXPIRE, {"bulk_delete": 3, "get": 33, "head": 9, "list": 17, "put": 3, "total": 65}),
+    # with pypaimon's commit (manifest, manifest list x2, snapshot, LATEST, and the lease: 6 PUTs)
     "expire-partitions": (["expire-partitions", "db.orders", "--now", "2026-01-20T12:00:00", "--zone-known"],
-                          {"get": 23, "head": 5, "list": 10, "put": 1, "total": 39}),
+                          {"get": 15, "head": 13, "list": 10, "put": 6, "total": 44}),
     "tag delete": (["tag", "delete", "db.orders", "t3"],
-                   {"bulk_delete": 1, "get": 20, "head": 5, "list": 12, "put": 1, "total": 39}),
+                   {"bulk_delete": 1, "get": 11, "head": 4, "list": 6, "put": 1, "total": 23}),
     "clean-orphans": (["clean-orphans", "db.orders"],
-                      {"bulk_delete": 1, "get": 28, "head": 3, "list": 17, "put": 1, "total": 50}),
+                      {"bulk_delete": 1, "get": 25, "head": 3, "list": 11, "put": 1, "total": 41}),
 }
 
 
@@ -109,11 +111,8 @@ def test_requests_of_each_operation_are_counted_exactly(operation: str, s3_table
         out = _run(args, s3_table, counts.url)
         server = counts.snapshot()
     assert out["requests"] == expected
-    if operation == "expire-partitions":  # plus pypaimon's commit (pyarrow's own S3 client)
-        assert all(server.get(k, 0) >= v for k, v in expected.items())
-        return
     assert server == _plus(expected, LEASE_RELEASE)
-    steps = [int(n) for n in out["files"].values()]
+    steps = [int(n) for n in out["files"].values()] if isinstance(out.get("files"), dict) else []
     minimum = request_minimum.minimum(distinct_reads=len(counts.read_keys), listed_pages=len(counts.list_pages),
                                       writes=len(counts.written_keys), delete_steps=steps)
     assert minimum.total <= server["total"]

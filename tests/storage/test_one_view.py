@@ -1,0 +1,49 @@
+"""``FileIO.one_view``: inside one decision a file is read, a directory listed and an existence
+asked once; a write ends the view's answers (counted on local disk, one request per call)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tablekeeper.core.storage import FileIO
+
+
+def _total(io: FileIO) -> int:
+    return io.requests.counts.snapshot()["total"]
+
+
+def test_repeats_inside_a_view_cost_nothing(tmp_path: Path) -> None:
+    io = FileIO.for_uri(str(tmp_path))
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "snapshot-1").write_bytes(b"one")
+    with io.one_view():
+        before = _total(io)
+        assert io.read_bytes(str(tmp_path / "d" / "snapshot-1")) == b"one"
+        assert [s.path.rsplit("/", 1)[-1] for s in io.list_dir(str(tmp_path / "d"))] == ["snapshot-1"]
+        first = _total(io) - before
+        assert first == 2
+        (tmp_path / "d" / "snapshot-1").write_bytes(b"changed behind the view")
+        assert io.read_bytes(str(tmp_path / "d" / "snapshot-1")) == b"one"  # the decision's moment
+        assert io.list_dir(str(tmp_path / "d"))
+        # existence answered by the parent's listing, a name it lacks is missing without a request
+        assert io.exists(str(tmp_path / "d" / "snapshot-1")) and not io.file_exists(str(tmp_path / "d" / "snapshot-2"))
+        try:
+            io.read_bytes(str(tmp_path / "d" / "snapshot-2"))
+            raise AssertionError("read a file the view's listing lacks")
+        except FileNotFoundError:
+            pass
+        assert _total(io) - before == first
+    assert io.read_bytes(str(tmp_path / "d" / "snapshot-1")) == b"changed behind the view"  # outside: fresh
+
+
+def test_a_write_inside_a_view_starts_its_answers_over(tmp_path: Path) -> None:
+    io = FileIO.for_uri(str(tmp_path))
+    target = str(tmp_path / "hint")
+    with io.one_view():
+        assert not io.exists(target)
+        io.write_new(target, b"7")
+        assert io.exists(target) and io.read_bytes(target) == b"7"
+        io.overwrite(target, b"8")
+        assert io.read_bytes(target) == b"8"
+        io.delete_files([target])
+        assert not io.exists(target)
