@@ -255,8 +255,7 @@ def _expire_unpublishing(table: Table, subject: _Subject, ev: Evaluator[P]) -> E
     view = subject.view(table, saved)
     with io.one_view():  # a view of its own: the table as it is now, each file read once
         again = subject.decide(view)
-    notes.extend(_republish(table, subject, saved, set(again.expiring_ids), resuming=first is None))
-    with io.one_view():
+        notes.extend(_republish(table, subject, saved, set(again.expiring_ids), resuming=first is None))
         planned = ev.evaluate(view, again)
     if first is not None:
         planned, kept = ev.agree(first, planned)

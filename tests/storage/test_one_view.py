@@ -47,3 +47,19 @@ def test_a_write_inside_a_view_starts_its_answers_over(tmp_path: Path) -> None:
         assert io.read_bytes(target) == b"8"
         io.delete_files([target])
         assert not io.exists(target)
+
+
+def test_a_write_elsewhere_keeps_the_other_answers(tmp_path: Path) -> None:
+    """The lease's heartbeat rewrites its own file during a long decision: the snapshots the
+    decision read are not read again for it."""
+    io = FileIO.for_uri(str(tmp_path))
+    (tmp_path / "snapshot").mkdir()
+    (tmp_path / "snapshot" / "snapshot-1").write_bytes(b"one")
+    (tmp_path / ".tablekeeper").mkdir()
+    snapshot, lease = str(tmp_path / "snapshot" / "snapshot-1"), str(tmp_path / ".tablekeeper" / "lease")
+    with io.one_view():
+        assert io.read_bytes(snapshot) == b"one"
+        io.overwrite(lease, b"renewed")
+        before = _total(io)
+        assert io.read_bytes(snapshot) == b"one" and _total(io) == before
+        assert io.read_bytes(lease) == b"renewed"

@@ -54,11 +54,15 @@ def _changes_view(method: Callable[Concatenate[FileIO, P], R]) -> Callable[Conca
     once it starts (and again once it is done: an existence check inside it was answered before)."""
     @functools.wraps(method)
     def changing(self: FileIO, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        self._view_changed()
+        # a write or delete of one path (the lease's heartbeat, a hint) forgets only the answers
+        # about that path and its ancestors' listings; anything else forgets the whole view
+        paths = None if method.__name__ in ("rename", "delete_tree") else \
+            [a for a in args[:2] if isinstance(a, str)] or None  # (a directory's whole tree: everything)
+        self._view_changed(paths)
         try:
             return method(self, *args, **kwargs)
         finally:
-            self._view_changed()
+            self._view_changed(paths)
 
     return changing
 
@@ -601,12 +605,30 @@ class FileIO:
         name = basename(path.rstrip("/"))
         return any(basename(s.path.rstrip("/")) == name for s in listed)
 
-    def _view_changed(self) -> None:
-        """A write, rename or delete: the current view's answers may be stale."""
-        if self._view is not None:
-            with self._kept_lock:
-                if self._view is not None:
-                    self._view = {}
+    def _view_changed(self, paths: list[str] | None = None) -> None:
+        """A write, rename or delete of ``paths`` (None: of anything): the current view's answers
+        about them, and the listings of their ancestors, may be stale."""
+        if self._view is None:
+            return
+        with self._kept_lock:
+            view = self._view
+            if view is None:
+                return
+            if paths is None:
+                view.clear()
+                return
+            for path in paths:
+                path = path.rstrip("/")
+                for kind in ("get", "exists", "file_exists", "is_dir", "list"):
+                    view.pop((kind, path), None)
+                up = path
+                while "/" in up.rstrip("/"):
+                    up = parent(up)
+                    view.pop(("list", up), None)
+                    view.pop(("is_dir", up), None)
+                    view.pop(("exists", up), None)
+                    if not up or up.endswith(":/") or up.endswith(":"):
+                        break
 
     def read_ahead(self, paths: list[str], *, window: int = 64, threads: int = 16) -> Iterator[str]:
         """Yield ``paths`` in order; on object stores the next ``window`` files are fetched
