@@ -39,6 +39,9 @@ class Counts:
     deleted_keys: int = 0
     #: (kind, key) -> requests: every request by key (LIST: prefix and delimiter), for breakdowns
     by_key: Counter[tuple[str, str]] = field(default_factory=Counter)
+    #: seconds the upstream (moto) took to answer, summed over requests: its own latency, apart
+    #: from the injected ``latency_s``
+    upstream_s: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reset(self) -> None:
@@ -49,6 +52,7 @@ class Counts:
             self.list_pages.clear()
             self.deleted_keys = 0
             self.by_key.clear()
+            self.upstream_s = 0.0
 
     def snapshot(self) -> dict[str, int]:
         with self.lock:
@@ -114,7 +118,10 @@ class _Handler(BaseHTTPRequestHandler):
                 counts.deleted_keys += len(_KEYS.findall(body))
         if counts.latency_s > 0:
             time.sleep(counts.latency_s)
+        t0 = time.perf_counter()
         status, headers, payload = self._forward(body)
+        with counts.lock:
+            counts.upstream_s += time.perf_counter() - t0
         self.send_response(status)
         for k, v in headers.items():
             self.send_header(k, v)

@@ -194,6 +194,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--breakdown", action="store_true",
                         help="print each operation's requests by kind and file category, and the repeated keys")
     parser.add_argument("--no-latency", action="store_true", help="skip the latency runs")
+    parser.add_argument("--latency-ops", default="clean-orphans,expire",
+                        help="operations of the latency runs (default: clean-orphans,expire)")
     args = parser.parse_args(argv)
     workdir = args.workdir or tempfile.mkdtemp(prefix="tk-bench-s3-")
     try:
@@ -236,13 +238,14 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
                 server = counts.snapshot()
                 minimum = minimum_of(name, out, counts, before_objects, shape)
                 ratio = request_minimum.ratio(server, minimum)
-                results["ops"][name] = {"client": out.get("requests", {}), "server": server,
+                moto_ms = 1000 * counts.upstream_s / max(1, server.get("total", 0))
+                results["ops"][name] = {"moto_ms_per_request": moto_ms, "client": out.get("requests", {}), "server": server,
                                         "minimum": minimum.as_dict(), "ratio": ratio, "seconds": seconds,
                                         "files": out.get("total_files"), "objects": before_objects}
                 print(f"{name:<18} {fmt_kinds(out.get('requests', {})):<44} {fmt_kinds(server):<50} "
                       f"{fmt_kinds(minimum.as_dict()):<40} {ratio:.2f}x "
                       f"({'goal met' if ratio <= GOAL_VS_MINIMUM else f'goal {GOAL_VS_MINIMUM}x missed'}); "
-                      f"{out.get('total_files', 0)} files deleted")
+                      f"{out.get('total_files', 0)} files deleted; {seconds:.1f}s, moto {moto_ms:.1f} ms a request")
                 if args.breakdown:
                     print("\n".join(_s3count.breakdown(counts)))
         latency_s = args.latency_ms / 1000.0
@@ -250,7 +253,8 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
             return results
         engines = ["local", "spark"] if args.spark else ["local"]
         print(f"\nwith {args.latency_ms:g} ms per request (fresh copy each):")
-        for name, cli_args in (ops[3], ops[0]):
+        wanted = [w.strip() for w in args.latency_ops.split(",")]
+        for name, cli_args in [op for op in (ops[3], ops[0]) if op[0] in wanted]:
             for engine in engines:
                 objects = moto.fresh_copy(local, "wh")
                 with _s3count.counting_proxy(moto.endpoint, latency_s) as counts:
@@ -262,9 +266,12 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
                 deletes = sum(request_minimum.delete_requests(int(n)) for n in files.values()) \
                     if isinstance(files, dict) else 0
                 floor = pages * latency_s + deletes * latency_s / DELETE_PARALLELISM
-                row = {"seconds": seconds, "server": server, "floor_s": floor if name == "clean-orphans" else None}
+                moto_ms = 1000 * counts.upstream_s / max(1, server.get("total", 0))
+                row = {"seconds": seconds, "server": server, "floor_s": floor if name == "clean-orphans" else None,
+                       "moto_ms_per_request": moto_ms}
                 results["latency"][f"{name} {engine}"] = row
-                line = f"  {name:<14} {engine:<6} {seconds:7.2f}s  server {fmt_kinds(server)}"
+                line = (f"  {name:<14} {engine:<6} {seconds:7.2f}s  server {fmt_kinds(server)}; moto's own time "
+                        f"{moto_ms:.1f} ms a request on top of the injected {args.latency_ms:g} ms")
                 if name == "clean-orphans":
                     line += (f"; floor {floor:.2f}s (LIST pages {pages} x {args.latency_ms:g} ms + DeleteObjects "
                              f"{deletes} x {args.latency_ms:g} ms / {DELETE_PARALLELISM}): {seconds / floor:.2f}x "

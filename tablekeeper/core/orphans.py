@@ -268,7 +268,10 @@ def read_roots(table: Table, roots: tuple[decisions.OrphanRoot, ...]) -> list[re
     concurrent expiration: it protects nothing)."""
     out: list[references.Root] = []
     main = table.on_branch(layout.MAIN)
-    for root in roots:
+    # object stores: the root files fetched 16 at a time (read_ahead), then their manifest lists
+    # (prefetch): the walk reads them one after the other, at 20 ms a request most of a cleanup
+    ahead = main.file_io.read_ahead([r.path for r in roots])
+    for root, _fetched in zip(roots, ahead, strict=True):
         branch = main.on_branch(root.branch)
         try:
             if root.kind == "tag":
@@ -282,6 +285,10 @@ def read_roots(table: Table, roots: tuple[decisions.OrphanRoot, ...]) -> list[re
                 raise
             continue
         out.append((branch, root.path, snap, root.kind == "changelog"))
+    manifest_dir = main.shared_dir(layout.MANIFEST_DIR)
+    main.file_io.prefetch(join(manifest_dir, name) for _b, _p, snap, _c in out
+                          for name in (snap.base_manifest_list, snap.delta_manifest_list,
+                                       snap.changelog_manifest_list, snap.index_manifest) if name)
     return out
 
 

@@ -627,8 +627,35 @@ class FileIO:
                     view.pop(("list", up), None)
                     view.pop(("is_dir", up), None)
                     view.pop(("exists", up), None)
-                    if not up or up.endswith(":/") or up.endswith(":"):
+                    if not up or up.endswith((":/", ":")):
                         break
+
+    def prefetch(self, paths: Iterable[str], *, threads: int = 16) -> None:
+        """Fetch the immutable-named files among ``paths`` ``threads`` at a time into the
+        :meth:`immutable_reads` cache, so reads that follow one after the other (orphan
+        cleanup's walk of every root's manifest lists) find them there: the same GETs, in
+        parallel. A no-op on local disk or outside :meth:`immutable_reads`; a failed fetch is
+        left to the caller's own read, which raises it."""
+        kept = self._kept
+        if self.is_local or kept is None:
+            return
+        with self._kept_lock:
+            todo = [p for p in dict.fromkeys(paths) if _IMMUTABLE_NAME.match(basename(p)) and p not in kept]
+        if len(todo) < 2:
+            return
+
+        def fetch(path: str) -> None:
+            try:
+                data = self._read_bytes(path)
+            except Exception:  # the caller's read raises it
+                return
+            with self._kept_lock:
+                if self._kept is kept and self._kept_budget >= len(data):
+                    kept[path] = data
+                    self._kept_budget -= len(data)
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(fetch, todo))
 
     def read_ahead(self, paths: list[str], *, window: int = 64, threads: int = 16) -> Iterator[str]:
         """Yield ``paths`` in order; on object stores the next ``window`` files are fetched
