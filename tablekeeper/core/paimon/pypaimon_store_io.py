@@ -18,6 +18,7 @@ relies on (pypaimon's own temp-file + rename is not atomic on object stores).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from typing import Any
 
@@ -34,6 +35,10 @@ from tablekeeper.core.storage import FileIO
 from tablekeeper.core.storage.stores import Store
 
 __all__ = ["StoreFileIO", "store_catalog"]
+
+#: Names of Paimon's metadata files (never directories).
+_PAIMON_FILE = re.compile(r"^(?:snapshot-\d+|changelog-\d+|schema-\d+|tag-.+|LATEST|EARLIEST|"
+                          r"(?:manifest|manifest-list|index-manifest)-[0-9a-f-]+-\d+)$")
 
 #: Stores without real directories (a "directory" is a key prefix).
 _NO_DIRECTORIES = (Store.S3, Store.OSS, Store.GCS, Store.AZURE)
@@ -80,6 +85,10 @@ class StoreFileIO(PyArrowFileIO):  # type: ignore[misc]  # pypaimon is untyped
         return super().new_output_stream(path)
 
     def exists(self, path: str) -> bool:
+        """A Paimon file (snapshot, hint, schema, manifest, tag) in one HEAD on S3/OSS
+        (``FileIO.file_exists``); anything else may be a directory (``FileIO.exists``)."""
+        if _PAIMON_FILE.match(path.rstrip("/").rsplit("/", 1)[-1]):
+            return self.tk_io.file_exists(path)
         return self.tk_io.exists(path)
 
     def list_status(self, path: str) -> list[Any]:
