@@ -41,14 +41,20 @@ def drop_partitions(table_root: str, branch: str, partitions: Sequence[Mapping[s
     name = table_root.rsplit("/", 1)[1]
     catalog = _catalog(warehouse, dict(options or {}), file_io)
     identifier = f"{db}.{name}" if branch == "main" else f"{db}.{name}$branch_{branch}"
+    io = getattr(catalog.file_io, "tk_io", None)
+    if io is None:
+        _commit(catalog, identifier, partitions)
+        return
+    # one view until the commit writes (FileIO.one_view): schema listings and hints read once; a
+    # lost race for the snapshot file forgets its answers, so pypaimon's retry reads afresh
+    with io.immutable_reads(), io.one_view():
+        _commit(catalog, identifier, partitions)
+
+
+def _commit(catalog: Any, identifier: str, partitions: Sequence[Mapping[str, Any]]) -> None:
     table = catalog.get_table(identifier)
-    io = catalog.file_io.tk_io if hasattr(catalog.file_io, "tk_io") else None
     commit = table.new_batch_write_builder().new_commit()
     try:
-        if io is not None:  # one view until the commit writes (FileIO.one_view): listings, hints once
-            with io.immutable_reads(), io.one_view():
-                commit.truncate_partitions([dict(p) for p in partitions])
-        else:
-            commit.truncate_partitions([dict(p) for p in partitions])
+        commit.truncate_partitions([dict(p) for p in partitions])
     finally:
         commit.close()
