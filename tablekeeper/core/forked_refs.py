@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import time
 from collections.abc import Callable, Sequence
 from typing import Final
 
@@ -35,9 +36,11 @@ __all__ = ["MIN_MANIFESTS_TO_FORK", "usable", "decode_shared"]
 MIN_MANIFESTS_TO_FORK: Final = 64
 #: Manifests a process claims at a time (the faster process simply claims more).
 CLAIM_BATCH: Final = 8
-#: How long the caller waits for the helper's result once its own share is done. The helper
-#: is then decoding at most one batch; on a timeout it is killed and its share decoded here.
-RESULT_TIMEOUT_S: Final = 120.0
+#: How long the caller waits for the helper's result once its own share is done, at least; the
+#: wait is also at least twice what the caller's own share took (the helper then decodes at most
+#: one batch). On a timeout (say, a lock another thread held at the fork) it is killed and the
+#: caller's sequential reads decode what it did not hand back: slower, never different.
+RESULT_TIMEOUT_S: Final = 10.0
 
 
 def _cpus() -> int:
@@ -68,6 +71,7 @@ def decode_shared(file_io: FileIO, manifest_dir: str, names: Sequence[str],
         helper = child_process.ForkedCall(lambda _send: _helper(file_io, manifest_dir, names, claims))
     except OSError:
         return 0  # no fork possible (limits): the sequential path decodes everything
+    started = time.monotonic()
     try:
         while batch := claims.claim(len(names), CLAIM_BATCH):
             for i in batch:
@@ -76,7 +80,7 @@ def decode_shared(file_io: FileIO, manifest_dir: str, names: Sequence[str],
                 except Exception:  # noqa: BLE001 - the sequential read meets and raises it
                     pass
         try:
-            payload = helper.result(timeout=RESULT_TIMEOUT_S)
+            payload = helper.result(timeout=max(RESULT_TIMEOUT_S, 2 * (time.monotonic() - started)))
             rows = marshal.loads(payload)
         except (child_process.ForkedCallError, ValueError, EOFError, TypeError):
             return 0
