@@ -10,11 +10,13 @@ with ``--output json``, against a counting proxy on loopback (``bench/_s3count.p
 
 For each: the requests tablekeeper counted itself (the JSON's ``requests``), the requests the
 server saw by kind (the figure that does not depend on tablekeeper's counting; it also includes
-pyarrow's requests when ``expire-partitions`` commits through pypaimon, and the lease release
-after the JSON was printed), the computed minimum (``tablekeeper.core.request_minimum``: distinct
-keys read and written as the server saw them, LIST pages needed, ``ceil(keys / 1000)``
-DeleteObjects per ordered delete step; for clean-orphans one flat listing of the table's prefix)
-and the ratio. Goal: at most 1.2x the minimum for every operation.
+the lease release after the JSON was printed), the computed minimum
+(``tablekeeper.core.request_minimum``: distinct keys read and written as the server saw them,
+LIST pages needed, ``ceil(keys / 1000)`` DeleteObjects per ordered delete step, for clean-orphans
+one flat listing of the table's prefix; plus the requests safety needs, from the table's tags
+and snapshots), the ratio, and moto's own time per request. Goal: at most 1.2x the minimum for
+every operation. ``--breakdown`` prints every operation's requests by kind and file category
+with the distinct keys, and the most repeated keys.
 
 Then, on fresh copies, with ``--latency-ms`` (default 20) slept by the proxy before every request:
 clean-orphans and expire in process, and with ``--spark`` also ``--engine spark`` (local Spark;
