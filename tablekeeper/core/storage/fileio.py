@@ -209,8 +209,20 @@ class FileIO:
         #: bytes fetched ahead by :meth:`read_ahead`, handed out (once) by :meth:`read_bytes`
         self._ahead: dict[str, bytes] = {}
         self._kept_lock = threading.Lock()
-        #: while :meth:`one_view` is active: ("get" | "list" | "exists" | "is_dir", path) -> answer
-        self._view: dict[tuple[str, str], Any] | None = None
+        #: the open :meth:`one_view` of each thread: ("get" | "list" | "exists" | "is_dir", path) -> answer
+        self._views = threading.local()
+
+    @property
+    def _view(self) -> dict[tuple[str, str], Any] | None:
+        """This thread's open view. Per thread, because one FileIO serves many threads in the
+        operator (an opener per warehouse): another thread's verify re-check must read the
+        table as it is now, never answers a decision on another thread cached."""
+        view: dict[tuple[str, str], Any] | None = getattr(self._views, "view", None)
+        return view
+
+    @_view.setter
+    def _view(self, view: dict[tuple[str, str], Any] | None) -> None:
+        self._views.view = view
 
     # -- construction ------------------------------------------------------------------
     @classmethod
