@@ -572,9 +572,18 @@ def _s3_keys(s3: s3fs.S3FileSystem, prefix: str) -> set[str]:
     return {k for k in s3.find(prefix) if not k.endswith("/")}
 
 
+@pytest.fixture(scope="module")
+def s3_mixed_objects(s3_endpoint: str) -> dict[str, bytes]:
+    """The ``build_mixed`` table written once on S3 by pypaimon (markers and all), as objects."""
+    options = s3support.paimon_s3_options(s3_endpoint)
+    return s3support.bucket_snapshot_once(s3_endpoint, lambda: build_mixed(f"s3://{s3support.BUCKET}/wh", options))
+
+
 @pytest.fixture
-def s3_mixed(s3: s3fs.S3FileSystem, s3_warehouse: str, s3_options: dict[str, str]) -> Iterator[str]:
-    build_mixed(s3_warehouse, s3_options)
+def s3_mixed(s3: s3fs.S3FileSystem, s3_warehouse: str, s3_mixed_objects: dict[str, bytes]) -> Iterator[str]:
+    """A fresh copy of the S3-built mixed table in ``s3_warehouse`` (restored into the emptied bucket)."""
+    assert s3_warehouse == f"s3://{s3support.BUCKET}/wh"
+    s3support.put_objects(s3support.BUCKET, s3_mixed_objects)
     yield s3_warehouse
 
 

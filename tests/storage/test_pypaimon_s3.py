@@ -15,6 +15,7 @@ from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table, open_table
 from tablekeeper.core.storage import FileIO
 from tests.support import paimon as tp
+from tests.support import s3 as s3support
 
 pytestmark = pytest.mark.s3
 
@@ -32,9 +33,19 @@ def _build(warehouse: str, options: dict[str, str]) -> Any:
     return cat.get_table("db.orders")
 
 
+@pytest.fixture(scope="module")
+def pypaimon_objects(s3_endpoint: str) -> dict[str, bytes]:
+    """The table ``_build`` writes through pypaimon on S3, once per module, as objects."""
+    options = s3support.paimon_s3_options(s3_endpoint)
+    return s3support.bucket_snapshot_once(s3_endpoint, lambda: _build(f"s3://{s3support.BUCKET}/wh", options))
+
+
 @pytest.fixture
-def pypaimon_table(s3_warehouse: str, s3_options: dict[str, str]) -> Any:
-    return _build(s3_warehouse, s3_options)
+def pypaimon_table(s3_warehouse: str, s3_options: dict[str, str], pypaimon_objects: dict[str, bytes]) -> Any:
+    """A fresh copy of the pypaimon-written table (restored into the emptied bucket)."""
+    assert s3_warehouse == f"s3://{s3support.BUCKET}/wh"
+    s3support.put_objects(s3support.BUCKET, pypaimon_objects)
+    return tp.catalog(s3_warehouse, s3_options).get_table("db.orders")
 
 
 def test_open_table_reads_what_pypaimon_wrote(pypaimon_table: Any, s3_warehouse: str,
