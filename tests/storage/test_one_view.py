@@ -63,3 +63,22 @@ def test_a_write_elsewhere_keeps_the_other_answers(tmp_path: Path) -> None:
         before = _total(io)
         assert io.read_bytes(snapshot) == b"one" and _total(io) == before
         assert io.read_bytes(lease) == b"renewed"
+
+
+def test_a_view_belongs_to_the_thread_that_opened_it(tmp_path: Path) -> None:
+    """The operator shares one FileIO per warehouse among its threads: a decision's view on one
+    thread must not answer another thread's reads (its verify re-check reads the table as it is now)."""
+    import threading
+
+    io = FileIO.for_uri(str(tmp_path))
+    path = tmp_path / "snapshot-1"
+    path.write_bytes(b"one")
+    seen: list[bytes] = []
+    with io.one_view():
+        assert io.read_bytes(str(path)) == b"one"
+        path.write_bytes(b"two")
+        other = threading.Thread(target=lambda: seen.append(io.read_bytes(str(path))))
+        other.start()
+        other.join()
+        assert io.read_bytes(str(path)) == b"one"  # this thread's decision keeps its moment
+    assert seen == [b"two"]
