@@ -12,7 +12,8 @@ peak RSS (VmHWM), and a check that storage holds exactly the tags. Nothing is as
     .venv/bin/python bench/operator.py [--tables 100] [--tags-per-table 10] [--apiserver]
 
 ``--apiserver`` then runs the same workload against a real kube-apiserver (bench/operator_apiserver.py)
-and prints its numbers with the ratios against this emulator run.
+and prints its numbers with the ratios against this emulator run; ``--audit LOG`` adds the server's
+audit log and a table of which client wrote which fields (bench/apiserver_audit.py).
 """
 
 from __future__ import annotations
@@ -223,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
                              "the emulator run of the same size is the baseline")
     parser.add_argument("--recheck", type=float, default=20.0,
                         help="--apiserver: the operator's periodic re-check interval, seconds")
+    parser.add_argument("--audit", type=Path, default=None, metavar="LOG",
+                        help="--apiserver: keep the server's audit log of tablekeeper.io writes in LOG and print "
+                             "who wrote which fields (bench/apiserver_audit.py)")
     args = parser.parse_args(argv)
     with _fast_membership():
         code = asyncio.run(run(args.tables, args.tags_per_table, args.timeout))
@@ -232,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("--- the same against a real kube-apiserver + etcd")
     real = operator_apiserver.run(args.tables, args.tags_per_table, args.timeout, args.recheck,
-                                  build_warehouse, peak_rss_kib)
+                                  build_warehouse, peak_rss_kib, audit=args.audit)
     print(f"ratio:  apiserver/emulator time to all Ready {real['tags_s'] / LAST_RUN['tags_s']:.2f}x, "
           f"operator peak RSS {real['rss_kib'] / LAST_RUN['rss_kib']:.2f}x"
           if real["rss_kib"] and LAST_RUN.get("rss_kib") else "ratio:  unavailable")

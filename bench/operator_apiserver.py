@@ -11,11 +11,15 @@ Ready (successful POST/PATCH/PUT/DELETE of ``paimontags`` and ``paimontags/statu
 bench's own POSTs; refused requests and Events separately), and the writes of one
 periodic re-check of every tag that finds nothing to do (goal: 0). Ratios are against the emulator
 mode's baseline of the same run when ``--compare`` is given. Nothing is asserted.
+
+With ``audit`` (a path), the server also keeps its audit log of every tablekeeper.io write (copied
+to that path) and the bench prints who wrote which fields in each window (bench/apiserver_audit.py).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +29,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench import apiserver_audit
 from tests.support.apiserver import Testenv, TestenvUnavailable, ensure_built, metric_counts, start
 
 NS = "bench"
@@ -94,7 +99,7 @@ def _free_port() -> int:
 
 
 def run(tables: int, tags_per_table: int, timeout: float, recheck: float, build_warehouse: Any,
-        peak_rss_kib: Any) -> dict[str, Any]:
+        peak_rss_kib: Any, *, audit: Path | None = None) -> dict[str, Any]:
     try:
         ensure_built()
     except TestenvUnavailable as err:
@@ -106,7 +111,8 @@ def run(tables: int, tags_per_table: int, timeout: float, recheck: float, build_
         t0 = time.monotonic()
         warehouse = build_warehouse(root, tables)
         print(f"warehouse: {tables} tables x 2 snapshots in {time.monotonic() - t0:.1f} s")
-        testenv = start(root / "testenv")
+        policy = apiserver_audit.write_policy(root) if audit is not None else None
+        testenv = start(root / "testenv", audit_policy=policy)
         proc: subprocess.Popen[bytes] | None = None
         try:
             testenv.kubectl("apply", "--server-side", "-f", "crds/")
@@ -140,6 +146,7 @@ def run(tables: int, tags_per_table: int, timeout: float, recheck: float, build_
                      "spec": {"tableRef": {"name": f"t{i:03d}"}, "snapshotId": 1 + j % 2}}
                     for j in range(tags_per_table) for i in range(tables)]
             started = time.monotonic()
+            wall = [time.time()]  # window boundaries for the audit log: tags posted, Ready, re-check, end
             for body in tags:
                 resp = rest.create(f"{base}/paimontags", body)
                 assert resp.status_code == 201, resp.text
@@ -147,16 +154,19 @@ def run(tables: int, tags_per_table: int, timeout: float, recheck: float, build_
             tags_s = _wait_ready(testenv, "paimontags", {t["metadata"]["name"] for t in tags}, timeout, proc) + posted
             time.sleep(2)  # writes right after Ready (a finalizer, a label) still count for the tag
             after = _requests(testenv)
+            wall.append(time.time())
             delta = after - before
             rss = peak_rss_kib(proc.pid)
             # one periodic re-check of every tag: wait until the operator counted n more tag reconciles
             checks0 = _reconciles(port, "PaimonTag")
             recheck_before = _requests(testenv)
+            wall.append(time.time())
             deadline = time.monotonic() + recheck * 3 + timeout / 4
             while _reconciles(port, "PaimonTag") < checks0 + n and time.monotonic() < deadline:
                 time.sleep(1)
             rechecked = _reconciles(port, "PaimonTag") - checks0
             recheck_delta = _requests(testenv) - recheck_before
+            wall.append(time.time())
         except BaseException:
             if proc is not None:
                 print((root / "operator.log").read_text(errors="replace")[-4000:], file=sys.stderr)
@@ -168,7 +178,15 @@ def run(tables: int, tags_per_table: int, timeout: float, recheck: float, build_
                     proc.wait(30)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+            if audit is not None and (root / "testenv" / "audit.log").exists():
+                shutil.copyfile(root / "testenv" / "audit.log", audit)  # stop removes the state directory
             testenv.stop()
+        if audit is not None and len(wall) == 4:
+            writes = apiserver_audit.read(audit)
+            print("audit: writes from the tags' POSTs to Ready (client verb resource code: fields changed)")
+            print(apiserver_audit.table(writes, wall[0], wall[1]))
+            print("audit: writes during the idle re-check")
+            print(apiserver_audit.table(writes, wall[2], wall[3]))
         in_storage = sum(len(open_table(str(warehouse), f"bench.t{i:03d}").tag_names()) for i in range(tables))
     tag_writes = _writes(delta, "paimontags") + _writes(delta, "paimontags/status") - n  # minus our POSTs
     events = _writes(delta, "events")

@@ -8,9 +8,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn
-from rich.table import Table as RichTable
 
 from tablekeeper.core import branches, execution, fork_points, plans
 from tablekeeper.core.paimon import layout
@@ -18,7 +15,13 @@ from tablekeeper.core.paimon.table import Table
 
 __all__ = ["rows", "plan", "change", "progress_callback", "build_timeline", "timeline"]
 
-_console = Console(highlight=False)
+
+def _print_rich(renderable: Any) -> None:
+    """rich is imported only when a table is printed (issue 13: ``-o json`` and plain output
+    skip its ~0.2 s import)."""
+    from rich.console import Console
+
+    Console(highlight=False).print(renderable)
 
 
 def human_bytes(n: int) -> str:
@@ -34,12 +37,14 @@ def rows(items: Sequence[Mapping[str, Any]], empty: str) -> None:
     if not items:
         click.echo(empty)
         return
+    from rich.table import Table as RichTable
+
     table = RichTable(show_edge=False, pad_edge=False)
     for key in items[0]:
         table.add_column(key)
     for item in items:
         table.add_row(*["" if v is None else str(v) for v in item.values()])
-    _console.print(table)
+    _print_rich(table)
 
 
 def plan(p: plans.Plan, *, dry_run: bool, result: execution.ExecutionResult | None = None) -> None:
@@ -86,6 +91,9 @@ def progress_callback() -> execution.Progress | None:
     """A rich progress bar on interactive terminals; None otherwise (logs stay clean)."""
     if not sys.stderr.isatty():
         return None
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TaskID, TextColumn
+
     bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                    console=Console(stderr=True), transient=True)
     tasks: dict[str, TaskID] = {}

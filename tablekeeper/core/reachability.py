@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from tablekeeper.core import decisions, root_metadata
+from tablekeeper.core import decisions, forked_refs, root_metadata
 from tablekeeper.core.decisions import ListRole
 from tablekeeper.core.paimon import avro_container, layout, manifests, pypaimon_adapter
 from tablekeeper.core.paimon.snapshot import Snapshot
@@ -289,9 +289,10 @@ class Reachability:
 
     @property
     def prefetches(self) -> bool:
-        """Whether ``prefetch`` does anything: not on local files, whose reads are CPU-bound
-        under the GIL (threads measured no faster there)."""
-        return not self.file_io.is_local
+        """Whether ``prefetch`` does anything: on object stores (a thread pool), and on local
+        files where a forked helper can decode half of the manifests (:mod:`.forked_refs`;
+        threads cannot: local reads are CPU-bound under the GIL)."""
+        return not self.file_io.is_local or forked_refs.usable(self.file_io)
 
     def prefetch(self, list_names: Iterable[str | None], *, manifests_too: bool = True,
                  workers: int = PREFETCH_WORKERS) -> None:
@@ -302,6 +303,9 @@ class Reachability:
         if workers <= 1 or not self.prefetches:
             return
         names = [n for n in dict.fromkeys(list_names) if n and n not in self._list_blocks]
+        if self.file_io.is_local:
+            self._prefetch_forked(names, manifests_too)
+            return
 
         def quietly(fn: Callable[[str], object]) -> Callable[[str], None]:
             def run(name: str) -> None:
@@ -321,6 +325,30 @@ class Reachability:
                             if meta.file_name not in self._refs:
                                 wanted[meta.file_name] = None
                 list(pool.map(quietly(self.manifest_refs), wanted))
+
+    def _prefetch_forked(self, names: list[str], manifests_too: bool) -> None:
+        """Local files: the lists read here (their blocks are shared between lists, so one
+        process reads them), then the manifests they name decoded here and in a forked helper
+        (:func:`.forked_refs.decode_shared`). Errors are swallowed as in :meth:`prefetch`."""
+        for name in names:
+            try:
+                self.manifest_list_blocks(name)
+            except Exception:
+                pass
+        if not manifests_too:
+            return
+        wanted: dict[str, None] = {}
+        for name in names:
+            for _, block in self._list_blocks.get(name, ()):
+                for meta in block:
+                    if meta.file_name not in self._refs:
+                        wanted[meta.file_name] = None
+
+        def store(name: str, refs: list[manifests.FileRef]) -> None:
+            with self._lock:
+                self._refs.setdefault(name, refs)
+
+        forked_refs.decode_shared(self.file_io, self.manifest_dir, list(wanted), self.manifest_refs, store)
 
     def meta_files(self, snapshot: Snapshot, *, include_changelog: bool = True,
                    tolerant: bool = False, union: MetaUnion | None = None) -> set[MetaFile]:

@@ -67,7 +67,8 @@ class RealHarness(Harness):
         settings = self.settings
         settings.batching.idle_timeout = 0.5
         settings.batching.exit_timeout = 0.5
-        settings.persistence.consistency_timeout = 1.0
+        # Kopf's consistency_timeout stays the operator's own (main.CONSISTENCY_TIMEOUT_S): on a real
+        # server the tier measures the writes the operator really makes (test_writes.py)
         settings.networking.connect_timeout = 2.0
         settings.networking.request_timeout = 5.0
         settings.scanning.disabled = True

@@ -199,10 +199,14 @@ def metric_counts(text: str, name: str = "apiserver_request_total") -> Iterator[
             yield dict(_LABEL.findall(match.group(2))), float(match.group(3))
 
 
-def start(directory: Path) -> Testenv:
-    """Start etcd + kube-apiserver on free 127.0.0.1 ports, state in ``directory``."""
+def start(directory: Path, *, audit_policy: Path | None = None) -> Testenv:
+    """Start etcd + kube-apiserver on free 127.0.0.1 ports, state in ``directory`` (with
+    ``audit_policy``, the server's audit log goes to ``directory/audit.log``)."""
+    env = {"K8S_TESTENV_DIR": str(directory)}
+    if audit_policy is not None:
+        env["K8S_TESTENV_AUDIT_POLICY"] = str(audit_policy)
     try:
-        _script("start", env={"K8S_TESTENV_DIR": str(directory)}, timeout=300)
+        _script("start", env=env, timeout=300)
         return _connect(directory)
     except BaseException:
         _script("stop", env={"K8S_TESTENV_DIR": str(directory)}, timeout=60)  # never leave servers behind
