@@ -19,8 +19,9 @@ every operation. ``--breakdown`` prints every operation's requests by kind and f
 with the distinct keys, and the most repeated keys.
 
 Then, on fresh copies, with ``--latency-ms`` (default 20) slept by the proxy before every request:
-clean-orphans and expire in process, and with ``--spark`` also ``--engine spark`` (local Spark;
-its executors' requests are counted by the proxy only). The orphan goal: at most 2x
+clean-orphans and expire in process. ``--spark`` adds ``bench/_s3spark.py``: expire and
+clean-orphans in process vs ``--engine spark`` (local[2]) on fresh copies, requests by kind
+(tablekeeper's count includes the executors'), minimum, ratio, and the wall time with latency. The orphan goal: at most 2x
 ``LIST pages x latency + DeleteObjects x latency / parallelism``. Timings are printed, never
 asserted.
 
@@ -251,11 +252,10 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
                 if args.breakdown:
                     print("\n".join(_s3count.breakdown(counts)))
         latency_s = args.latency_ms / 1000.0
-        if args.no_latency:
-            return results
-        engines = ["local", "spark"] if args.spark else ["local"]
-        print(f"\nwith {args.latency_ms:g} ms per request (fresh copy each):")
-        wanted = [w.strip() for w in args.latency_ops.split(",")]
+        engines = ["local"]  # --spark: bench/_s3spark.py, below
+        wanted = [] if args.no_latency else [w.strip() for w in args.latency_ops.split(",")]
+        if wanted:
+            print(f"\nwith {args.latency_ms:g} ms per request (fresh copy each):")
         for name, cli_args in [op for op in (ops[3], ops[0]) if op[0] in wanted]:
             for engine in engines:
                 objects = moto.fresh_copy(local, "wh")
@@ -279,6 +279,11 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
                              f"{deletes} x {args.latency_ms:g} ms / {DELETE_PARALLELISM}): {seconds / floor:.2f}x "
                              f"({'goal met' if seconds / floor <= GOAL_LATENCY else f'goal {GOAL_LATENCY}x missed'})")
                 print(line)
+        if args.spark:  # in process vs --engine spark, on fresh copies (bench/_s3spark.py)
+            import _s3spark
+
+            results["spark"] = _s3spark.compare(moto, local, warehouse, [ops[3], ops[0]], table_prefix,
+                                                args.latency_ms, cli_json, minimum_of, fmt_kinds, DELETE_PARALLELISM)
     finally:
         moto.stop()
     print(f"\nbench wall time: {time.perf_counter() - started:.0f}s")

@@ -145,7 +145,7 @@ def _emit(output: str, payload: Any, text: Callable[[], None]) -> None:
     if output == "json":
         ctx = click.get_current_context(silent=True)
         io = ctx.meta.get(_IO_META) if ctx is not None else None
-        if isinstance(payload, dict) and io is not None:  # storage requests of this command, by kind
+        if isinstance(payload, dict) and io is not None and "requests" not in payload:  # by kind
             payload = {**payload, "requests": io.requests.counts.snapshot()}
         click.echo(json.dumps(payload, indent=2, default=str))
     else:
@@ -194,8 +194,15 @@ def _run_on_spark(operation: str, t: Table, options: tuple[str, ...], dry_run: b
     request = job_request.JobRequest(operation=operation,  # type: ignore[arg-type]
                                 warehouse=t.root.rstrip("/").rsplit("/", 2)[0], table=t.identifier,
                                 branch=t.branch, options=_parse_options(options), dry_run=dry_run, **params)
+    io_before, process_before = t.file_io.requests.counts.snapshot(), storage_requests.process_snapshot()
     result = dispatch.run(request, engine="spark")
     payload = dispatch.describe(result)
+    # this command's requests: the table opened here (format guard, lease), the driver's during
+    # dispatch (its lease, the job's planning) and the executors' (counted there, summed by Spark)
+    io_after = t.file_io.requests.counts.snapshot()
+    driver = storage_requests.since(storage_requests.since(io_before, io_after),  # not t's twice
+                                    storage_requests.since(process_before, storage_requests.process_snapshot()))
+    payload["requests"] = storage_requests.plus(io_after, driver, result.details.get("executorRequests") or {})
 
     def text() -> None:
         verb = "would delete" if dry_run else "deleted"
@@ -556,12 +563,9 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
     warning = writers.forced_threshold_warning(t, threshold, now_ms)
     if warning is not None:
         click.echo(f"warning: {warning}", err=True)
-    if engine == "spark" and listing_path is not None:
-        raise errors.InvalidInputError("--listing runs in process only, not with --engine spark",
-                                       fix="drop --engine spark (an inventory spares the listing Spark would spread)")
     if engine == "spark":
         _run_on_spark("clean-orphans", t, options, dry_run, output, older_than=older_than, force=force,
-                      parallelism=parallelism, now_ms=_now_ms(now) if now else None)
+                      parallelism=parallelism, now_ms=_now_ms(now) if now else None, listing=listing_path)
         return
     listing = None if listing_path is None else inventory.load_for_table(
         listing_path, t.file_io, t.root, orphans.listing_roots(t), _parse_options(options))

@@ -94,4 +94,5 @@ def from_artifact(artifact: result_artifact.RunResult, run_type: str) -> RunRepo
         planned_by_kind=dict(artifact.planned_files), planned_bytes_by_kind=dict(artifact.planned_bytes),
         deleted_by_kind=dict(artifact.deleted), deleted_bytes_by_kind=dict(artifact.deleted_bytes),
         missing_by_kind=dict(artifact.missing), sample=tuple(artifact.sample[:SAMPLE_MAX]),
-        failure_sample=tuple(dict(x) for x in artifact.failure_sample[:SAMPLE_MAX]))
+        failure_sample=tuple(dict(x) for x in artifact.failure_sample[:SAMPLE_MAX]),
+        storage_requests=dict(artifact.requests) if artifact.requests else None)

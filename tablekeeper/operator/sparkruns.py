@@ -185,6 +185,8 @@ def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: s
             extra["with_changelog"] = True
     elif operation == "clean-orphans" and v.get("orphanFiles.olderThan") is not None:
         extra["older_than"] = str(v["orphanFiles.olderThan"])
+    if operation == "clean-orphans" and v.get("orphanFiles.listing") is not None:
+        extra["listing"] = str(v["orphanFiles.listing"])  # the driver reads the inventory
     return job_request.JobRequest(operation=operation, warehouse=warehouse, table=identifier, branch=spec.branch,
                              options=safe, dry_run=dry_run, run_name=run_name, result=result,
                              env_options=extra_env, **extra)

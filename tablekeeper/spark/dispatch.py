@@ -170,4 +170,5 @@ def describe(result: result_artifact.RunResult) -> dict[str, Any]:
     """A compact summary for CLI output."""
     data = result.to_dict()
     return {k: data[k] for k in ("operation", "table", "branch", "engine", "dryRun", "status", "planned",
-                                 "executed", "failures", "sample", "details", "notes", "timings", "errors")}
+                                 "executed", "failures", "sample", "details", "notes", "timings", "errors",
+                                 "requests")}

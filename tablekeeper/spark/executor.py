@@ -45,7 +45,7 @@ __all__ = [
     "expand_bucket_dirs", "list_files", "read_roots", "read_lists", "used_names", "index_names",
     "read_entries", "read_index_entries", "expand_roots", "expand_paths", "delete_files", "remove_empty_dirs",
     "worker_pid", "EXPAND_FIELDS", "EXPANDED_FIELDS", "KEYED_FIELDS", "MERGED_FIELDS", "index_key",
-    "effective_deletions", "merge_live",
+    "effective_deletions", "merge_live", "counted",
     "InjectedFault",
 ]
 
@@ -192,6 +192,24 @@ def file_io(storage: Mapping[str, Any]) -> FileIO:
         cached = (pid, FileIO.for_uri(str(storage["uri"]), options))
         _FILE_IOS[key] = cached
     return cached[1]
+
+
+def counted(tally: Mapping[str, Any], fn: Callable[[Mapping[str, Any], Iterator[pa.RecordBatch]],
+                                                  Iterator[pa.RecordBatch]],
+            spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``fn(spec, batches)``, adding the storage requests this task made (by kind) to ``tally``
+    (Spark accumulators by kind, summed on the driver when the task succeeds). A Python worker
+    runs one task at a time, so the difference of the process's tally
+    (``requests.process_snapshot``) before and after is this task's, whatever FileIO made them."""
+    from tablekeeper.core.storage import requests
+
+    before = requests.process_snapshot()
+    try:
+        yield from fn(spec, batches)
+    finally:
+        for kind, n in requests.since(before, requests.process_snapshot()).items():
+            if kind in tally:
+                tally[kind].add(n)
 
 
 def _join(base: str, *parts: str) -> str:

@@ -54,6 +54,7 @@ from tablekeeper.core import (
     expire,
     expire_batches,
     expire_commit,
+    inventory,
     orphans,
     plans,
     references,
@@ -67,7 +68,7 @@ from tablekeeper.core.paimon.pypaimon_adapter import PartitionPathResolver
 from tablekeeper.core.paimon.table import Table, open_table
 from tablekeeper.core.storage import DeleteOutcome, DeleteResult
 from tablekeeper.spark import executor as ex
-from tablekeeper.spark import job_request, result_artifact, run_steps
+from tablekeeper.spark import job_request, request_tally, result_artifact, run_steps
 
 __all__ = ["run", "run_to_result", "local_session", "worker_pids", "SESSION_DEFAULTS"]
 
@@ -130,6 +131,7 @@ class _Ctx:
         self.fault = dict(fault) if fault else None
         self.n = _parallelism(spark, request)
         self._kept: list[DataFrame] = []
+        self.tally = request_tally.active() or request_tally.Tally(spark)
 
     def df(self, rows: Iterable[Sequence[Any]], fields: ex.Fields) -> DataFrame:
         return self.spark.createDataFrame([tuple(r) for r in rows], ex.ddl(fields))
@@ -138,7 +140,7 @@ class _Ctx:
            key: str | None = None) -> DataFrame:
         """An I/O stage: explicit partition count first (AQE would merge small I/O tasks)."""
         df = df.repartition(self.n, key) if key else df.repartition(self.n)
-        return df.mapInArrow(functools.partial(fn, dict(spec)), ex.ddl(out))
+        return df.mapInArrow(self.tally.bind(fn, spec), ex.ddl(out))
 
     def keep(self, df: DataFrame) -> DataFrame:
         """Materialise once; never recomputed later (lost blocks fail the job, they are not
@@ -157,7 +159,8 @@ class _Ctx:
 
     def spec(self, table: Table, **extra: Any) -> dict[str, Any]:
         main = table.on_branch(layout.MAIN)
-        return {"storage": {"uri": main.root, "options": dict(self.request.options),
+        return {"storage": {"uri": main.root,
+                            "options": request_tally.executor_options(self.request.options, self.spark),
                             "env_options": list(self.request.env_options)}, "root": main.root,
                 "manifest_dir": main.shared_dir(layout.MANIFEST_DIR), "batch_size": self.request.batch_size,
                 **extra}
@@ -206,7 +209,7 @@ def _delete_stages(ctx: _Ctx, planned: DataFrame, stages: Sequence[int], spec: M
         salt = F.pmod(F.hash("path"), F.lit(_DIR_SALT))
         part = part.repartition(ctx.n, "parent_dir", salt).sortWithinPartitions("parent_dir")
         try:
-            rows = part.mapInArrow(functools.partial(ex.delete_files, dict(stage_spec)),
+            rows = part.mapInArrow(ctx.tally.bind(ex.delete_files, stage_spec),
                                    ex.ddl(ex.SUMMARY_FIELDS)).collect()
         except Exception as e:
             raise errors.StorageError(
@@ -270,22 +273,25 @@ def _clean_orphans(ctx: _Ctx) -> None:
     t0 = time.perf_counter()
 
     # 1. candidates, listed and materialised before any root is read
-    listing = [(d.path, d.temp_prefix, d.kind.value) for d in decision.listings]
-    walks: list[tuple[str, int]] = []
-    for root in decision.data_roots:
-        if depth == 0:
-            walks.append((root, 0))
-        else:
-            walks.extend((s.path, depth - 1) for s in io.list_dir(root)
-                         if s.is_dir and decisions.is_partition_dir(s.name))
-    buckets = _planning(lambda: ctx.keep(ctx.io(ctx.df(walks, ex.WALK_FIELDS), ex.expand_bucket_dirs,
-                                                ex.DIR_FIELDS, spec)), "listing bucket directories")
-    listing_df = buckets.select("dir", F.lit(None).cast("string").alias("temp_prefix"),
-                                F.lit(_DATA).alias("kind")).unionByName(ctx.df(listing, ex.LISTING_FIELDS))
-    cands = _planning(lambda: ctx.keep(ctx.io(listing_df, ex.list_files, ex.CANDIDATE_FIELDS, spec, key="dir")),
-                      "listing candidate files")
+    if request.listing is not None:  # or read from a storage inventory by the driver
+        cands, n_buckets = _inventory_candidates(ctx, main, decision)
+    else:
+        listing = [(d.path, d.temp_prefix, d.kind.value) for d in decision.listings]
+        walks: list[tuple[str, int]] = []
+        for root in decision.data_roots:
+            if depth == 0:
+                walks.append((root, 0))
+            else:
+                walks.extend((s.path, depth - 1) for s in io.list_dir(root)
+                             if s.is_dir and decisions.is_partition_dir(s.name))
+        buckets = _planning(lambda: ctx.keep(ctx.io(ctx.df(walks, ex.WALK_FIELDS), ex.expand_bucket_dirs,
+                                                    ex.DIR_FIELDS, spec)), "listing bucket directories")
+        listing_df = buckets.select("dir", F.lit(None).cast("string").alias("temp_prefix"),
+                                    F.lit(_DATA).alias("kind")).unionByName(ctx.df(listing, ex.LISTING_FIELDS))
+        cands = _planning(lambda: ctx.keep(ctx.io(listing_df, ex.list_files, ex.CANDIDATE_FIELDS, spec, key="dir")),
+                          "listing candidate files")
+        n_buckets = buckets.count()
     n_candidates = cands.count()
-    n_buckets = buckets.count()
     seams.point("orphans:listed")
 
     # 2. the used set, read in executors, scoped to candidate names (roots enumerated now, after
@@ -332,6 +338,30 @@ def _clean_orphans(ctx: _Ctx) -> None:
         F.sum("removed").alias("removed")).collect()
     result.removed_dirs += int(removed[0]["removed"] or 0) if removed else 0
     result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
+
+
+def _inventory_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDecision) -> tuple[DataFrame, int]:
+    """The candidates among a storage inventory's files (``request.listing``), read and validated
+    by the driver exactly as in process (``inventory.load_for_table``, ``inventory.check_listing``,
+    ``orphans.listed_candidates``: keys absent from the inventory are never candidates, nothing
+    newer than the threshold is); and the number of bucket directories they are in."""
+    request = ctx.request
+    assert request.listing is not None
+    listed = inventory.load_for_table(request.listing, main.file_io, main.root, orphans.listing_roots(main),
+                                      request.storage_options())
+    inventory.check_listing(listed, main.root, decision.older_than_ms)
+    found = orphans.listed_candidates(decision, listed)
+    kind_of = {d.path: d.kind.value for d in decision.listings}
+    rows: list[tuple[Any, ...]] = []
+    for entries, data in ((found.meta_files, False), (found.data_files, True)):
+        for e in entries:
+            assert e.status is not None  # an inventory carries size and last-modified
+            parent = e.path.rsplit("/", 1)[0]
+            kind = _DATA if data else kind_of[parent]
+            rows.append((e.name, e.path, e.status.size, e.status.mtime_ms, parent, kind, ex.stage_of(kind, e.path)))
+    ctx.result.notes.append(f"candidates from the storage inventory {request.listing} "
+                            f"({len(listed.files)} file(s) of the table listed there)")
+    return ctx.keep(ctx.df(rows, ex.CANDIDATE_FIELDS)), len(found.bucket_dirs)
 
 
 def _used_set(ctx: _Ctx, io: Any, roots: list[tuple[str, str]], cands: DataFrame, spec: Mapping[str, Any]
@@ -813,10 +843,11 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
     started = timestamps.now_ms()
     result.started_at = timestamps.iso_ms(started)
     t0 = time.perf_counter()
-    ctx = _Ctx(spark, request, result, fault)
-    result.details["parallelism"] = ctx.n
     _PHASES.clear()
     maintainer = contextlib.ExitStack()  # one maintainer per table (core/lease.py); released below
+    tally = maintainer.enter_context(request_tally.Tally(spark))  # storage requests of the run
+    ctx = _Ctx(spark, request, result, fault)
+    result.details["parallelism"] = ctx.n
     try:
         maintainer.enter_context(run_steps.maintenance_lease(request))
         due = request.with_changelog and _changelog_due(request)
@@ -842,6 +873,9 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
                                               dry_run=request.dry_run)
     finally:
         ctx.release()
+        result.requests = tally.total()
+        result.details["executorRequests"] = tally.executors()
+        result.details["requestsCounted"] = "driver" if tally.accumulators is None else "driver and executors"
         maintainer.close()
         result.timings.update({f"phase {k}": round(v, 3) for k, v in _PHASES.items()})
         result.timings["totalSeconds"] = round(time.perf_counter() - t0, 3)

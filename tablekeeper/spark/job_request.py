@@ -58,6 +58,10 @@ class JobRequest:
     #: credential reaches the executors without ever being in the job's arguments or manifest.
     #: Only the names travel; :meth:`storage_options` reads the values where the job runs.
     env_options: tuple[str, ...] = ()
+    #: ``clean-orphans`` only: take the candidates from this storage inventory (an S3 Inventory
+    #: ``manifest.json`` or a CSV/Parquet file list, docs/inventory.md) instead of listing the
+    #: store; the driver reads and validates it, roots are still read live.
+    listing: str | None = None
 
     def __post_init__(self) -> None:
         if self.operation not in OPERATIONS:
@@ -76,6 +80,8 @@ class JobRequest:
         if self.with_changelog and self.operation != "expire":
             raise errors.InvalidInputError("--with-changelog goes with --operation expire",
                                            fix="use --operation expire-changelog for the changelog alone")
+        if self.listing is not None and self.operation != "clean-orphans":
+            raise errors.InvalidInputError("--listing is for clean-orphans", fix="drop --listing")
         if self.operation == "clean-orphans" and self.retention is not None:
             raise errors.InvalidInputError("retention is for expire and expire-changelog",
                                            fix="drop --retention")
@@ -97,7 +103,7 @@ class JobRequest:
             args.append("--with-changelog")
         valued: tuple[tuple[str, object], ...] = (
             ("--now", self.now_ms), ("--parallelism", self.parallelism), ("--run-name", self.run_name),
-            ("--result", self.result),
+            ("--result", self.result), ("--listing", self.listing),
             ("--retention", None if self.retention is None
              else json.dumps(self.retention.to_dict(), sort_keys=True, separators=(",", ":"))))
         for flag, val in valued:
@@ -152,6 +158,9 @@ def argument_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="Plan and report only; delete nothing.")
     p.add_argument("--older-than", help="clean-orphans: an age ('2 d') or a time (ISO/epoch ms); default 1 day.")
     p.add_argument("--force", action="store_true", help="clean-orphans: allow thresholds under 1 hour ago.")
+    p.add_argument("--listing", metavar="PATH",
+                   help="clean-orphans: candidates from a storage inventory (S3 Inventory manifest.json or a "
+                        "CSV/Parquet file list) instead of listing the store (docs/inventory.md).")
     p.add_argument("--now", type=int, help=argparse.SUPPRESS)
     p.add_argument("--retention", metavar="JSON",
                    help="expire/expire-changelog: the retention to expire with, as Retention.to_dict() writes it "
@@ -200,5 +209,5 @@ def parse_args(argv: Sequence[str]) -> tuple[JobRequest, dict[str, Any]]:
         options=_pairs(ns.option, "--option"), dry_run=ns.dry_run, older_than=ns.older_than, force=ns.force,
         now_ms=ns.now, retention=_retention(ns.retention), parallelism=ns.parallelism, batch_size=ns.batch_size,
         run_name=ns.run_name, result=ns.result, with_changelog=ns.with_changelog, batches=ns.batches,
-        env_options=tuple(ns.env_option))
+        env_options=tuple(ns.env_option), listing=ns.listing)
     return request, {"master": ns.master, "conf": _pairs(ns.conf, "--conf")}

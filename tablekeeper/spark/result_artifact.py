@@ -61,6 +61,8 @@ class RunResult:
     details: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
+    #: storage requests of the run by kind, plus ``total`` (Spark: driver and executors, summed)
+    requests: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_planned(self) -> int:
@@ -105,6 +107,7 @@ class RunResult:
             "details": dict(self.details),
             "notes": list(self.notes),
             "versions": dict(self.versions),
+            "requests": dict(self.requests),
         }
 
     def to_json(self) -> str:
@@ -147,6 +150,7 @@ class RunResult:
                 details=dict(data.get("details", {})),
                 notes=[str(x) for x in data.get("notes", [])],
                 versions={str(k): str(v) for k, v in dict(data.get("versions", {})).items()},
+                requests=_int_map(data.get("requests", {}), "requests"),
             )
         except errors.FormatError:
             raise

@@ -11,17 +11,25 @@ is recorded here, in one place:
   request of its kind (fsspec paginates HDFS/GCS/Azure listings inside one call: a lower bound
   there).
 
-:class:`Pacer` keeps the requests of one FileIO (one table's prefix: a run touches one table)
-below ``max_per_second`` with a token bucket; the clock is injected, so tests count waits
-instead of measuring them.
+:class:`Pacer` keeps the requests to each prefix below ``max_per_second`` with one token bucket
+per prefix. On S3 and OSS the prefix of a request is its object key's parent "directory"
+(:func:`prefix_of_request`: the listed prefix of a LIST, the common parent of a DeleteObjects'
+keys), the unit S3 partitions its request rate by once a prefix is busy; on other stores every
+request of a FileIO shares one bucket. The clock is injected, so tests count waits instead of
+measuring them.
+
+Every count also goes to a per-process tally (:func:`process_snapshot`), so a Spark Python
+worker can report the requests of one task (it runs one task at a time) whatever FileIO made them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import re
 import threading
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -29,7 +37,8 @@ from typing import Any
 from tablekeeper.core import errors
 
 __all__ = ["RequestKind", "RequestCounts", "TokenBucket", "Pacer", "RequestLayer", "PACING_OPTION",
-           "S3_OPERATION_KINDS", "kind_of_s3_operation", "pacing_from_options", "since"]
+           "S3_OPERATION_KINDS", "kind_of_s3_operation", "pacing_from_options", "since", "plus", "process_snapshot",
+           "prefix_of_request"]
 
 
 class RequestKind(enum.StrEnum):
@@ -64,6 +73,19 @@ def kind_of_s3_operation(name: str) -> RequestKind:
     return S3_OPERATION_KINDS.get(name, RequestKind.OTHER)
 
 
+_PROCESS_LOCK = threading.Lock()
+_PROCESS_COUNTS: Counter[str] = Counter()
+
+
+def process_snapshot() -> dict[str, int]:
+    """Requests of every FileIO of this process so far, by kind, plus ``total`` (a Spark worker
+    subtracts two snapshots to get one task's requests)."""
+    with _PROCESS_LOCK:
+        out = {k: v for k, v in sorted(_PROCESS_COUNTS.items()) if v}
+    out["total"] = sum(out.values())
+    return out
+
+
 class RequestCounts:
     """Requests by kind, thread-safe (s3fs sends from its event-loop thread, deletes run in pools)."""
 
@@ -74,6 +96,8 @@ class RequestCounts:
     def add(self, kind: RequestKind, n: int = 1) -> None:
         with self._lock:
             self._counts[kind.value] += n
+        with _PROCESS_LOCK:
+            _PROCESS_COUNTS[kind.value] += n
 
     def snapshot(self) -> dict[str, int]:
         """Counts by kind (only kinds seen), plus ``total``."""
@@ -88,6 +112,16 @@ def since(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]
     out = {k: v - before.get(k, 0) for k, v in after.items() if k != "total" and v - before.get(k, 0)}
     out["total"] = sum(out.values())
     return out
+
+
+def plus(*counts: Mapping[str, int]) -> dict[str, int]:
+    """Counts by kind summed (``total`` recomputed)."""
+    out: Counter[str] = Counter()
+    for c in counts:
+        out.update({k: v for k, v in c.items() if k != "total"})
+    summed = {k: v for k, v in sorted(out.items()) if v}
+    summed["total"] = sum(summed.values())
+    return summed
 
 
 class TokenBucket:
@@ -116,14 +150,16 @@ class TokenBucket:
 
 
 class Pacer:
-    """One token bucket per prefix (``prefix_of(path)``; default: all requests of this FileIO
-    share one, the run's table prefix)."""
+    """One token bucket per prefix (:func:`prefix_of_request` on S3/OSS; on other stores all
+    requests of the FileIO share the bucket of prefix ``""``)."""
 
     def __init__(self, max_per_second: float, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.max_per_second = max_per_second
         self._clock = clock
         self.sleep = sleep
+        #: how the botocore hook waits (inside s3fs's event loop); tests inject a recorder
+        self.async_sleep: Callable[[float], Any] = asyncio.sleep
         self._buckets: dict[str, TokenBucket] = {}
         self._lock = threading.Lock()
         self.waits = 0
@@ -177,13 +213,38 @@ class RequestLayer:
         """A ``before-send`` handler for an aiobotocore session: counts every HTTP request
         (retries and pages included) by its operation; paces without blocking s3fs's loop."""
 
-        async def before_send(event_name: str = "", **_: Any) -> None:
+        async def before_send(event_name: str = "", request: Any = None, **_: Any) -> None:
             kind = kind_of_s3_operation(event_name.rsplit(".", 1)[-1])
             self.counts.add(kind)
             if self.pacer is not None:
-                wait = self.pacer.delay("")
+                prefix = "" if request is None else prefix_of_request(
+                    str(getattr(request, "url", "")), getattr(request, "body", None))
+                wait = self.pacer.delay(prefix)
                 if wait > 0:
-                    await asyncio.sleep(wait)
+                    await self.pacer.async_sleep(wait)
             return None
 
         return before_send
+
+
+_DELETE_KEY = re.compile(rb"<Key>([^<]*)</Key>")
+
+
+def prefix_of_request(url: str, body: Any = None) -> str:
+    """The prefix an S3-style request is paced under: the parent "directory" of its object key,
+    of the ``prefix`` a LIST asks for, or of the first key of a DeleteObjects body (tablekeeper's
+    bulk deletes group keys by directory). With path-style addressing the bucket leads
+    (``bucket/db.db/t/dt=1/bucket-0/``); virtual-hosted, the key alone (the bucket is the host);
+    either way one FileIO's prefixes are consistent."""
+    parts = urllib.parse.urlsplit(url)
+    path = urllib.parse.unquote(parts.path).strip("/")
+    query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
+    key = path
+    if "list-type" in query or "prefix" in query:
+        key = f"{path}/{query.get('prefix', [''])[0]}" if path else query.get("prefix", [""])[0]
+    elif "delete" in query and isinstance(body, (bytes, str)):
+        found = _DELETE_KEY.search(body if isinstance(body, bytes) else body.encode())
+        if found:
+            first = found.group(1).decode()
+            key = f"{path}/{first}" if path else first
+    return key.rsplit("/", 1)[0] + "/" if "/" in key else ""
