@@ -318,13 +318,17 @@ class Reachability:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tablekeeper-prefetch") as pool:
             list(pool.map(quietly(self.manifest_list_blocks), names))
             if manifests_too:
-                wanted: dict[str, None] = {}
-                for name in names:
-                    for _, block in self._list_blocks.get(name, ()):
-                        for meta in block:
-                            if meta.file_name not in self._refs:
-                                wanted[meta.file_name] = None
-                list(pool.map(quietly(self.manifest_refs), wanted))
+                list(pool.map(quietly(self.manifest_refs), self._unread_manifests(names)))
+
+    def _unread_manifests(self, list_names: Iterable[str]) -> list[str]:
+        """The manifests the (already read) manifest lists ``list_names`` name and not decoded yet, once each."""
+        wanted: dict[str, None] = {}
+        for name in list_names:
+            for _, block in self._list_blocks.get(name, ()):
+                for meta in block:
+                    if meta.file_name not in self._refs:
+                        wanted[meta.file_name] = None
+        return list(wanted)
 
     def _prefetch_forked(self, names: list[str], manifests_too: bool) -> None:
         """Local files: the lists read here (their blocks are shared between lists, so one
@@ -337,18 +341,13 @@ class Reachability:
                 pass
         if not manifests_too:
             return
-        wanted: dict[str, None] = {}
-        for name in names:
-            for _, block in self._list_blocks.get(name, ()):
-                for meta in block:
-                    if meta.file_name not in self._refs:
-                        wanted[meta.file_name] = None
+        wanted = self._unread_manifests(names)
 
         def store(name: str, refs: list[manifests.FileRef]) -> None:
             with self._lock:
                 self._refs.setdefault(name, refs)
 
-        forked_refs.decode_shared(self.file_io, self.manifest_dir, list(wanted), self.manifest_refs, store)
+        forked_refs.decode_shared(self.file_io, self.manifest_dir, wanted, self.manifest_refs, store)
 
     def meta_files(self, snapshot: Snapshot, *, include_changelog: bool = True,
                    tolerant: bool = False, union: MetaUnion | None = None) -> set[MetaFile]:

@@ -17,7 +17,6 @@ a refused inventory exits 2 and deletes nothing."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from types import ModuleType
 from typing import Any
@@ -25,9 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import s3fs
-from click.testing import CliRunner
 
-from tablekeeper.cli.main import cli
 from tests.maintenance import test_orphans_inventory as inv
 from tests.maintenance.helpers import IDENT, check_retained, reload, rows, table_root, views
 from tests.maintenance.test_orphans_inventory import _backdate_all, _keys, _read_rows, _upload, s3_rows, write_inventory
@@ -44,13 +41,7 @@ template, s3_table, s3count = counted.template, counted.s3_table, counted.s3coun
 
 
 def _run(args: list[str], warehouse: str, endpoint: str) -> dict[str, Any]:
-    argv = [*args, "--engine", "spark", "--parallelism", "2", "--warehouse", warehouse, "--output", "json"]
-    for key, value in s3support.paimon_s3_options(endpoint).items():
-        argv += ["--option", f"{key}={value}"]
-    result = CliRunner().invoke(cli, argv)
-    assert result.exit_code == 0, (result.output, result.exception)
-    out: dict[str, Any] = json.loads(result.output)
-    return out
+    return counted._run([*args, "--engine", "spark", "--parallelism", "2"], warehouse, endpoint)
 
 
 def _minus(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:

@@ -642,6 +642,13 @@ class FileIO:
                     if not up or up.endswith((":/", ":")):
                         break
 
+    def _read_quietly(self, path: str) -> bytes | None:
+        """A read ahead of the caller's: None when it fails (the caller's own read raises it)."""
+        try:
+            return self._read_bytes(path)
+        except Exception:  # noqa: BLE001 - raised again by the caller's own read
+            return None
+
     def prefetch(self, paths: Iterable[str], *, threads: int = 16) -> None:
         """Fetch the immutable-named files among ``paths`` ``threads`` at a time into the
         :meth:`immutable_reads` cache, so reads that follow one after the other (orphan
@@ -657,9 +664,8 @@ class FileIO:
             return
 
         def fetch(path: str) -> None:
-            try:
-                data = self._read_bytes(path)
-            except Exception:  # the caller's read raises it
+            data = self._read_quietly(path)
+            if data is None:
                 return
             with self._kept_lock:
                 if self._kept is kept and self._kept_budget >= len(data):
@@ -680,12 +686,10 @@ class FileIO:
             return
 
         def fetch(path: str) -> None:
-            try:
-                data = self._read_bytes(path)
-            except Exception:  # the caller's read raises it
-                return
-            with self._kept_lock:
-                self._ahead[path] = data
+            data = self._read_quietly(path)
+            if data is not None:
+                with self._kept_lock:
+                    self._ahead[path] = data
 
         with ThreadPoolExecutor(max_workers=threads) as pool:
             try:
