@@ -58,7 +58,9 @@ async def test_every_example_is_applied_and_becomes_ready(harness: Harness, demo
     policy = status["effectivePolicy"]
     assert policy["snapshots.minRetained"] == {"value": 5, "source": "policy/demo/standard"}
     assert policy["orphanFiles.olderThan"]["source"] == "policy/demo/standard"
-    assert "cluster/guardrails" in status["appliedPolicies"]
+    # the cluster policy may be Ready after the table was: its next periodic check applies it
+    await eventually(lambda: "cluster/guardrails" in harness.status("PaimonTable", "orders", "demo")["appliedPolicies"],
+                     timeout=30)
     assert harness.status("PaimonTable", "events", "demo")["effectivePolicy"]["partitions.expiration"] == \
         {"value": "3 d", "source": "policy/demo/events-hot"}
     await eventually(lambda: harness.status("PaimonRetentionPolicy", "standard", "demo").get("matchedTables") == 2)
