@@ -11,15 +11,11 @@ import pytest
 from tablekeeper.core.storage import FileIO
 from tablekeeper.core.storage import requests as rq
 from tablekeeper.spark import request_tally
+from tests.unit import test_storage_requests
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.waits: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
+class FakeClock(test_storage_requests.FakeClock):
+    """The token-bucket tests' clock, with the botocore hook's async sleep (records, does not advance)."""
 
     async def async_sleep(self, seconds: float) -> None:
         self.waits.append(seconds)
