@@ -2,7 +2,11 @@
 
 Every destructive command takes ``--dry-run`` and prints what would change; ``--output json``
 prints machine-readable results. Errors print one line plus the fix and exit with code 2,
-having changed nothing."""
+having changed nothing.
+
+Start-up: this module imports click and the engine's constants only; each command imports the
+engine modules it runs when it runs (``tablekeeper --help`` or a local ``clean-orphans`` never
+loads fsspec, asyncio, fastavro's writers, pyarrow or pypaimon; tests/cli/test_startup.py)."""
 
 from __future__ import annotations
 
@@ -12,34 +16,17 @@ import os
 import sys
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from tablekeeper.cli import render
-from tablekeeper.core import (
-    branches,
-    durations,
-    errors,
-    execution,
-    expire,
-    expire_commit,
-    format_guard,
-    inventory,
-    lease,
-    orphans,
-    partitions,
-    plans,
-    retention_settings,
-    tag_deletion,
-    tags,
-    timestamps,
-    writers,
-)
+from tablekeeper.core import errors
 from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.table import Table, open_table, open_table_path
-from tablekeeper.core.storage import requests as storage_requests
-from tablekeeper.spark import dispatch, job_request
+
+if TYPE_CHECKING:
+    from tablekeeper.core import execution, plans
+    from tablekeeper.core.paimon.table import Table
 
 __all__ = ["main", "cli"]
 
@@ -83,6 +70,8 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
         out[key.strip()] = value.strip()
     ctx = click.get_current_context(silent=True)
     if ctx is not None and ctx.meta.get(_PACING_META) is not None:
+        from tablekeeper.core.storage import requests as storage_requests
+
         out[storage_requests.PACING_OPTION] = str(ctx.meta[_PACING_META])
     return out
 
@@ -113,11 +102,15 @@ def _take_lease(t: Table) -> None:
         return
     operation, wait, dry_run = wanted
     if not dry_run:
+        from tablekeeper.core import lease
+
         ctx.meta[_LEASE_META] = None  # one lease per command, taken by the first table opened
         ctx.with_resource(lease.held(t.file_io, t.root, f"tablekeeper {operation}", wait=wait))
 
 
 def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN) -> Table:
+    from tablekeeper.core import format_guard
+
     t = _open_table(table, warehouse, options, branch)
     ctx = click.get_current_context(silent=True)
     if ctx is not None:  # manifests and schemas (immutable by name) are fetched once per command
@@ -128,6 +121,8 @@ def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: s
 
 
 def _open_table(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN) -> Table:
+    from tablekeeper.core.paimon.table import open_table, open_table_path
+
     opts = _parse_options(options)
     if warehouse or "/" in table or table.startswith("s3:"):
         t = open_table(warehouse, table, branch=branch, options=opts) if warehouse else \
@@ -153,10 +148,14 @@ def _emit(output: str, payload: Any, text: Callable[[], None]) -> None:
 
 
 def _duration(value: str | None, field: str) -> Any:
+    from tablekeeper.core import durations
+
     return durations.parse_duration(value, field=field) if value is not None else None
 
 
 def _timestamp_ms(value: str | None) -> int | None:
+    from tablekeeper.core import timestamps
+
     return None if value is None else timestamps.parse_instant_ms(value, flag="--timestamp")
 
 
@@ -166,6 +165,8 @@ def _run_plan(plan: plans.Plan, table: Table, dry_run: bool, output: str, parall
         summary["dry_run"] = True
         _emit(output, summary, lambda: render.plan(plan, dry_run=True))
         return
+    from tablekeeper.core import execution
+
     result = execution.execute(plan, table.file_io, parallelism=parallelism, progress=render.progress_callback())
     _report(plan, result, output)
 
@@ -185,8 +186,8 @@ _ENGINE_HELP = "local: plan and delete in this process; spark: the same plan dis
 def _run_on_spark(operation: str, t: Table, options: tuple[str, ...], dry_run: bool, output: str,
                   **params: Any) -> None:
     """Run a maintenance command through ``tablekeeper.spark`` (local Spark unless configured)."""
-
-
+    from tablekeeper.core.storage import requests as storage_requests
+    from tablekeeper.spark import dispatch, job_request
 
     if "." not in t.identifier or not t.root.rstrip("/").rsplit("/", 2)[-2].endswith(".db"):
         raise errors.InvalidInputError(f"--engine spark needs a warehouse table, not {t.root}",
@@ -256,6 +257,8 @@ def tag_group() -> None:
 def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | None, time_retained: str | None,
                branch: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Create tag NAME on TABLE (idempotent; never moves an existing tag)."""
+    from tablekeeper.core import tags
+
     retained = _duration(time_retained, "--time-retained")
     t = _open(table, warehouse, options, branch)
     result = tags.create_tag(t, name, snapshot_id=snapshot, timestamp_ms=_timestamp_ms(timestamp),
@@ -276,6 +279,8 @@ def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | Non
 def tag_delete(table: str, name: str, branch: str, force: bool, parallelism: int | None, dry_run: bool,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete tag NAME and the files only it still references."""
+    from tablekeeper.core import execution, tag_deletion, tags
+
     t = _open(table, warehouse, options, branch)
     if dry_run:
         _run_plan(tags.plan_delete_tag(t, name, force=force), t, dry_run, output, parallelism)
@@ -297,6 +302,8 @@ def tag_delete(table: str, name: str, branch: str, force: bool, parallelism: int
 def tag_rename(table: str, old: str, new: str, branch: str, force: bool, dry_run: bool,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Rename tag OLD to NEW."""
+    from tablekeeper.core import tags
+
     t = _open(table, warehouse, options, branch)
     result = tags.rename_tag(t, old, new, force=force, dry_run=dry_run)
     _emit(output, {"action": result.action, "from": old, "to": new},
@@ -316,6 +323,8 @@ def tag_rename(table: str, old: str, new: str, branch: str, force: bool, dry_run
 def tag_replace(table: str, name: str, snapshot: int | None, time_retained: str | None, branch: str, force: bool,
                 dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Point existing tag NAME at another snapshot."""
+    from tablekeeper.core import tags
+
     retained = _duration(time_retained, "--time-retained")
     t = _open(table, warehouse, options, branch)
     result = tags.replace_tag(t, name, snapshot_id=snapshot, time_retained=retained, force=force, dry_run=dry_run)
@@ -329,6 +338,8 @@ def tag_replace(table: str, name: str, snapshot: int | None, time_retained: str 
 @_common
 def tag_list(table: str, branch: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """List tags with the $tags columns."""
+    from tablekeeper.core import tags
+
     rows = tags.list_tags(_open(table, warehouse, options, branch))
     _emit(output, [r.as_dict() for r in rows], lambda: render.rows([r.as_dict() for r in rows], "no tags"))
 
@@ -351,6 +362,8 @@ def branch_group() -> None:
 def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: int | None, empty: bool,
                   dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Create branch NAME of TABLE."""
+    from tablekeeper.core import branches
+
     if sum(x is not None and x is not False for x in (from_tag, from_snapshot, empty or None)) != 1:
         raise errors.InvalidInputError("give exactly one of --from-tag, --from-snapshot, --empty",
                                        fix="e.g. --from-tag nightly")
@@ -368,6 +381,8 @@ def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: in
 def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                 output: str) -> None:
     """Drop branch NAME (its own data files become orphans for clean-orphans)."""
+    from tablekeeper.core import branches
+
     change = branches.drop_branch(_open(table, warehouse, options), name, dry_run=dry_run)
     _emit(output, change.as_dict(), lambda: render.change(change))
 
@@ -381,6 +396,8 @@ def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, opt
 def branch_fast_forward(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                         output: str) -> None:
     """Merge branch NAME into main: main then reads exactly what the branch reads."""
+    from tablekeeper.core import branches
+
     change = branches.fast_forward(_open(table, warehouse, options), name, dry_run=dry_run)
     _emit(output, change.as_dict(), lambda: render.change(change))
 
@@ -395,6 +412,8 @@ def branch_fast_forward(table: str, name: str, dry_run: bool, warehouse: str | N
 def branch_replace_main(table: str, name: str, backup: str | None, dry_run: bool, warehouse: str | None,
                         options: tuple[str, ...], output: str) -> None:
     """Make branch NAME the table's main (the branch is removed)."""
+    from tablekeeper.core import branches
+
     change = branches.replace_main(_open(table, warehouse, options), name, backup=backup, dry_run=dry_run)
     _emit(output, change.as_dict(), lambda: render.change(change))
 
@@ -409,6 +428,8 @@ def branch_replace_main(table: str, name: str, backup: str | None, dry_run: bool
 def branch_rename(table: str, old: str, new: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                   output: str) -> None:
     """Rename branch OLD to NEW."""
+    from tablekeeper.core import branches
+
     change = branches.rename_branch(_open(table, warehouse, options), old, new, dry_run=dry_run)
     _emit(output, change.as_dict(), lambda: render.change(change))
 
@@ -418,12 +439,16 @@ def branch_rename(table: str, old: str, new: str, dry_run: bool, warehouse: str 
 @_common
 def branch_list(table: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """List branches with the $branches columns and their fork points."""
+    from tablekeeper.core import branches
+
     rows = branches.list_branches(_open(table, warehouse, options))
     _emit(output, [r.as_dict() for r in rows], lambda: render.rows([r.as_dict() for r in rows], "no branches"))
 
 
 # ---------------------------------------------------------------------------- maintenance
 def _now_ms(now: str | None) -> int:
+    from tablekeeper.core import timestamps
+
     return timestamps.now_ms() if now is None else timestamps.parse_instant_ms(now, flag="--now")
 
 
@@ -447,6 +472,8 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
     """Expire old snapshots of TABLE: data, changelog, manifests, then snapshot files, EARLIEST.
 
     Options come from the flags, else from the table's own Paimon options."""
+    from tablekeeper.core import execution, expire, expire_commit, retention_settings
+
     t = _open(table, warehouse, options, branch)
     retention = retention_settings.from_options(t.options(), retention_settings.RetentionFlags(
         retain_min=retain_min, retain_max=retain_max, time_retained=_duration(time_retained, "--time-retained"),
@@ -475,6 +502,8 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
 def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: str | None, dry_run: bool,
                          warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Expire long-lived changelog-N files (decoupled changelog.* options of the table)."""
+    from tablekeeper.core import execution, expire, expire_commit, retention_settings
+
     t = _open(table, warehouse, options, branch)
     config = expire.changelog_config(retention_settings.from_options(t.options()), t.options())
     if dry_run:
@@ -504,6 +533,8 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
                           zone_known: bool, now: str | None, dry_run: bool, warehouse: str | None,
                           options: tuple[str, ...], output: str) -> None:
     """Drop expired partitions with an OVERWRITE commit (files go with snapshot expiration)."""
+    from tablekeeper.core import partitions
+
     t = _open(table, warehouse, options, branch)
     with t.file_io.one_view():  # one decision: its schema, hints and snapshot read once (FileIO.one_view)
         config = partitions.config_from_options(
@@ -556,6 +587,8 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
                       engine: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete files no snapshot, tag, branch or changelog references (never directories or
     metadata JSON)."""
+    from tablekeeper.core import inventory, orphans, timestamps, writers
+
     t = _open(table, warehouse, options)
     now_ms = _now_ms(now)
     at, age = timestamps.parse_time_or_age(older_than, flag="--older-than") if older_than is not None else (None, None)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from tablekeeper.core import branches, execution, fork_points, plans
+from tablekeeper.core import plans
 from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.table import Table
+
+if TYPE_CHECKING:  # types only: the CLI imports what a command needs when it runs (start-up)
+    from tablekeeper.core import branches, execution
+    from tablekeeper.core.paimon.table import Table
 
 __all__ = ["rows", "plan", "change", "progress_callback", "build_timeline", "timeline"]
 
@@ -116,6 +119,8 @@ def _when(ms: int) -> str:
 
 def build_timeline(table: Table) -> dict[str, Any]:
     """Snapshots, tags and branches as plain data (the JSON of ``show``)."""
+    from tablekeeper.core import fork_points
+
     main = table.on_branch(layout.MAIN)
 
     def branch_data(t: Table) -> dict[str, Any]:

@@ -30,10 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar, cast
-
-import fsspec
-import fsspec.asyn
+from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar, cast
 
 from tablekeeper.core import errors, safety
 from tablekeeper.core.storage import retry as retries
@@ -41,6 +38,9 @@ from tablekeeper.core.storage.paths import basename, parent
 from tablekeeper.core.storage.requests import Pacer, RequestKind, RequestLayer, pacing_from_options
 from tablekeeper.core.storage.secrets import redact_text
 from tablekeeper.core.storage.stores import SCHEMES, Connection, Store, connect, split_scheme
+
+if TYPE_CHECKING:  # fsspec (with asyncio and importlib.metadata) is imported for remote stores only
+    import fsspec
 
 __all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult", "FileIO", "PARALLEL_DELETES"]
 
@@ -187,13 +187,17 @@ def _default_connection(scheme: str) -> Connection:
 
 
 class FileIO:
-    """Filesystem operations tablekeeper needs, over one fsspec filesystem (module docstring)."""
+    """Filesystem operations tablekeeper needs, over one fsspec filesystem (module docstring).
 
-    def __init__(self, scheme: str, fs: fsspec.AbstractFileSystem, connection: Connection | None = None,
+    Local files are served by ``os`` directly: their fsspec filesystem is made only when some
+    caller asks for :attr:`fs` (pyarrow's handler in the pypaimon bridge), so a command on a
+    local table never imports fsspec, asyncio or their dependencies (~0.1 s a process)."""
+
+    def __init__(self, scheme: str, fs: fsspec.AbstractFileSystem | None, connection: Connection | None = None,
                  retry: retries.RetryPolicy = retries.DEFAULT_POLICY, requests: RequestLayer | None = None,
                  http_counted: bool = False) -> None:
         self.scheme = scheme
-        self.fs = fs
+        self._fs = fs
         self.connection = connection or _default_connection(scheme)
         self.store = self.connection.store
         self.retry = retry
@@ -224,6 +228,15 @@ class FileIO:
     def _view(self, view: dict[tuple[str, str], Any] | None) -> None:
         self._views.view = view
 
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        """The fsspec filesystem; for local files made on first use (class docstring)."""
+        if self._fs is None:
+            import fsspec
+
+            self._fs = fsspec.filesystem("file")
+        return self._fs
+
     # -- construction ------------------------------------------------------------------
     @classmethod
     def for_uri(cls, uri: str, options: Mapping[str, Any] | None = None,
@@ -236,7 +249,7 @@ class FileIO:
         rate = pacing_from_options(options)
         layer = RequestLayer(Pacer(rate) if rate else None)
         if connection.store is Store.LOCAL:
-            return cls("file", fsspec.filesystem("file"), connection, retry, layer)
+            return cls("file", None, connection, retry, layer)
         kwargs = dict(connection.kwargs)
         if connection.store is Store.OSS:  # create-if-absent as OSS documents it (oss_headers)
             from tablekeeper.core.storage.oss_headers import oss_session
@@ -253,6 +266,8 @@ class FileIO:
                 kwargs["session"] = AioSession()
             # count (and pace) every HTTP request, pages and retries included (OSS: on its session)
             kwargs["session"].register("before-send.s3", layer.botocore_hook())
+        import fsspec
+
         try:
             fs = fsspec.filesystem(connection.protocol, **kwargs)
         except ImportError as e:
@@ -402,7 +417,9 @@ class FileIO:
                 # S3/OSS: s3fs's ls lists the parent as well when a directory is empty or absent
                 # (to find a file of that name): a second LIST per absent branch/, changelog/,
                 # consumer/ directory. A directory is listed by its own prefix only.
-                infos = self._call(lambda: fsspec.asyn.sync(fs.loop, fs._lsdir, raw), RequestKind.LIST)
+                from fsspec.asyn import sync
+
+                infos = self._call(lambda: sync(fs.loop, fs._lsdir, raw), RequestKind.LIST)
             else:
                 infos = self._call(lambda: fs.ls(raw, detail=True), RequestKind.LIST)
         except (FileNotFoundError, NotADirectoryError):
@@ -914,7 +931,7 @@ class FileIO:
     @property
     def bulk_deletes(self) -> bool:
         """Whether this store deletes up to 1000 keys a request (S3, OSS: DeleteObjects)."""
-        return hasattr(self.fs, "call_s3") and not self.is_local
+        return not self.is_local and hasattr(self.fs, "call_s3")
 
     def _delete_local(self, path: str) -> DeleteResult:
         """One ``unlink``: it never removes a directory (Linux answers EISDIR, POSIX EPERM), so

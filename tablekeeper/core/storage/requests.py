@@ -24,7 +24,6 @@ worker can report the requests of one task (it runs one task at a time) whatever
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import re
 import threading
@@ -159,7 +158,7 @@ class Pacer:
         self._clock = clock
         self.sleep = sleep
         #: how the botocore hook waits (inside s3fs's event loop); tests inject a recorder
-        self.async_sleep: Callable[[float], Any] = asyncio.sleep
+        self.async_sleep: Callable[[float], Any] = _async_sleep
         self._buckets: dict[str, TokenBucket] = {}
         self._lock = threading.Lock()
         self.waits = 0
@@ -173,6 +172,13 @@ class Pacer:
         if wait > 0:
             self.waits += 1
         return wait
+
+
+async def _async_sleep(seconds: float) -> None:
+    """``asyncio.sleep``, imported when s3fs's loop first waits: local commands never load asyncio."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
 
 
 def pacing_from_options(options: Mapping[str, Any] | None) -> float | None:
