@@ -587,7 +587,7 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
                       engine: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete files no snapshot, tag, branch or changelog references (never directories or
     metadata JSON)."""
-    from tablekeeper.core import inventory, orphans, timestamps, writers
+    from tablekeeper.core import orphans, timestamps, writers
 
     t = _open(table, warehouse, options)
     now_ms = _now_ms(now)
@@ -600,8 +600,12 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
         _run_on_spark("clean-orphans", t, options, dry_run, output, older_than=older_than, force=force,
                       parallelism=parallelism, now_ms=_now_ms(now) if now else None, listing=listing_path)
         return
-    listing = None if listing_path is None else inventory.load_for_table(
-        listing_path, t.file_io, t.root, orphans.listing_roots(t), _parse_options(options))
+    listing = None
+    if listing_path is not None:
+        from tablekeeper.core import inventory
+
+        listing = inventory.load_for_table(listing_path, t.file_io, t.root, orphans.listing_roots(t),
+                                           _parse_options(options))
     config = orphans.OrphanConfig(threshold, processes=plan_processes, listing=listing)
     _run_plan(orphans.plan_orphan_clean(t, config), t, dry_run, output, parallelism)
 

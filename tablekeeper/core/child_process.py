@@ -12,7 +12,6 @@ cheap: Linux, local files. Callers treat every failure of a child as "do that sh
 from __future__ import annotations
 
 import mmap
-import multiprocessing
 import os
 import select
 import signal
@@ -163,6 +162,8 @@ class SharedClaims:
 
     def __init__(self) -> None:
         self._memory = mmap.mmap(-1, 32)  # anonymous: shared with the children forked later
+        import multiprocessing  # when forking only: ~10 ms of every process's start-up otherwise
+
         self._lock = multiprocessing.get_context("fork").Lock()
 
     def publish(self, value: bytes) -> None:

@@ -26,12 +26,16 @@ from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from tablekeeper.core import decisions, errors, inventory, plans, references, safety, seams
+from tablekeeper.core import decisions, errors, plans, references, safety, seams
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.reachability import gc_paused
 from tablekeeper.core.storage import ListedEntry, join
+
+if TYPE_CHECKING:  # inventories (csv, gzip, pyarrow readers) are loaded only with --listing
+    from tablekeeper.core import inventory
 
 __all__ = ["OrphanConfig", "CandidateListing", "resolve_older_than", "data_roots", "decide_orphan_clean",
            "list_candidates", "listing_roots", "listed_candidates", "enumerate_roots", "read_roots", "plan_orphan_clean",
@@ -379,6 +383,8 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
         with main.file_io.flat_listing(main.root):  # object stores: one flat listing of the prefix
             listing = list_candidates(main, decision)
     else:  # refused before anything is read when it does not describe this table (nothing deleted)
+        from tablekeeper.core import inventory
+
         inventory.check_listing(config.listing, main.root, decision.older_than_ms)
         listing = listed_candidates(decision, config.listing)
     seams.point("orphans:listed")

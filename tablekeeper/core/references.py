@@ -19,9 +19,7 @@ manifest as its root reaches it) as soon as any manifest read fails."""
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
-import pickle
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -112,6 +110,8 @@ CLAIM_BATCH: Final = 8
 
 
 def _digest(paths: list[str]) -> bytes:
+    import hashlib  # (with pickle: loaded only when helpers are forked, ~10 ms of start-up)
+
     return hashlib.blake2b("\n".join(paths).encode("utf-8"), digest_size=16).digest()
 
 
@@ -123,6 +123,8 @@ def _helper_scan(main: Table, roots: list[Root], meta_names: set[str], data_name
     and scan manifests until none is left. Report the digest, the index ranges claimed, what the
     scanner did not see and the manifests whose names are not plain strings (the caller decodes
     those)."""
+    import pickle
+
     walk = _Walk(main, meta_names, None, [])
     paths: list[str] = []
     walk.walk(roots, paths.append)
@@ -169,6 +171,8 @@ class _Walk:
             return None
         if final:
             return None
+        import pickle
+
         paths, used = pickle.loads(message)  # noqa: S301 - our own child's bytes
         self.used.update(used)
         return list(paths)
@@ -261,6 +265,8 @@ class _Walk:
         Raises:
             FileNotFoundError, FormatError: a manifest read failed here.
         """
+        import pickle
+
         digest = _digest(paths)
         claims.publish(digest)
         started = time.monotonic()
