@@ -1,0 +1,97 @@
+"""Start-up of a CLI process (issue 13, point 7): which modules ``tablekeeper --help`` and a local
+``clean-orphans`` load. A module-set assertion, never a time one: each command imports the
+engine modules it runs when it runs, and a local table is served by ``os`` alone, so fsspec,
+asyncio, pyarrow, pypaimon and friends (tenths of a second of every process) stay unloaded."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import paimon as P
+
+#: Runs the CLI in a fresh interpreter, then writes its exit code and ``sorted(sys.modules)``.
+_PROBE = """
+import sys
+from tablekeeper.cli.main import main
+code = main(sys.argv[2:])
+import json
+with open(sys.argv[1], "w") as f:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, f)
+"""
+
+#: Never needed by a command on a local table.
+HEAVY = ("fsspec", "asyncio", "aiohttp", "s3fs", "aiobotocore", "botocore", "pyarrow", "pandas", "numpy",
+         "pypaimon", "importlib.metadata", "email", "multiprocessing", "pyspark", "kopf", "kubernetes", "rich",
+         "tablekeeper.spark", "tablekeeper.reconcile", "tablekeeper.operator")
+#: Needed by no command's start-up either; loaded by the commands that use them.
+ENGINE = ("fastavro", "zstandard", "tablekeeper.core.orphans", "tablekeeper.core.expire", "tablekeeper.core.tags",
+          "tablekeeper.core.branches", "tablekeeper.core.inventory", "tablekeeper.core.paimon.manifests")
+
+
+def _modules(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
+    out = tmp_path / f"modules-{len(list(tmp_path.glob('modules-*')))}.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TABLEKEEPER_")}
+    done = subprocess.run([sys.executable, "-c", _PROBE, str(out), *args], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+    assert out.exists(), done.stderr
+    result: dict[str, Any] = json.loads(out.read_text())
+    return int(result["code"]), set(result["modules"])
+
+
+def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    """The ``names`` (packages count with their sub-modules) among ``modules``."""
+    return sorted(n for n in names if n in modules or any(m.startswith(n + ".") for m in modules))
+
+
+def test_help_loads_no_engine_module(tmp_path: Path) -> None:
+    code, modules = _modules(tmp_path, "--help")
+    assert code == 0
+    assert _loaded(modules, HEAVY + ENGINE) == []
+    assert "click" in modules and "tablekeeper.cli.main" in modules  # the probe ran the CLI
+
+
+def test_root_help_lists_every_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The help text is built from the commands themselves, each with its one-line help."""
+    from tablekeeper.cli.main import cli, main
+
+    assert main(["--help"]) == 0
+    text = capsys.readouterr().out
+    assert set(cli.commands) >= {"tag", "branch", "expire", "expire-changelog", "expire-partitions",
+                                 "clean-orphans", "show", "plan", "apply", "demo", "operator"}
+    for name, command in cli.commands.items():
+        line = next(line for line in text.splitlines() if line.strip().startswith(name + " "))
+        assert command.get_short_help_str(limit=40).split()[0] in line, (name, line)
+
+
+@pytest.fixture
+def orphaned(tmp_path: Path) -> tuple[str, Path, dict[str, Any]]:
+    """A pypaimon-written table with one planted orphan data file, two days old."""
+    warehouse = tmp_path / "wh"
+    P.build_history(str(warehouse), commits=3)
+    bucket = next((warehouse / "db.db" / "orders").glob("dt=*/bucket-*"))
+    orphan = bucket / "data-00000000-0000-0000-0000-000000000000-0.parquet"
+    orphan.write_bytes(b"not referenced by any snapshot")
+    past = time.time() - 2 * 86_400
+    os.utime(orphan, (past, past))
+    return str(warehouse), orphan, P.snapshot_views(str(warehouse), "db.orders")
+
+
+def test_local_clean_orphans_loads_no_remote_store_or_pypaimon(
+        tmp_path: Path, orphaned: tuple[str, Path, dict[str, Any]]) -> None:
+    warehouse, orphan, views = orphaned
+    code, dry = _modules(tmp_path, "clean-orphans", "-w", warehouse, "db.orders", "--dry-run", "-o", "json")
+    assert code == 0 and orphan.exists()
+    code, modules = _modules(tmp_path, "clean-orphans", "-w", warehouse, "db.orders", "-o", "json")
+    assert code == 0 and not orphan.exists()  # the whole path ran: listing, roots, manifests, delete
+    for loaded in (dry, modules):
+        assert _loaded(loaded, HEAVY) == []
+        assert "tablekeeper.core.orphans" in loaded and "tablekeeper.core.expire" not in loaded
+    assert P.snapshot_views(warehouse, "db.orders") == views  # pypaimon reads every snapshot as before
