@@ -160,8 +160,8 @@ def _timestamp_ms(value: str | None) -> int | None:
 
 
 def _run_plan(plan: plans.Plan, table: Table, dry_run: bool, output: str, parallelism: int | None) -> None:
-    summary = plan.summary()
     if dry_run:
+        summary = plan.summary()
         summary["dry_run"] = True
         _emit(output, summary, lambda: render.plan(plan, dry_run=True))
         return

@@ -395,19 +395,20 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
         seams.point("orphans:roots-listed")
         roots = read_roots(main, enumerated)
     meta_names = {e.name for e in listing.meta_files}
-    refs = references.find_references(main, roots, meta_names, listing.data_names,
+    data_names = listing.data_names
+    refs = references.find_references(main, roots, meta_names, data_names,
                                       decision.name_prefixes, processes=config.processes)
     if len(roots) < len(enumerated):  # some vanished between enumeration and reading
         refs = references.References(refs.used_meta, refs.unreferenced_data, (*refs.vanished, "(unread roots)"))
-    refs = _cover_vanished_roots(main, roots, refs, meta_names, listing.data_names, decision.name_prefixes,
+    refs = _cover_vanished_roots(main, roots, refs, meta_names, data_names, decision.name_prefixes,
                                  config.processes)
     seams.point("orphans:walked")
     kind_of = {d.path: d.kind for d in decision.listings}
     files = []
-    unreferenced = 0
-    for listed in listing.unreferenced(refs.used_meta, refs.unreferenced_data):
-        unreferenced += 1
-        s = main.file_io.status_of(listed)  # a stat only now, for the few unreferenced local files
+    candidates = list(listing.unreferenced(refs.used_meta, refs.unreferenced_data))
+    unreferenced = len(candidates)
+    # a stat only now, for the few unreferenced local files
+    for s in main.file_io.statuses_of(candidates):
         if s is None or s.is_dir or s.mtime_ms >= config.older_than_ms:
             continue  # vanished, replaced by a directory, or written after the threshold
         parent_dir = s.path.rsplit("/", 1)[0]

@@ -362,10 +362,12 @@ class LyingListIO(FileIO):
 
     def status_of(self, entry: ListedEntry) -> FileStatus | None:
         # local bucket directories are listed by name and stat'ed later: that stat lies too
-        real = super().status_of(entry)
-        if real is not None and real.path == self.liar_dir:
-            return FileStatus(real.path, real.size, real.mtime_ms, False)
-        return real
+        [status] = self.statuses_of([entry])
+        return status
+
+    def statuses_of(self, entries: Any) -> list[FileStatus | None]:
+        return [FileStatus(s.path, s.size, s.mtime_ms, False) if s is not None and s.path == self.liar_dir else s
+                for s in super().statuses_of(entries)]
 
     def delete_files(self, paths: Any) -> Any:
         paths = list(paths)

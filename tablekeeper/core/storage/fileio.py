@@ -462,6 +462,32 @@ class FileIO:
         except FileNotFoundError:
             return None
 
+    def statuses_of(self, entries: Iterable[ListedEntry]) -> list[FileStatus | None]:
+        """:meth:`status_of` of each entry, in order. Local files without a pacer: one ``lstat``
+        each and the requests counted at once (orphan cleanup stats every unreferenced file,
+        thousands at a time; the per-call bookkeeping cost as much as the ``lstat``)."""
+        entries = list(entries)
+        if not self.is_local or self.requests.pacer is not None:
+            return [self.status_of(e) for e in entries]
+        out: list[FileStatus | None] = []
+        lstat, to_raw, is_dir = os.lstat, self._raw, stat_module.S_ISDIR
+        asked = 0
+        try:
+            for entry in entries:
+                if entry.status is not None:
+                    out.append(entry.status)
+                    continue
+                asked += 1
+                try:  # as list_dir: the entry itself, never a symlink's target
+                    st = lstat(to_raw(entry.path))
+                except FileNotFoundError:
+                    out.append(None)
+                    continue
+                out.append(FileStatus(entry.path, st.st_size, st.st_mtime_ns // 1_000_000, is_dir(st.st_mode)))
+        finally:
+            self.requests.counts.add(RequestKind.HEAD, asked)
+        return out
+
     def walk_files(self, path: str) -> Iterator[FileStatus]:
         """Every regular file below ``path``, recursively."""
         if self.is_local:
@@ -924,7 +950,10 @@ class FileIO:
         """
         paths = list(paths)
         if self.is_local:
-            return [self._delete_local(p) for p in paths]
+            if self.requests.pacer is not None:
+                return [self._delete_local(p) for p in paths]
+            self.requests.counts.add(RequestKind.DELETE, len(paths))  # one update, not one per file
+            return [self._delete_local(p, noted=True) for p in paths]
         return self._delete_remote(paths, tell_missing or not self.bulk_deletes)
 
     @property
@@ -932,11 +961,13 @@ class FileIO:
         """Whether this store deletes up to 1000 keys a request (S3, OSS: DeleteObjects)."""
         return not self.is_local and hasattr(self.fs, "call_s3")
 
-    def _delete_local(self, path: str) -> DeleteResult:
+    def _delete_local(self, path: str, noted: bool = False) -> DeleteResult:
         """One ``unlink``: it never removes a directory (Linux answers EISDIR, POSIX EPERM), so
-        the directory check runs only when the unlink is refused, not as a stat per file."""
+        the directory check runs only when the unlink is refused, not as a stat per file.
+        ``noted``: the caller counted this request already."""
         raw = self._raw(path)
-        self._note(RequestKind.DELETE)
+        if not noted:
+            self._note(RequestKind.DELETE)
         try:
             os.unlink(raw)
             return DeleteResult(path, DeleteOutcome.DELETED)

@@ -18,10 +18,8 @@ here with the option to set, before any request is made.
 from __future__ import annotations
 
 import enum
-import getpass
 import os
 import re
-import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -284,8 +282,16 @@ def _oss(scheme: str, options: Mapping[str, Any]) -> Connection:
 
 
 # -- HDFS --------------------------------------------------------------------------------------
+def _user() -> str:
+    import getpass  # HDFS only
+
+    return getpass.getuser()
+
+
 def _hadoop_site(conf_dir: str) -> dict[str, str]:
     """Properties of ``core-site.xml`` and ``hdfs-site.xml`` in a Hadoop configuration directory."""
+    import xml.etree.ElementTree as ElementTree  # HDFS only (start-up of every other command)
+
     out: dict[str, str] = {}
     for name in ("core-site.xml", "hdfs-site.xml"):
         path = os.path.join(conf_dir, name)
@@ -348,7 +354,7 @@ def _hdfs(scheme: str, uri: str, options: Mapping[str, Any]) -> Connection:
         kwargs["token"] = token
     else:
         kwargs["user"] = get("hadoop.user.name", "hadoop.job.ugi") or os.environ.get("HADOOP_USER_NAME") or \
-            getpass.getuser()
+            _user()
     kwargs.update(_raw_kwargs(options))
     kwargs.setdefault("skip_instance_cache", True)
 
