@@ -27,6 +27,7 @@ from tablekeeper.core.paimon.manifest_decoding import (
     decode_compiled,
     decode_records,
     entries_by_reader,
+    fast_lists_usable,
     fast_usable,
     format_error,
     gc_paused,
@@ -69,7 +70,7 @@ def read_manifest_list(file_io: FileIO, path: str) -> list[ManifestFileMeta]:
     container, info = read_container(file_io, path, what)
     require_fields(info, path, what, LIST_REQUIRED)
     with gc_paused():
-        decoder = info.decoder("list") if fast_usable() else None
+        decoder = info.decoder("list") if fast_lists_usable() else None
         if decoder is not None:
             try:
                 return cast(list[ManifestFileMeta], decode_compiled(decoder, container.data))
@@ -99,7 +100,7 @@ def read_list_block_names(schema_json: bytes, data: bytes, count: int, path: str
     except UnicodeDecodeError:
         return None
     require_fields(info, path, what, LIST_REQUIRED)
-    decoder = info.decoder("list-names") if fast_usable() else None
+    decoder = info.decoder("list-names") if fast_lists_usable() else None
     if decoder is None:
         return None
     out: list[tuple[str, tuple[str, ...]]] = []
