@@ -231,6 +231,9 @@ class FileIO:
     def fs(self) -> fsspec.AbstractFileSystem:
         """The fsspec filesystem; for local files made on first use (class docstring)."""
         if self._fs is None:
+            if not self.is_local:
+                raise errors.InvalidInputError(f"no filesystem configured for {self.scheme}://",
+                                               fix="build the FileIO with FileIO.for_uri")
             import fsspec
 
             self._fs = fsspec.filesystem("file")
