@@ -24,7 +24,7 @@ from tablekeeper.core.paimon.manifest_decoding import (
     VersionMismatch,
     as_tuple,
     bad_version,
-    decode_compiled,
+    decode_fast,
     decode_records,
     entries_by_reader,
     fast_usable,
@@ -69,14 +69,14 @@ def read_manifest_list(file_io: FileIO, path: str) -> list[ManifestFileMeta]:
     container, info = read_container(file_io, path, what)
     require_fields(info, path, what, LIST_REQUIRED)
     with gc_paused():
-        decoder = info.decoder("list") if fast_usable() else None
-        if decoder is not None:
-            try:
-                return cast(list[ManifestFileMeta], decode_compiled(decoder, container.data))
-            except VersionMismatch as e:
-                raise bad_version(path, what, e.version, MANIFEST_LIST_VERSION) from None
-            except FastDecodeError:
-                pass  # fastavro.reader decides
+        try:
+            rows = decode_fast(info, "list", container.data)
+            if rows is not None:
+                return cast(list[ManifestFileMeta], rows)
+        except VersionMismatch as e:
+            raise bad_version(path, what, e.version, MANIFEST_LIST_VERSION) from None
+        except FastDecodeError:
+            pass  # fastavro.reader decides
         return list_by_reader(plain_bytes(container, info), path, what)
 
 
@@ -123,14 +123,14 @@ def _read_entries(file_io: FileIO, path: str, kind: str, file_required: Iterable
     require_fields(info, path, what, ENTRY_TOP_REQUIRED, file_required)
     reject_unknown_entry_fields(info, path, what)
     with gc_paused():
-        decoder = info.decoder(kind) if fast_usable() else None
-        if decoder is not None:
-            try:
-                return decode_compiled(decoder, container.data)
-            except VersionMismatch as e:
-                raise bad_version(path, what, e.version, MANIFEST_VERSION) from None
-            except FastDecodeError:
-                pass  # damaged, or a shape the compiled path misjudged: fastavro.reader decides
+        try:
+            rows = decode_fast(info, kind, container.data)
+            if rows is not None:
+                return rows
+        except VersionMismatch as e:
+            raise bad_version(path, what, e.version, MANIFEST_VERSION) from None
+        except FastDecodeError:
+            pass  # damaged, or a shape the compiled path misjudged: fastavro.reader decides
         return slow(container, info, path, what)
 
 
