@@ -615,7 +615,8 @@ def decode_fast(info: SchemaInfo, kind: str, data: bytes) -> list[Any] | None:
         VersionMismatch: a record's version is not the one this decoder kind reads.
         FastDecodeError: the file did not decode exactly (fastavro.reader judges it).
     """
-    program = info.native(kind) if manifest_native.usable() else None
+    # tests force fastavro.reader by setting _fast_enabled False: that turns off both decoders
+    program = info.native(kind) if _fast_enabled is not False and manifest_native.usable() else None
     if program is not None:
         try:
             rows = manifest_native.decode(program, data)
