@@ -167,9 +167,15 @@ class Reachability:
         keys = self._block_keys(data, framed)
         new = [i for i, key in enumerate(keys) if key not in self._blocks]
         if new:
-            subset = data[:header_end] + b"".join(data[frames[i].start:frames[i].end] for i in new)
             try:
-                entries = manifests.read_manifest_list(_Preloaded(self.file_io, path, subset), path)
+                view = memoryview(data)
+                direct = manifests.read_list_blocks(framed.schema_json, framed.codec, [
+                    (view[frames[i].payload:frames[i].end - 16], frames[i].records) for i in new], path)
+                if direct is not None:
+                    entries = [meta for rows in direct for meta in rows]
+                else:
+                    subset = data[:header_end] + b"".join(data[frames[i].start:frames[i].end] for i in new)
+                    entries = manifests.read_manifest_list(_Preloaded(self.file_io, path, subset), path)
             except Exception:
                 return whole()  # the full read raises exactly what it always raised
             if len(entries) != sum(frames[i].records for i in new):
@@ -463,6 +469,18 @@ class Reachability:
     def data_paths(self, ref: manifests.FileRef) -> list[str]:
         """The data file and its extra files (file-index ``.index`` files)."""
         return self._paths.file_paths(ref)
+
+    def data_paths_of(self) -> Callable[[manifests.FileRef], list[str]]:
+        """:meth:`data_paths` as one bound function, for loops over ~100k files; the resolver
+        (pypaimon) is built when it is first called, as there."""
+        resolved: list[Callable[[manifests.FileRef], list[str]]] = []
+
+        def paths(ref: manifests.FileRef) -> list[str]:
+            if not resolved:
+                resolved.append(self._paths.file_paths)
+            return resolved[0](ref)
+
+        return paths
 
     def index_path(self, entry: manifests.IndexManifestEntry) -> str:
         return self._paths.index_file_path(entry)

@@ -59,6 +59,7 @@ __all__ = [
     "primitive_type",
     "decode_compiled",
     "decode_fast",
+    "native_program",
     "fast_usable",
     "list_by_reader",
     "entries_by_reader",
@@ -606,6 +607,13 @@ def decode_compiled(decode: _Decoder, data: bytes) -> list[Any]:
     return out
 
 
+def native_program(info: SchemaInfo, kind: str) -> manifest_native.Program | None:
+    """The native program of decoder ``kind`` for this writer schema when the native decoder is
+    built and trusted (tests force fastavro.reader by setting _fast_enabled False: that turns
+    off both fast decoders)."""
+    return info.native(kind) if _fast_enabled is not False and manifest_native.usable() else None
+
+
 def decode_fast(info: SchemaInfo, kind: str, data: bytes) -> list[Any] | None:
     """Every record of the container ``data`` by the fastest decoder that serves this writer
     schema: the native program (:mod:`.manifest_native`), else the generated Python decoder;
@@ -615,8 +623,7 @@ def decode_fast(info: SchemaInfo, kind: str, data: bytes) -> list[Any] | None:
         VersionMismatch: a record's version is not the one this decoder kind reads.
         FastDecodeError: the file did not decode exactly (fastavro.reader judges it).
     """
-    # tests force fastavro.reader by setting _fast_enabled False: that turns off both decoders
-    program = info.native(kind) if _fast_enabled is not False and manifest_native.usable() else None
+    program = native_program(info, kind)
     if program is not None:
         try:
             rows = manifest_native.decode(program, data)

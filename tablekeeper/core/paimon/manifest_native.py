@@ -33,7 +33,7 @@ from tablekeeper.core.paimon.manifest_records import (
     SimpleStats,
 )
 
-__all__ = ["Program", "compile_program", "decode", "usable", "NativeBad", "NativeVersion"]
+__all__ = ["Program", "compile_program", "decode", "decode_block", "usable", "NativeBad", "NativeVersion"]
 
 # op codes of _avro_native.c
 _LONG, _BYTES, _STR, _FIXED, _UNION, _ARRAY, _MAP = range(7)
@@ -211,16 +211,26 @@ def decode(program: Program, data: bytes) -> list[Any] | None:
         return None
     out: list[Any] = []
     view = memoryview(data)
-    native = _NATIVE
     for b in framed.blocks:
         block = avro_container.decompress(framed.codec, view[b.payload:b.end - 16])
         if block is None:
             return None
-        end = native.decode(block, 0, b.records, program.ops, program.slots, program.template,
-                            program.version_slot, program.version, NativeBad, NativeVersion, out)
-        if end != len(block):
-            raise NativeBad("block not consumed exactly")
+        decode_block(program, block, b.records, out)
     return out
+
+
+def decode_block(program: Program, block: bytes, count: int, out: list[Any]) -> None:
+    """Append the ``count`` records of one decompressed block to ``out``; the block must be
+    consumed exactly.
+
+    Raises:
+        NativeBad: the block does not decode exactly.
+        NativeVersion: a record's version is not the program's.
+    """
+    end = _NATIVE.decode(block, 0, count, program.ops, program.slots, program.template, program.version_slot,
+                         program.version, NativeBad, NativeVersion, out)
+    if end != len(block):
+        raise NativeBad("block not consumed exactly")
 
 
 def usable() -> bool:
