@@ -17,10 +17,9 @@ import fastavro
 import pytest
 
 from tablekeeper.core import errors, expire
-from tablekeeper.core.paimon import avro_container
+from tablekeeper.core.paimon import avro_container, manifests
 from tablekeeper.core.paimon import manifest_decoding as md
 from tablekeeper.core.paimon import manifest_native as mn
-from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon.table import open_table, open_table_path
 from tablekeeper.core.reachability import Reachability
 from tablekeeper.core.storage import FileIO, join
