@@ -139,9 +139,17 @@ class Plan:
     def summary(self) -> dict[str, Any]:
         counts: Counter[str] = Counter()
         sizes: Counter[str] = Counter()
-        for f in self.files:
-            counts[f.kind.value] += 1
-            sizes[f.kind.value] += f.size or 0
+        for step in self.steps:
+            if not isinstance(step, DeleteStep) or not step.files:
+                continue
+            kind = step.files[0].kind
+            if all(f.kind is kind for f in step.files):  # the usual step: one kind (~100k data files)
+                counts[kind.value] += len(step.files)
+                sizes[kind.value] += sum(f.size or 0 for f in step.files)
+                continue
+            for f in step.files:
+                counts[f.kind.value] += 1
+                sizes[f.kind.value] += f.size or 0
         return {
             "operation": self.operation,
             "table": self.table,
