@@ -51,7 +51,7 @@ def _prefetch(reach: Reachability, roots: Sequence[RootUse]) -> None:
         lists = {ListRole.BASE: use.snapshot.base_manifest_list, ListRole.DELTA: use.snapshot.delta_manifest_list,
                  ListRole.CHANGELOG: use.snapshot.changelog_manifest_list}
         names.extend(lists[role] for role in sorted(use.entry_roles))
-    reach.prefetch(names)
+    reach.prefetch(names, with_paths=any(use.cand_delta or use.cand_changelog for use in roots))
     reach.prefetch([n for use in roots for n in use.snapshot.manifest_lists], manifests_too=False)
 
 
