@@ -362,7 +362,7 @@ class Reachability:
     def _warm_paths(self) -> None:
         """Build the path resolver now (errors swallowed: the first real use raises them)."""
         try:
-            self._paths
+            _ = self._paths
         except Exception:
             pass
 
