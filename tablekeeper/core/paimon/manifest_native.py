@@ -5,9 +5,10 @@ decoders of :mod:`.manifest_decoding`, well under 1 us here).
 
 Same contract as the generated Python decoders, which stay the fallback: the same fields (the
 specs of :mod:`.manifest_decoding`), the same rows (``_TEMPLATES`` mirror its output expressions),
-the same version check; any shape the program cannot express (maps, enums, fixed, records inside
-unions or arrays, named references) compiles to None and the Python decoders serve the file; any
-malformed block raises :class:`FastDecodeError` and fastavro's reader judges the file. The module is
+the same version check; any shape the program cannot express (maps that are read, enums, fixed,
+records inside unions or arrays, named references) compiles to None and the Python decoders
+serve the file; any malformed block raises :class:`NativeBad` and fastavro's reader judges the
+file. The module is
 trusted only after a self-test against fastavro's reader (:func:`usable`), and only if it was
 built: a missing compiler at install time (it is an optional extension) just means the Python
 decoders run.
