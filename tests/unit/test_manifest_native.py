@@ -181,3 +181,19 @@ def test_a_java_table_plans_the_same_with_and_without_it(tmp_path: Path, monkeyp
     with_native = expire.plan_expire(table, config, now_ms, reach=Reachability(table))
     monkeypatch.setattr(mn, "_enabled", False)
     assert expire.plan_expire(table, config, now_ms, reach=Reachability(table)) == with_native
+
+
+def test_a_version_that_is_not_an_int_is_a_version_mismatch_as_in_python() -> None:
+    schema = {"type": "record", "name": "r", "fields": [
+        {"name": "_VERSION", "type": "string"}, {"name": "_FILE_NAME", "type": "string"},
+        {"name": "_EXTRA_FILES", "type": ["null", {"type": "array", "items": "string"}]}]}
+    buf = io.BytesIO()
+    fastavro.writer(buf, fastavro.parse_schema(schema), [{"_VERSION": "2", "_FILE_NAME": "m", "_EXTRA_FILES": None}])
+    info = md.SchemaInfo(schema)
+    program, decoder = info.native("list-names"), info.decoder("list-names")
+    assert program is not None and decoder is not None
+    with pytest.raises(mn.NativeVersion) as native:
+        mn.decode(program, buf.getvalue())
+    with pytest.raises(md.VersionMismatch) as python:
+        md.decode_compiled(decoder, buf.getvalue())
+    assert native.value.version == python.value.version == "2"

@@ -304,7 +304,7 @@ PyDoc_STRVAR(decode_doc,
 "``out``. Returns the position after the last record. Raises ``bad`` on malformed input and\n"
 "``mismatch(value)`` when a record's ``version_slot`` (if >= 0) is not ``version``.");
 
-static PyObject *decode(PyObject *self, PyObject *args) {
+static PyObject *decode(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer data;
     Py_ssize_t start, count, nslots, version_slot;
     long long version;
@@ -372,9 +372,15 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         }
         if (version_slot >= 0) {
             PyObject *v = slots[version_slot] != NULL ? slots[version_slot] : Py_None;
-            int overflow = 0;
-            long long got = v == Py_None ? 0 : PyLong_AsLongLongAndOverflow(v, &overflow);
-            if (v == Py_None || overflow || got != version) {
+            int overflow = 0, same = 0;
+            if (PyLong_Check(v)) { /* anything else (None, bytes...) is never the version */
+                long long got = PyLong_AsLongLongAndOverflow(v, &overflow);
+                if (got == -1 && PyErr_Occurred()) {
+                    goto done;
+                }
+                same = !overflow && got == version;
+            }
+            if (!same) {
                 PyObject *exc = PyObject_CallOneArg(mismatch, v);
                 if (exc != NULL) {
                     PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
