@@ -61,6 +61,7 @@ __all__ = [
     "decode_fast",
     "native_program",
     "fast_usable",
+    "fast_lists_usable",
     "list_by_reader",
     "entries_by_reader",
     "refs_by_reader",
@@ -423,6 +424,8 @@ def _load_fastavro_primitives() -> _FastAvro | None:
 _FAST: _FastAvro | None = _load_fastavro_primitives()
 #: None until the first compiled decode runs the self-test; tests set False to force fallback.
 _fast_enabled: bool | None = None
+#: The same for the manifest-list decoders alone, when only they were needed (orphan cleanup).
+_fast_lists_enabled: bool | None = None
 
 
 class FastDecodeError(Exception):
@@ -644,13 +647,29 @@ def fast_usable() -> bool:
     return _fast_enabled
 
 
-def _self_test() -> bool:
+def fast_lists_usable() -> bool:
+    """Whether the compiled manifest-list decoders are trusted: the whole self-test's verdict
+    once it ran (or tests forced one), else the lists' part alone. Orphan cleanup decodes lists
+    only; the entries' part is most of the self-test (~15 ms of a CLI process)."""
+    global _fast_lists_enabled
+    if _fast_enabled is not None:
+        return _fast_enabled
+    if _fast_lists_enabled is None:
+        _fast_lists_enabled = _self_test(("list", "list-names"))
+    return _fast_lists_enabled
+
+
+def _self_test(only: tuple[str, ...] | None = None) -> bool:
     """Compiled decoders against fastavro.reader on files covering every shape they handle
-    (both union orders, logical types, arrays, nested and skipped records, absent fields)."""
+    (both union orders, logical types, arrays, nested and skipped records, absent fields);
+    ``only``: just these decoder kinds."""
     if _FAST is None:
         return False
     try:
-        for schema, records, kinds in self_test_files():
+        for schema, records, all_kinds in self_test_files():
+            kinds = all_kinds if only is None else tuple(k for k in all_kinds if k in only)
+            if not kinds:
+                continue
             buf = io.BytesIO()
             fastavro.writer(buf, fastavro.parse_schema(schema), records, codec="deflate", sync_interval=512)
             data = buf.getvalue()

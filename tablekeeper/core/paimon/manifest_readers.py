@@ -27,7 +27,7 @@ from tablekeeper.core.paimon.manifest_decoding import (
     decode_fast,
     decode_records,
     entries_by_reader,
-    fast_usable,
+    fast_lists_usable,
     format_error,
     gc_paused,
     list_by_reader,
@@ -100,7 +100,7 @@ def read_list_block_names(schema_json: bytes, data: bytes, count: int, path: str
     except UnicodeDecodeError:
         return None
     require_fields(info, path, what, LIST_REQUIRED)
-    decoder = info.decoder("list-names") if fast_usable() else None
+    decoder = info.decoder("list-names") if fast_lists_usable() else None
     if decoder is None:
         return None
     out: list[tuple[str, tuple[str, ...]]] = []

@@ -1,0 +1,44 @@
+"""The manifest-list decoders can be trusted on their part of the self-test alone (issue 13, CLI
+start-up): orphan cleanup decodes lists only and never pays for the entry decoders' test; once
+the whole test ran, or a test forced a verdict, its verdict holds for lists too."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tablekeeper.core import orphans
+from tablekeeper.core.paimon import manifest_decoding
+from tablekeeper.core.paimon.table import open_table
+from tests.support import paimon as P
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> str:
+    P.build_history(str(tmp_path), commits=3)
+    return str(tmp_path)
+
+
+def _plan_paths(warehouse: str) -> list[str]:
+    plan = orphans.plan_orphan_clean(open_table(warehouse, "db.orders"),
+                                     orphans.OrphanConfig(int(time.time() * 1000) - 86_400_000, processes=1))
+    return [f.path for s in plan.steps for f in getattr(s, "files", ())]
+
+
+def test_orphan_planning_runs_only_the_list_self_test(warehouse: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(manifest_decoding, "_fast_enabled", None)
+    monkeypatch.setattr(manifest_decoding, "_fast_lists_enabled", None)
+    bucket = next(Path(warehouse, "db.db", "orders").glob("dt=*/bucket-*"))
+    orphan = bucket / "data-00000000-0000-0000-0000-000000000000-0.parquet"
+    orphan.write_bytes(b"x")
+    past = time.time() - 2 * 86_400
+    os.utime(orphan, (past, past))
+    assert _plan_paths(warehouse) == [str(orphan)]
+    assert manifest_decoding._fast_lists_enabled is True and manifest_decoding._fast_enabled is None
+    # the fastavro.reader path (compiled decoders off) finds the same orphans
+    monkeypatch.setattr(manifest_decoding, "_fast_enabled", False)
+    assert manifest_decoding.fast_lists_usable() is False
+    assert _plan_paths(warehouse) == [str(orphan)]
