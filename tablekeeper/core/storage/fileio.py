@@ -499,18 +499,56 @@ class FileIO:
             return self._viewed("exists", path, lambda: self._exists(path))
         return self._exists(path)
 
-    def file_exists(self, path: str) -> bool:
+    def file_exists(self, path: str, *, will_read: bool = False) -> bool:
         """Whether the regular file ``path`` exists (a directory of that name does not count).
         S3/OSS: one HEAD (:meth:`exists` adds a LIST of ``path/`` for every missing key, to find
-        a directory prefix); other stores: :meth:`exists`."""
+        a directory prefix); other stores: :meth:`exists`.
+
+        ``will_read``: the caller reads the file next when it exists (pypaimon asks for LATEST
+        and the latest snapshot before reading them). Inside a :meth:`one_view` on S3/OSS the
+        question is then answered by that read (a GET kept in the view): a request fewer when
+        the file is there, the same one request (a 404) when it is not. Small metadata files
+        only (snapshots, hints, schemas, tags)."""
         if not self.bulk_deletes:
             return self.exists(path)
         if self._view is not None:
             listed = self._in_listed_parent(path)
             if listed is not None:
                 return listed
+            with self._kept_lock:
+                read = self._view.get(("get", path)) if self._view is not None else None
+            if read is not None:
+                return not isinstance(read, FileNotFoundError)
+            if will_read:
+                try:
+                    self.read_bytes(path)
+                except FileNotFoundError:
+                    return False
+                return True
             return self._viewed("file_exists", path, lambda: self._head(path))
         return self._head(path)
+
+    def dir_exists(self, path: str) -> bool:
+        """Whether anything lies below the directory ``path``. S3/OSS: one LIST of at most one
+        key of ``path/`` (:meth:`exists` sends a HEAD of ``path`` first, for a file of that
+        name), none when the current view listed the directory; other stores: :meth:`exists`."""
+        if not self.bulk_deletes:
+            return self.exists(path)
+        key = path.rstrip("/")
+        if self._view is not None:
+            with self._kept_lock:
+                listed = self._view.get(("list", key)) if self._view is not None else None
+            if listed is not None:
+                return bool(listed)
+            return self._viewed("dir_exists", key, lambda: self._any_below(key))
+        return self._any_below(key)
+
+    def _any_below(self, path: str) -> bool:
+        bucket, _, prefix = self._raw(path).lstrip("/").partition("/")
+        fs: Any = self.fs
+        page = self._call(lambda: fs.call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix.rstrip("/") + "/",
+                                             MaxKeys=1), RequestKind.LIST)
+        return bool(page.get("Contents") or page.get("CommonPrefixes"))
 
     def _head(self, path: str) -> bool:
         bucket, _, key = self._raw(path).lstrip("/").partition("/")
@@ -631,7 +669,7 @@ class FileIO:
                 return
             for path in paths:
                 path = path.rstrip("/")
-                for kind in ("get", "exists", "file_exists", "is_dir", "list"):
+                for kind in ("get", "exists", "file_exists", "dir_exists", "is_dir", "list"):
                     view.pop((kind, path), None)
                 up = path
                 while "/" in up.rstrip("/"):
@@ -639,6 +677,7 @@ class FileIO:
                     view.pop(("list", up), None)
                     view.pop(("is_dir", up), None)
                     view.pop(("exists", up), None)
+                    view.pop(("dir_exists", up), None)
                     if not up or up.endswith((":/", ":")):
                         break
 
