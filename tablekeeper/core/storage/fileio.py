@@ -37,6 +37,7 @@ import fsspec.asyn
 
 from tablekeeper.core import errors, safety
 from tablekeeper.core.storage import retry as retries
+from tablekeeper.core.storage import segmented
 from tablekeeper.core.storage.paths import basename, parent
 from tablekeeper.core.storage.requests import Pacer, RequestKind, RequestLayer, pacing_from_options
 from tablekeeper.core.storage.secrets import redact_text
@@ -320,19 +321,24 @@ class FileIO:
         )
 
     @contextmanager
-    def flat_listing(self, root: str) -> Iterator[None]:
+    def flat_listing(self, root: str, *, segments_max: int = segmented.SEGMENTS_MAX,
+                     page_keys: int = segmented.PAGE_KEYS) -> Iterator[None]:
         """Within the block, listings of directories below ``root`` are answered from one flat
         listing of the prefix made on entry (S3, OSS, GCS, Azure: ``ceil(objects / 1000)`` LIST
         pages instead of one listing per directory, the orphan scan's floor). Other stores list
         as usual. The entries are as old as the block: callers use it for one scan (orphan
         candidates are listed before the roots are read, so a stale entry is only too young or
-        gone, and both are checked again before deleting)."""
+        gone, and both are checked again before deleting). S3/OSS list a large prefix in up to
+        ``segments_max`` segments at once (:mod:`.segmented`); ``page_keys``: keys per page."""
         if self.is_local or self.store is Store.HDFS or self._flat is not None:
             yield
             return
         raw_root = self._raw(root).rstrip("/")
         try:
-            found = self._call(lambda: self.fs.find(raw_root, detail=True, withdirs=False), RequestKind.LIST)
+            if self.bulk_deletes:
+                found = self._segmented_find(raw_root, segments_max, page_keys)
+            else:
+                found = self._call(lambda: self.fs.find(raw_root, detail=True, withdirs=False), RequestKind.LIST)
         except FileNotFoundError:
             found = {}
         children: dict[str, dict[str, FileStatus]] = defaultdict(dict)
@@ -359,6 +365,31 @@ class FileIO:
             yield
         finally:
             self._flat = None
+
+    def _segmented_find(self, raw_root: str, segments_max: int, page_keys: int) -> dict[str, dict[str, Any]]:
+        """Every object below ``raw_root`` (S3/OSS), as ``fs.find(detail=True)`` answers, listed
+        by :func:`.segmented.list_prefix`: each page one request, retried and counted."""
+        bucket, _, key = raw_root.lstrip("/").partition("/")
+        fs: Any = self.fs
+
+        def send(request: segmented.PageRequest) -> segmented.ListPage:
+            kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": request.prefix, "MaxKeys": request.max_keys}
+            if request.token:
+                kwargs["ContinuationToken"] = request.token
+            elif request.start_after:
+                kwargs["StartAfter"] = request.start_after
+            if request.delimiter:
+                kwargs["Delimiter"] = request.delimiter
+            page: segmented.ListPage = self._call(lambda: fs.call_s3("list_objects_v2", **kwargs), RequestKind.LIST)
+            return page
+
+        found: dict[str, dict[str, Any]] = {}
+        for item in segmented.list_prefix(send, f"{key}/" if key else "", page_keys=page_keys,
+                                          segments_max=segments_max):
+            name = f"{bucket}/{item['Key']}"
+            found[name] = {"name": name, "size": item.get("Size", 0), "LastModified": item.get("LastModified"),
+                           "type": "file"}
+        return found
 
     def _listed(self, raw: str) -> list[FileStatus] | None:
         """The entries of ``raw`` from the current flat listing, None outside of one."""
