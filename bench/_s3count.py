@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
-__all__ = ["Counts", "counting_proxy", "classify", "breakdown"]
+__all__ = ["Counts", "counting_proxy", "classify", "breakdown", "service_ms"]
 
 _HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
 _KEYS = re.compile(rb"<Key>")
@@ -42,6 +42,8 @@ class Counts:
     #: seconds the upstream (moto) took to answer, summed over requests: its own latency, apart
     #: from the injected ``latency_s``
     upstream_s: float = 0.0
+    #: the same by request kind (moto's own service time per kind)
+    upstream_by_kind: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reset(self) -> None:
@@ -53,6 +55,7 @@ class Counts:
             self.deleted_keys = 0
             self.by_key.clear()
             self.upstream_s = 0.0
+            self.upstream_by_kind.clear()
 
     def snapshot(self) -> dict[str, int]:
         with self.lock:
@@ -120,8 +123,10 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(counts.latency_s)
         t0 = time.perf_counter()
         status, headers, payload = self._forward(body)
+        took = time.perf_counter() - t0
         with counts.lock:
-            counts.upstream_s += time.perf_counter() - t0
+            counts.upstream_s += took
+            counts.upstream_by_kind[kind] += took
         self.send_response(status)
         for k, v in headers.items():
             self.send_header(k, v)
@@ -211,3 +216,9 @@ def breakdown(counts: Counts) -> list[str]:
     for n, kind, key in sorted(repeated, reverse=True)[:12]:
         out.append(f"      x{n} {kind} {key}")
     return out
+
+
+def service_ms(counts: Counts) -> dict[str, float]:
+    """The upstream's (moto's) own time per request, in ms, by request kind."""
+    with counts.lock:
+        return {kind: 1000 * counts.upstream_by_kind[kind] / n for kind, n in sorted(counts.by_kind.items()) if n}
