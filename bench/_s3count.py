@@ -37,6 +37,8 @@ class Counts:
     written_keys: set[str] = field(default_factory=set)
     list_pages: set[tuple[str, str]] = field(default_factory=set)
     deleted_keys: int = 0
+    #: LIST requests that start after a key (``start-after``: a segment of a listing in segments)
+    started_after: int = 0
     #: (kind, key) -> requests: every request by key (LIST: prefix and delimiter), for breakdowns
     by_key: Counter[tuple[str, str]] = field(default_factory=Counter)
     #: seconds the upstream (moto) took to answer, summed over requests: its own latency, apart
@@ -53,6 +55,7 @@ class Counts:
             self.written_keys.clear()
             self.list_pages.clear()
             self.deleted_keys = 0
+            self.started_after = 0
             self.by_key.clear()
             self.upstream_s = 0.0
             self.upstream_by_kind.clear()
@@ -117,6 +120,8 @@ class _Handler(BaseHTTPRequestHandler):
                 page = (f"{key}?prefix={params.get('prefix', [''])[0]}&delimiter={params.get('delimiter', [''])[0]}",
                         params.get("continuation-token", params.get("start-after", params.get("marker", [""])))[0])
                 counts.list_pages.add(page)
+                if "start-after" in params and "continuation-token" not in params:
+                    counts.started_after += 1
             elif kind == "bulk_delete":
                 counts.deleted_keys += len(_KEYS.findall(body))
         if counts.latency_s > 0:

@@ -283,6 +283,8 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
                     server = counts.snapshot()
                     service = _s3count.service_ms(counts)
                     read_keys = set(counts.read_keys)
+                    flat_pages = counts.by_key[("list", f"{table_prefix}/?delimiter=")]
+                    segments = counts.started_after
                 pages = request_minimum.list_pages(objects)
                 files = out.get("files")
                 deletes = sum(request_minimum.delete_requests(int(n)) for n in files.values()) \
@@ -297,6 +299,9 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
                         f"{moto_ms:.1f} ms a request on top of the injected {args.latency_ms:g} ms ("
                         + ", ".join(f"{k} {v:.1f}" for k, v in service.items()) + ")")
                 if name == "clean-orphans":
+                    row["flat_listing"] = {"requests": flat_pages, "segments": segments}
+                    line += (f"\n    flat listing: {flat_pages} LIST pages: the first, then {segments} segment(s) "
+                             f"listed at once (+ 1 LIST of the top-level directories when there are more than one)")
                     # the measured floor: the minimum's requests with plain boto3, same proxy,
                     # same latency, same moto, on the same objects (the deleted ones put back)
                     deleted = sorted(keys_before - moto.keys_under(table_prefix))

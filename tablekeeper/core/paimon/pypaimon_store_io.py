@@ -45,6 +45,9 @@ _PAIMON_FILE = re.compile(r"^(?:snapshot-\d+|changelog-\d+|schema-\d+|tag-.+|LAT
 #: snapshot's absence, Java's findLatest; a HEAD stays the cheapest answer there.)
 _HINTS = ("LATEST", "EARLIEST")
 
+#: Paimon's metadata directories (never files).
+_PAIMON_DIRS = ("schema", "snapshot", "tag", "branch", "changelog", "consumer", "manifest", "index", "statistics")
+
 #: Stores without real directories (a "directory" is a key prefix).
 _NO_DIRECTORIES = (Store.S3, Store.OSS, Store.GCS, Store.AZURE)
 
@@ -92,14 +95,14 @@ class StoreFileIO(PyArrowFileIO):  # type: ignore[misc]  # pypaimon is untyped
     def exists(self, path: str) -> bool:
         """A Paimon file (snapshot, hint, schema, manifest, tag) in one HEAD on S3/OSS
         (``FileIO.file_exists``); a hint, which pypaimon reads right after asking, inside the
-        commit's view by that read instead (no HEAD first). Anything
-        else is a directory there (``schema``, ``snapshot``): one bounded LIST
+        commit's view by that read instead (no HEAD first). A metadata directory (``schema``,
+        ``snapshot``, ...): one bounded LIST
         (``FileIO.dir_exists``), and the schema directory, which pypaimon lists next, by that
         listing (``FileIO.list_dir``, kept in the view). Other stores: ``FileIO.exists``."""
         name = path.rstrip("/").rsplit("/", 1)[-1]
         if _PAIMON_FILE.match(name):
             return self.tk_io.file_exists(path, will_read=name in _HINTS)
-        if self.tk_io.store in _NO_DIRECTORIES and self.tk_io.bulk_deletes:
+        if self.tk_io.store in _NO_DIRECTORIES and self.tk_io.bulk_deletes and name in _PAIMON_DIRS:
             if name == "schema":
                 return bool(self.tk_io.list_dir(path))
             return self.tk_io.dir_exists(path)
