@@ -19,17 +19,16 @@ stays the only decoder and the only judge of damaged files (its exceptions are r
 
 from __future__ import annotations
 
-import gc
 import itertools
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from tablekeeper.core import decisions, forked_refs, root_metadata
 from tablekeeper.core.decisions import ListRole
 from tablekeeper.core.paimon import avro_container, layout, manifests, pypaimon_adapter
+from tablekeeper.core.paimon.manifest_decoding import gc_paused
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.storage import FileIO, join
@@ -51,20 +50,6 @@ class MetaFile:
     kind: str
     path: str
     size: int | None = None
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC for a planning run: planners build hundreds of thousands of acyclic
-    tuples, strings and sets, and generation scans over a growing heap would otherwise cost a
-    large share of the run. Restores the previous state (nested use is fine)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 #: One block of a manifest list: (block id, its entries). Equal ids mean equal entries.
