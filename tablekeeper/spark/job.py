@@ -58,6 +58,7 @@ from tablekeeper.core import (
     orphans,
     plans,
     references,
+    root_metadata,
     safety,
     seams,
     timestamps,
@@ -79,8 +80,6 @@ _ERROR_NAME = "\x00tablekeeper-read-error"
 _DATA, _CHANGELOG = plans.FileKind.DATA.value, plans.FileKind.CHANGELOG_DATA.value
 _MANIFEST, _INDEX, _STATS = plans.FileKind.MANIFEST.value, plans.FileKind.INDEX.value, plans.FileKind.STATISTICS.value
 _ERROR_COLLECT_MAX = 1_000
-#: Tasks one directory's deletes may spread over.
-_DIR_SALT = 8
 
 #: Spark settings tablekeeper sessions start from (spark-jobs.md §6.3, §7).
 SESSION_DEFAULTS: Mapping[str, str] = {
@@ -132,6 +131,10 @@ class _Ctx:
         self.n = _parallelism(spark, request)
         self._kept: list[DataFrame] = []
         self.tally = request_tally.active() or request_tally.Tally(spark)
+        #: manifest lists read so far in this run (names; their rows, materialised)
+        self._lists: tuple[set[str], DataFrame] | None = None
+        #: manifests read so far in this run: their entries (materialised), and their names
+        self._entries: tuple[DataFrame, DataFrame] | None = None
 
     def df(self, rows: Iterable[Sequence[Any]], fields: ex.Fields) -> DataFrame:
         return self.spark.createDataFrame([tuple(r) for r in rows], ex.ddl(fields))
@@ -149,7 +152,37 @@ class _Ctx:
         self._kept.append(kept)
         return kept
 
+    def lists(self, names: Iterable[str], spec: Mapping[str, Any]) -> DataFrame:
+        """The rows of manifest lists ``names`` (``ex.read_lists``), each list read once per run:
+        the driver knows every list a decision needs (from its roots), so only the ones not
+        read before are read, by one task per list name, and kept."""
+        wanted = set(names)
+        seen, rows = self._lists if self._lists is not None else (set(), None)
+        fresh = sorted(wanted - seen)
+        if fresh or rows is None:
+            read = self.keep(self.io(self.df([(n,) for n in fresh], ex.NAME_FIELDS), ex.read_lists, ex.LIST_FIELDS,
+                                     spec, key="name"))
+            rows = read if rows is None else rows.unionByName(read)
+            seen = seen | set(fresh)
+            self._lists = (seen, rows)
+        return rows.filter(F.col("list_name").isin(sorted(wanted))) if len(wanted) < len(seen) else rows
+
+    def entries(self, names: DataFrame, spec: Mapping[str, Any]) -> DataFrame:
+        """The entries (``ex.read_entries``) of the manifests ``names`` (a column ``name``), each
+        manifest read once per run: the names not read before are read, by one task per name,
+        and kept; both passes of an evaluation and core's verify evaluation share them."""
+        if self._entries is None:
+            fresh = names
+        else:
+            fresh = names.join(self._entries[1], "name", "left_anti")
+        read = self.keep(self.io(fresh.distinct(), ex.read_entries, ex.ENTRY_FIELDS, spec, key="name"))
+        rows = read if self._entries is None else self._entries[0].unionByName(read)
+        self._entries = (rows, rows.select(F.col("manifest_name").alias("name")).distinct())
+        return rows.join(names.select(F.col("name").alias("manifest_name")).distinct(), "manifest_name", "left_semi")
+
     def release(self) -> None:
+        self._lists = None
+        self._entries = None
         for df in self._kept:
             try:
                 df.unpersist()
@@ -162,8 +195,8 @@ class _Ctx:
         return {"storage": {"uri": main.root,
                             "options": request_tally.executor_options(self.request.options, self.spark),
                             "env_options": list(self.request.env_options)}, "root": main.root,
-                "manifest_dir": main.shared_dir(layout.MANIFEST_DIR), "batch_size": self.request.batch_size,
-                **extra}
+                "manifest_dir": main.shared_dir(layout.MANIFEST_DIR),
+                "batch_size": execution.delete_batch_size(main.file_io, self.request.batch_size), **extra}
 
 
 # -- shared helpers ----------------------------------------------------------------------------------
@@ -175,42 +208,59 @@ def _error_sentinel(name_col: str) -> Column:
     return F.when(F.col("error_kind").isNotNull(), F.lit(_ERROR_NAME)).otherwise(F.col(name_col))
 
 
-def _record_planned(ctx: _Ctx, planned: DataFrame) -> list[int]:
-    """Per-kind counts and bytes, a bounded sample; returns the stages present."""
-    rows = planned.groupBy("stage", "kind").agg(F.count(F.lit(1)).alias("n"),
-                                                 F.sum("size").alias("bytes")).collect()
+#: Rows of a delete plan per stage and per partition of the (materialised) plan:
+#: ``{stage: {partition id: rows}}``, stages in Paimon's order.
+Stages = dict[int, dict[int, int]]
+
+
+def _record_planned(ctx: _Ctx, planned: DataFrame) -> Stages:
+    """Per-kind counts and bytes, a bounded sample; returns the stages present with their rows
+    per partition of ``planned`` (what :func:`_delete_stages` numbers its batches from)."""
+    rows = planned.groupBy("stage", "kind", F.spark_partition_id().alias("pid")).agg(
+        F.count(F.lit(1)).alias("n"), F.sum("size").alias("bytes")).collect()
     files: dict[str, int] = {}
     nbytes: dict[str, int] = {}
-    stages: set[int] = set()
+    stages: Stages = {}
     for r in rows:
         files[r["kind"]] = files.get(r["kind"], 0) + int(r["n"])
         nbytes[r["kind"]] = nbytes.get(r["kind"], 0) + int(r["bytes"] or 0)
-        stages.add(int(r["stage"]))
+        per_task = stages.setdefault(int(r["stage"]), {})
+        per_task[int(r["pid"])] = per_task.get(int(r["pid"]), 0) + int(r["n"])
     for kind, n in files.items():
         ctx.result.planned_files[kind] = ctx.result.planned_files.get(kind, 0) + n
         ctx.result.planned_bytes[kind] = ctx.result.planned_bytes.get(kind, 0) + nbytes[kind]
     room = safety.STATUS_SAMPLE_MAX - len(ctx.result.sample)
     if room > 0 and files:
         ctx.result.sample.extend(r["path"] for r in planned.select("path").limit(room).collect())
-    return sorted(stages)
+    return dict(sorted(stages.items()))
 
 
-def _delete_stages(ctx: _Ctx, planned: DataFrame, stages: Sequence[int], spec: Mapping[str, Any]) -> None:
+def _delete_stages(ctx: _Ctx, planned: DataFrame, stages: Stages, spec: Mapping[str, Any]) -> None:
     """One Spark action per stage, strictly in order: a stage starts after the previous one
-    returned. Rows are grouped by directory (bulk deletes share a prefix); the executors
-    return one summary row per (stage, kind) and partition, summed here."""
+    returned. A stage's rows are numbered across the partitions of ``planned`` (materialised,
+    so its partitions are stable; ``stages`` holds their row counts) and cut into batches of
+    ``spec["batch_size"]`` keys: ``ceil(rows / batch)`` bulk deletes per stage, as in process,
+    spread over up to ``ctx.n`` tasks. The executors return one summary row per (stage, kind)
+    and task, summed here."""
     fault = ctx.fault
-    for stage in stages:
+    batch = int(spec["batch_size"])
+    for stage, per_task in stages.items():
         seams.point(f"before:spark-delete:{stage}")  # core's re-checks and the lease run here
+        offsets: dict[str, int] = {}
+        total = 0
+        for pid in sorted(per_task):
+            offsets[str(pid)] = total
+            total += per_task[pid]
         stage_spec = {**spec, "fault": fault} if fault else spec
-        part = planned.filter(F.col("stage") == stage).select(*[n for n, _ in ex.DELETE_FIELDS])
-        # by directory (every bulk request shares one prefix), salted so one huge directory
-        # (an unpartitioned single-bucket table) still spreads over up to _DIR_SALT tasks
-        salt = F.pmod(F.hash("path"), F.lit(_DIR_SALT))
-        part = part.repartition(ctx.n, "parent_dir", salt).sortWithinPartitions("parent_dir")
+        part = planned.filter(F.col("stage") == stage).select(
+            *[n for n, _ in ex.DELETE_FIELDS], F.spark_partition_id().alias("pid"))
+        numbered = part.mapInArrow(ctx.tally.bind(ex.number_batches, {"offsets": offsets, "batch_size": batch}),
+                                   ex.ddl(ex.BATCHED_FIELDS))
+        tasks = max(1, min(ctx.n, -(-total // batch)))
+        numbered = numbered.repartition(tasks, "batch").sortWithinPartitions("batch")
         try:
-            rows = part.mapInArrow(ctx.tally.bind(ex.delete_files, stage_spec),
-                                   ex.ddl(ex.SUMMARY_FIELDS)).collect()
+            rows = numbered.mapInArrow(ctx.tally.bind(ex.delete_files, stage_spec),
+                                       ex.ddl(ex.SUMMARY_FIELDS)).collect()
         except Exception as e:
             raise errors.StorageError(
                 f"deletion stage {stage} failed after Spark's task retries: {_short(e)}",
@@ -275,6 +325,8 @@ def _clean_orphans(ctx: _Ctx) -> None:
     # 1. candidates, listed and materialised before any root is read
     if request.listing is not None:  # or read from a storage inventory by the driver
         cands, n_buckets = _inventory_candidates(ctx, main, decision)
+    elif io.lists_flat:  # object stores: one flat listing of the table's prefix, by the driver
+        cands, n_buckets = _planning(lambda: _flat_candidates(ctx, main, decision), "listing candidate files")
     else:
         listing = [(d.path, d.temp_prefix, d.kind.value) for d in decision.listings]
         walks: list[tuple[str, int]] = []
@@ -333,11 +385,42 @@ def _clean_orphans(ctx: _Ctx) -> None:
     # 4. delete, stage by stage, then emptied directories
     t1 = time.perf_counter()
     _delete_stages(ctx, orphan_df, stages, spec)
-    touched = orphan_df.filter(F.col("kind") == _DATA).select(F.col("parent_dir").alias("dir")).distinct()
-    removed = ctx.io(touched, ex.remove_empty_dirs, ex.REMOVED_FIELDS, spec, key="dir").agg(
-        F.sum("removed").alias("removed")).collect()
-    result.removed_dirs += int(removed[0]["removed"] or 0) if removed else 0
+    if decision.clean_empty_directories:  # the directories the deletes may have emptied
+        def per_dir(df: DataFrame, name: str) -> DataFrame:
+            return df.filter(F.col("kind") == _DATA).groupBy(F.col("parent_dir").alias("dir")).agg(
+                F.count(F.lit(1)).alias(name))
+
+        touched = per_dir(orphan_df, "deleted").join(per_dir(cands, "listed"), "dir", "left").select(
+            "dir", "listed", "deleted")
+        removed = ctx.io(touched, ex.remove_emptied_dirs, ex.REMOVED_FIELDS, spec, key="dir").agg(
+            F.sum("removed").alias("removed")).collect()
+        result.removed_dirs += int(removed[0]["removed"] or 0) if removed else 0
     result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
+
+
+def _flat_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDecision) -> tuple[DataFrame, int]:
+    """The candidates of an object store, as in process: ``orphans.list_candidates`` within
+    ``FileIO.flat_listing`` of the table's prefix (``ceil(objects / 1000)`` LIST pages, the
+    floor; entries carry size and time, so no HEAD), on the driver; and the number of bucket
+    directories seen. One listing per directory from the executors cost a LIST per bucket
+    directory (docs/storage.md, "Spark on S3, measured")."""
+    with main.file_io.flat_listing(main.root):
+        found = orphans.list_candidates(main, decision)
+    return _candidate_rows(ctx, decision, found), len(found.bucket_dirs)
+
+
+def _candidate_rows(ctx: _Ctx, decision: decisions.OrphanCleanDecision,
+                    found: orphans.CandidateListing) -> DataFrame:
+    """Listed candidates (entries with their status) as candidate rows, materialised."""
+    kind_of = {d.path: d.kind.value for d in decision.listings}
+    rows: list[tuple[Any, ...]] = []
+    for entries, data in ((found.meta_files, False), (found.data_files, True)):
+        for e in entries:
+            assert e.status is not None  # a listing of an object store or an inventory carries both
+            parent = e.path.rsplit("/", 1)[0]
+            kind = _DATA if data else kind_of[parent]
+            rows.append((e.name, e.path, e.status.size, e.status.mtime_ms, parent, kind, ex.stage_of(kind, e.path)))
+    return ctx.keep(ctx.df(rows, ex.CANDIDATE_FIELDS))
 
 
 def _inventory_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDecision) -> tuple[DataFrame, int]:
@@ -351,17 +434,9 @@ def _inventory_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanClea
                                       request.storage_options())
     inventory.check_listing(listed, main.root, decision.older_than_ms)
     found = orphans.listed_candidates(decision, listed)
-    kind_of = {d.path: d.kind.value for d in decision.listings}
-    rows: list[tuple[Any, ...]] = []
-    for entries, data in ((found.meta_files, False), (found.data_files, True)):
-        for e in entries:
-            assert e.status is not None  # an inventory carries size and last-modified
-            parent = e.path.rsplit("/", 1)[0]
-            kind = _DATA if data else kind_of[parent]
-            rows.append((e.name, e.path, e.status.size, e.status.mtime_ms, parent, kind, ex.stage_of(kind, e.path)))
     ctx.result.notes.append(f"candidates from the storage inventory {request.listing} "
                             f"({len(listed.files)} file(s) of the table listed there)")
-    return ctx.keep(ctx.df(rows, ex.CANDIDATE_FIELDS)), len(found.bucket_dirs)
+    return _candidate_rows(ctx, decision, found), len(found.bucket_dirs)
 
 
 def _used_set(ctx: _Ctx, io: Any, roots: list[tuple[str, str]], cands: DataFrame, spec: Mapping[str, Any]
@@ -497,8 +572,19 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: decisions.ExpirationDeci
                             u.snapshot.index_manifest, u.snapshot.statistics,
                             ",".join(sorted(r.value for r in u.entry_roles)), ",".join(r.value for r in u.meta_lists),
                             u.meta_extra))
-    expanded = _planning(lambda: ctx.keep(ctx.io(ctx.df(expand_rows, ex.EXPAND_FIELDS), ex.expand_roots,
-                                                 ex.EXPANDED_FIELDS, spec)), "reading manifest lists")
+    # the lists every root needs, each read once per run (ctx.lists), handed to its roots
+    wanted = [(rid, name) for rid, u in by_rid.items()
+              for _role, name in root_metadata.lists_of(u.snapshot, {*u.entry_roles, *u.meta_lists})]
+
+    def expand() -> DataFrame:
+        lists = ctx.lists({name for _rid, name in wanted}, spec)
+        per_root = ctx.df(wanted, (("rid", "int"), ("list_name", "string"))).join(lists, "list_name").groupBy(
+            "rid").agg(F.collect_list(F.struct("list_name", "pos", "manifest_name", "manifest_size", "extra_files",
+                                               "error_kind", "error")).alias("lists"))
+        roots_in = ctx.df(expand_rows, ex.EXPAND_FIELDS).join(per_root, "rid", "left")
+        return ctx.keep(ctx.io(roots_in, ex.expand_roots, ex.EXPANDED_FIELDS, spec))
+
+    expanded = _planning(expand, "reading manifest lists")
     judged = _Judgement()
     for row in expanded.filter(F.col("what") == "error").collect():
         role, name = row["list_role"], row["name"]
@@ -515,8 +601,7 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: decisions.ExpirationDeci
     cand_use = (((F.col("list_role") == ListRole.DELTA.value) & F.col("cand_delta").isNotNull())
                 | ((F.col("list_role") == ListRole.CHANGELOG.value) & F.col("cand_changelog").isNotNull()))
     cand_manifests = root_manifests.filter(cand_use)
-    entries_a = _planning(lambda: ctx.keep(ctx.io(cand_manifests.select(F.col("manifest_name").alias("name"))
-                                                  .distinct(), ex.read_entries, ex.ENTRY_FIELDS, spec, key="name")),
+    entries_a = _planning(lambda: ctx.entries(cand_manifests.select(F.col("manifest_name").alias("name")), spec),
                           "reading the deltas of expiring snapshots")
     bad_a = entries_a.filter(F.col("error_kind").isNotNull()).select("manifest_name", "error_kind", "error") \
         .limit(_ERROR_COLLECT_MAX).collect()
@@ -547,13 +632,12 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: decisions.ExpirationDeci
     keep_use = live_use | ((F.col("list_role") == ListRole.CHANGELOG.value) & F.col("keep_changelog")) \
         | log_role_entries
     keep_manifests = root_manifests.filter(keep_use)
-    entries_b_all = ctx.io(keep_manifests.select(F.col("manifest_name").alias("name")).distinct(), ex.read_entries,
-                           ex.ENTRY_FIELDS, spec, key="name") \
-        .withColumn("file_name", _error_sentinel("file_name"))
-    wanted = candidates.select("file_name").distinct().unionByName(
+    entries_b_all = _planning(lambda: ctx.entries(keep_manifests.select(F.col("manifest_name").alias("name")), spec),
+                              "reading the manifests of protecting roots").withColumn("file_name",
+                                                                                       _error_sentinel("file_name"))
+    wanted_names = candidates.select("file_name").distinct().unionByName(
         ctx.df([(_ERROR_NAME,)], (("file_name", "string"),)))
-    entries_b = _planning(lambda: ctx.keep(entries_b_all.join(wanted, "file_name", "left_semi")),
-                          "reading the manifests of protecting roots")
+    entries_b = entries_b_all.join(wanted_names, "file_name", "left_semi")
     bad_b = entries_b.filter(F.col("error_kind").isNotNull()).select("manifest_name", "error_kind", "error") \
         .limit(_ERROR_COLLECT_MAX).collect()
     if bad_b:
@@ -785,7 +869,7 @@ def _tail_summary(ctx: _Ctx, tail: plans.Plan) -> None:
 _DATA_STAGES_END = plans.STAGE_ORDER.index(plans.FileKind.CHANGELOG_DATA) * 3 + 2
 
 
-def _finish(ctx: _Ctx, table: Table, planned: DataFrame, stages: Sequence[int], spec: Mapping[str, Any],
+def _finish(ctx: _Ctx, table: Table, planned: DataFrame, stages: Stages, spec: Mapping[str, Any],
             tail: plans.Plan, t0: float, *, empty_dirs_depth: int | None = None) -> None:
     """Execute in core's order: data and changelog files, (emptied directories), index,
     statistics, manifests — each stage a Spark action that must return before the next — then
@@ -795,7 +879,7 @@ def _finish(ctx: _Ctx, table: Table, planned: DataFrame, stages: Sequence[int], 
     if ctx.request.dry_run:
         return
     t1 = time.perf_counter()
-    data_stages = [s for s in stages if s <= _DATA_STAGES_END]
+    data_stages = {s: n for s, n in stages.items() if s <= _DATA_STAGES_END}
     _delete_stages(ctx, planned, data_stages, spec)
     if empty_dirs_depth is not None and data_stages:
         touched = planned.filter(F.col("stage") <= _DATA_STAGES_END).select(F.col("parent_dir").alias("dir")) \
@@ -803,7 +887,7 @@ def _finish(ctx: _Ctx, table: Table, planned: DataFrame, stages: Sequence[int], 
         removed = ctx.io(touched, ex.remove_empty_dirs, ex.REMOVED_FIELDS, {**spec, "depth": empty_dirs_depth},
                          key="dir").agg(F.sum("removed").alias("removed")).collect()
         ctx.result.removed_dirs += int(removed[0]["removed"] or 0) if removed else 0
-    _delete_stages(ctx, planned, [s for s in stages if s > _DATA_STAGES_END], spec)
+    _delete_stages(ctx, planned, {s: n for s, n in stages.items() if s > _DATA_STAGES_END}, spec)
     run_steps.merge_execution(ctx.result, execution.execute(tail, table.file_io, batch_size=ctx.request.batch_size))
     ctx.result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
 

@@ -319,6 +319,12 @@ class FileIO:
             is_dir=info.get("type") == "directory",
         )
 
+    @property
+    def lists_flat(self) -> bool:
+        """Whether :meth:`flat_listing` lists a prefix at once here (object stores; not local
+        disk or HDFS, whose directories are real and listed one by one)."""
+        return not self.is_local and self.store is not Store.HDFS
+
     @contextmanager
     def flat_listing(self, root: str) -> Iterator[None]:
         """Within the block, listings of directories below ``root`` are answered from one flat
@@ -327,7 +333,7 @@ class FileIO:
         as usual. The entries are as old as the block: callers use it for one scan (orphan
         candidates are listed before the roots are read, so a stale entry is only too young or
         gone, and both are checked again before deleting)."""
-        if self.is_local or self.store is Store.HDFS or self._flat is not None:
+        if not self.lists_flat or self._flat is not None:
             yield
             return
         raw_root = self._raw(root).rstrip("/")
