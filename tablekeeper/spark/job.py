@@ -4,25 +4,30 @@ Nothing here decides what is safe to delete. Each job asks core for a decision
 (:mod:`tablekeeper.core.decisions`) and evaluates it at scale; what is distributed is what grows
 with the table: listing, manifest reads, set differences and deletes. The driver holds root
 descriptors, bucket directories, error rows, per-kind counts and a sample of at most
-``safety.STATUS_SAMPLE_MAX`` paths — never a list of files.
+``safety.STATUS_SAMPLE_MAX`` paths — never a list of files, except an object store's flat
+listing for orphan cleanup (one LIST page per 1,000 objects is the minimum; hash-partitioned
+segments across executors would need a listing that starts after a key, which core does not
+offer yet).
 
 Orphan cleanup evaluates ``orphans.decide_orphan_clean`` (spark-jobs.md §5.1):
   1. candidates first: the decision's candidate directories and the bucket directories of its
      data roots (first partition level listed on the driver, deeper levels walked in executors
      with core's directory predicates), listed per directory in executors with core's
-     candidate-name filter, materialised (``localCheckpoint``) before any root is read
-     (Paimon #3075);
+     candidate-name filter — on an object store instead core's ``orphans.list_candidates``
+     within one flat listing of the table's prefix (``FileIO.flat_listing``) on the driver —
+     materialised (``localCheckpoint``) before any root is read (Paimon #3075);
   2. roots from ``orphans.enumerate_roots``; the used set in executors: root JSON -> manifest
      lists -> distinct manifests -> names, scoped to candidate names by a semi-join (Paimon
      #4287); read errors travel as rows and are judged on the driver with
      ``decisions.missing_reference_aborts`` / ``decisions.optional_list``;
   3. orphans = candidates left-anti-join used (by name), materialised once; counts and sample;
-  4. deletes per stage (``plans.stage_of``), ``repartition(n, parent_dir)``, summary rows; then
-     emptied bucket and partition directories, non-recursively.
+  4. deletes per stage (``plans.stage_of``) in batches of ``execution.delete_batch_size`` keys
+     numbered across tasks (:func:`_delete_stages`), summary rows; then the bucket directories
+     the deletes may have emptied (``orphans.may_empty``), non-recursively.
 
 Expiration evaluates ``expire.decide_expire`` / ``decide_expire_changelog`` (§5.2): each
 ``RootUse`` of the decision is one row; manifest lists, manifests and index manifests are read in
-executors in two passes (the candidates' deltas and changelogs first, then the protecting uses,
+executors, each manifest list and manifest once per run (``_Ctx.lists``, ``_Ctx.entries``), in two passes (the candidates' deltas and changelogs first, then the protecting uses,
 scoped to candidate names). Core's rules are applied where the data is: deletions within one
 delta by ``decisions.effective_deletions``, live files by ``manifests.merge_kinds`` in manifest
 order, a root's metadata by ``core.root_metadata``, every read error by
@@ -135,6 +140,7 @@ class _Ctx:
         self._lists: tuple[set[str], DataFrame] | None = None
         #: manifests read so far in this run: their entries (materialised), and their names
         self._entries: tuple[DataFrame, DataFrame] | None = None
+        self._resolver: tuple[str, PartitionPathResolver] | None = None
 
     def df(self, rows: Iterable[Sequence[Any]], fields: ex.Fields) -> DataFrame:
         return self.spark.createDataFrame([tuple(r) for r in rows], ex.ddl(fields))
@@ -179,6 +185,13 @@ class _Ctx:
         rows = read if self._entries is None else self._entries[0].unionByName(read)
         self._entries = (rows, rows.select(F.col("manifest_name").alias("name")).distinct())
         return rows.join(names.select(F.col("name").alias("manifest_name")).distinct(), "manifest_name", "left_semi")
+
+    def resolver(self, main: Table) -> PartitionPathResolver:
+        """The table's partition path resolver, built once per run (it reads the schema: the
+        partition keys cannot change, and core's verify evaluation would read it again)."""
+        if self._resolver is None or self._resolver[0] != main.root:
+            self._resolver = (main.root, PartitionPathResolver(main))
+        return self._resolver[1]
 
     def release(self) -> None:
         self._lists = None
@@ -314,19 +327,21 @@ def _clean_orphans(ctx: _Ctx) -> None:
     request, result = ctx.request, ctx.result
     main = open_table(request.warehouse, request.table, options=request.storage_options()).on_branch(layout.MAIN)
     now = request.now_ms if request.now_ms is not None else timestamps.now_ms()
-    decision = orphans.decide_orphan_clean(main, orphans.OrphanConfig(run_steps.orphan_threshold(request, now)))
-    threshold = decision.older_than_ms
     io = main.file_io
+    with io.one_view():  # branches, options, schema: each read once (FileIO.one_view), as in process
+        decision = orphans.decide_orphan_clean(main, orphans.OrphanConfig(run_steps.orphan_threshold(request, now)))
+        producer = main.options().get("changelog-producer", "none").strip().lower()
+    threshold = decision.older_than_ms
     depth = decision.partition_depth
-    spec = ctx.spec(main, older_than_ms=threshold, depth=depth,
-                    changelog_producer=main.options().get("changelog-producer", "none").strip().lower())
+    spec = ctx.spec(main, older_than_ms=threshold, depth=depth, changelog_producer=producer)
     t0 = time.perf_counter()
 
     # 1. candidates, listed and materialised before any root is read
     if request.listing is not None:  # or read from a storage inventory by the driver
-        cands, n_buckets = _inventory_candidates(ctx, main, decision)
+        cands, n_candidates, n_buckets = _inventory_candidates(ctx, main, decision)
     elif io.lists_flat:  # object stores: one flat listing of the table's prefix, by the driver
-        cands, n_buckets = _planning(lambda: _flat_candidates(ctx, main, decision), "listing candidate files")
+        cands, n_candidates, n_buckets = _planning(lambda: _flat_candidates(ctx, main, decision),
+                                                   "listing candidate files")
     else:
         listing = [(d.path, d.temp_prefix, d.kind.value) for d in decision.listings]
         walks: list[tuple[str, int]] = []
@@ -343,13 +358,14 @@ def _clean_orphans(ctx: _Ctx) -> None:
         cands = _planning(lambda: ctx.keep(ctx.io(listing_df, ex.list_files, ex.CANDIDATE_FIELDS, spec, key="dir")),
                           "listing candidate files")
         n_buckets = buckets.count()
-    n_candidates = cands.count()
+        n_candidates = cands.count()
     seams.point("orphans:listed")
 
     # 2. the used set, read in executors, scoped to candidate names (roots enumerated now, after
     #    the listing, as core does); then core's loop over roots that appeared while listed
     #    ones vanished unwalked (``orphans.cover_vanished_roots``), each pass walked here too
-    enumerated = orphans.enumerate_roots(main)
+    with io.one_view():  # opened after the candidate listing, as in process
+        enumerated = orphans.enumerate_roots(main)
     seams.point("orphans:roots-listed")
     roots = [(r.path, r.kind) for r in enumerated]
     used, walked, vanished = _used_set(ctx, io, roots, cands, spec)
@@ -398,15 +414,16 @@ def _clean_orphans(ctx: _Ctx) -> None:
     result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
 
 
-def _flat_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDecision) -> tuple[DataFrame, int]:
+def _flat_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDecision
+                     ) -> tuple[DataFrame, int, int]:
     """The candidates of an object store, as in process: ``orphans.list_candidates`` within
     ``FileIO.flat_listing`` of the table's prefix (``ceil(objects / 1000)`` LIST pages, the
     floor; entries carry size and time, so no HEAD), on the driver; and the number of bucket
-    directories seen. One listing per directory from the executors cost a LIST per bucket
+    directories seen (with the number of candidates). One listing per directory from the executors cost a LIST per bucket
     directory (docs/storage.md, "Spark on S3, measured")."""
     with main.file_io.flat_listing(main.root):
         found = orphans.list_candidates(main, decision)
-    return _candidate_rows(ctx, decision, found), len(found.bucket_dirs)
+    return _candidate_rows(ctx, decision, found), found.count, len(found.bucket_dirs)
 
 
 def _candidate_rows(ctx: _Ctx, decision: decisions.OrphanCleanDecision,
@@ -423,11 +440,12 @@ def _candidate_rows(ctx: _Ctx, decision: decisions.OrphanCleanDecision,
     return ctx.keep(ctx.df(rows, ex.CANDIDATE_FIELDS))
 
 
-def _inventory_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDecision) -> tuple[DataFrame, int]:
+def _inventory_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDecision
+                          ) -> tuple[DataFrame, int, int]:
     """The candidates among a storage inventory's files (``request.listing``), read and validated
     by the driver exactly as in process (``inventory.load_for_table``, ``inventory.check_listing``,
     ``orphans.listed_candidates``: keys absent from the inventory are never candidates, nothing
-    newer than the threshold is); and the number of bucket directories they are in."""
+    newer than the threshold is); their number and the number of bucket directories they are in."""
     request = ctx.request
     assert request.listing is not None
     listed = inventory.load_for_table(request.listing, main.file_io, main.root, orphans.listing_roots(main),
@@ -436,7 +454,7 @@ def _inventory_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanClea
     found = orphans.listed_candidates(decision, listed)
     ctx.result.notes.append(f"candidates from the storage inventory {request.listing} "
                             f"({len(listed.files)} file(s) of the table listed there)")
-    return _candidate_rows(ctx, decision, found), len(found.bucket_dirs)
+    return _candidate_rows(ctx, decision, found), found.count, len(found.bucket_dirs)
 
 
 def _used_set(ctx: _Ctx, io: Any, roots: list[tuple[str, str]], cands: DataFrame, spec: Mapping[str, Any]
@@ -556,7 +574,7 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: decisions.ExpirationDeci
     roots = decision.roots
     by_rid = dict(enumerate(roots))
     main = table.on_branch(layout.MAIN)
-    resolver = PartitionPathResolver(main)
+    resolver = ctx.resolver(main)
     in_data_dir = resolver.index_file_in_data_file_dir
     spec = ctx.spec(main, index_file_in_data_file_dir=in_data_dir,
                     statistics_dir=main.shared_dir(layout.STATISTICS_DIR))
