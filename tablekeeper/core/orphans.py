@@ -35,7 +35,7 @@ from tablekeeper.core.storage import ListedEntry, join
 
 __all__ = ["OrphanConfig", "CandidateListing", "resolve_older_than", "data_roots", "decide_orphan_clean",
            "list_candidates", "listing_roots", "listed_candidates", "enumerate_roots", "read_roots", "plan_orphan_clean",
-           "cover_vanished_roots", "root_key", "RootKey", "MAX_ROOT_PASSES", "may_empty"]
+           "cover_vanished_roots", "root_key", "RootKey", "MAX_ROOT_PASSES"]
 
 
 @dataclass(frozen=True)
@@ -145,13 +145,7 @@ def _emptied_dirs(listing: CandidateListing, files: list[plans.PlannedFile]) -> 
     deleted = Counter(f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA)
     listed = Counter(e.path.rsplit("/", 1)[0] for e in listing.data_files)
     listed.update({directory: len(names) for directory, names in listing.local_data})
-    return {d for d, n in deleted.items() if may_empty(listed.get(d, 0), n)}
-
-
-def may_empty(listed: int, deleted: int) -> bool:
-    """Whether deleting ``deleted`` files of a bucket directory where the listing saw ``listed``
-    may leave it empty: only then is it checked (and removed if empty)."""
-    return listed <= deleted
+    return {d for d, n in deleted.items() if decisions.may_empty(listed.get(d, 0), n)}
 
 
 def decide_orphan_clean(table: Table, config: OrphanConfig) -> decisions.OrphanCleanDecision:

@@ -753,15 +753,15 @@ def remove_empty_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]
 
 def remove_emptied_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(bucket dir, files listed there, files deleted there) -> as :func:`remove_empty_dirs`,
-    for the directories the deletes may have emptied (``orphans.may_empty``; the others are not
+    for the directories the deletes may have emptied (``decisions.may_empty``; the others are not
     checked: a check is a request on an object store)."""
-    from tablekeeper.core import orphans
+    from tablekeeper.core import decisions
 
     io = file_io(spec["storage"])
     depth = int(spec.get("depth") or 0)
     removed = sum(_remove_upwards(io, directory, depth)
                   for directory, listed, deleted in _rows_of(batches, ("dir", "listed", "deleted"))
-                  if orphans.may_empty(int(listed or 0), int(deleted or 0)))
+                  if decisions.may_empty(int(listed or 0), int(deleted or 0)))
     out = _Rows(REMOVED_FIELDS)
     out.add(removed)
     yield out.take()

@@ -23,7 +23,7 @@ Orphan cleanup evaluates ``orphans.decide_orphan_clean`` (spark-jobs.md §5.1):
   3. orphans = candidates left-anti-join used (by name), materialised once; counts and sample;
   4. deletes per stage (``plans.stage_of``) in batches of ``execution.delete_batch_size`` keys
      numbered across tasks (:func:`_delete_stages`), summary rows; then the bucket directories
-     the deletes may have emptied (``orphans.may_empty``), non-recursively.
+     the deletes may have emptied (``decisions.may_empty``), non-recursively.
 
 Expiration evaluates ``expire.decide_expire`` / ``decide_expire_changelog`` (§5.2): each
 ``RootUse`` of the decision is one row; manifest lists, manifests and index manifests are read in
