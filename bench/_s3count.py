@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
-__all__ = ["Counts", "counting_proxy", "classify", "breakdown"]
+__all__ = ["Counts", "counting_proxy", "classify", "breakdown", "service_ms"]
 
 _HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
 _KEYS = re.compile(rb"<Key>")
@@ -37,11 +37,15 @@ class Counts:
     written_keys: set[str] = field(default_factory=set)
     list_pages: set[tuple[str, str]] = field(default_factory=set)
     deleted_keys: int = 0
+    #: LIST requests that start after a key (``start-after``: a segment of a listing in segments)
+    started_after: int = 0
     #: (kind, key) -> requests: every request by key (LIST: prefix and delimiter), for breakdowns
     by_key: Counter[tuple[str, str]] = field(default_factory=Counter)
     #: seconds the upstream (moto) took to answer, summed over requests: its own latency, apart
     #: from the injected ``latency_s``
     upstream_s: float = 0.0
+    #: the same by request kind (moto's own service time per kind)
+    upstream_by_kind: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reset(self) -> None:
@@ -51,8 +55,10 @@ class Counts:
             self.written_keys.clear()
             self.list_pages.clear()
             self.deleted_keys = 0
+            self.started_after = 0
             self.by_key.clear()
             self.upstream_s = 0.0
+            self.upstream_by_kind.clear()
 
     def snapshot(self) -> dict[str, int]:
         with self.lock:
@@ -114,14 +120,18 @@ class _Handler(BaseHTTPRequestHandler):
                 page = (f"{key}?prefix={params.get('prefix', [''])[0]}&delimiter={params.get('delimiter', [''])[0]}",
                         params.get("continuation-token", params.get("start-after", params.get("marker", [""])))[0])
                 counts.list_pages.add(page)
+                if "start-after" in params and "continuation-token" not in params:
+                    counts.started_after += 1
             elif kind == "bulk_delete":
                 counts.deleted_keys += len(_KEYS.findall(body))
         if counts.latency_s > 0:
             time.sleep(counts.latency_s)
         t0 = time.perf_counter()
         status, headers, payload = self._forward(body)
+        took = time.perf_counter() - t0
         with counts.lock:
-            counts.upstream_s += time.perf_counter() - t0
+            counts.upstream_s += took
+            counts.upstream_by_kind[kind] += took
         self.send_response(status)
         for k, v in headers.items():
             self.send_header(k, v)
@@ -211,3 +221,9 @@ def breakdown(counts: Counts) -> list[str]:
     for n, kind, key in sorted(repeated, reverse=True)[:12]:
         out.append(f"      x{n} {kind} {key}")
     return out
+
+
+def service_ms(counts: Counts) -> dict[str, float]:
+    """The upstream's (moto's) own time per request, in ms, by request kind."""
+    with counts.lock:
+        return {kind: 1000 * counts.upstream_by_kind[kind] / n for kind, n in sorted(counts.by_kind.items()) if n}

@@ -22,8 +22,11 @@ Then, on fresh copies, with ``--latency-ms`` (default 20) slept by the proxy bef
 clean-orphans and expire in process. ``--spark`` adds ``bench/_s3spark.py``: expire and
 clean-orphans in process vs ``--engine spark`` (local[2]) on fresh copies, requests by kind
 (tablekeeper's count includes the executors'), minimum, ratio, and the wall time with latency. The orphan goal: at most 2x
-``LIST pages x latency + DeleteObjects x latency / parallelism``. Timings are printed, never
-asserted.
+``LIST pages x latency + DeleteObjects x latency / parallelism``. Since moto's own service time is
+far from S3's, clean-orphans' run is compared with a *measured* floor in the same process
+(``bench/_s3floor.py``: the minimum's requests sent with plain boto3 through the same proxy, with
+the same latency, to the same moto and objects); the formula floor and moto's own time per
+request kind are printed too. Timings are printed, never asserted.
 
     .venv/bin/python bench/s3.py [--scale X] [--latency-ms 20] [--spark]
 """
@@ -46,6 +49,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _s3count  # noqa: E402
+import _s3floor  # noqa: E402
 import _synth  # noqa: E402
 
 from tablekeeper.core import request_minimum  # noqa: E402
@@ -125,6 +129,19 @@ class Moto:
         keys = [k for k in self.backend().get_bucket(BUCKET).keys if k.startswith(table_prefix + "/")]
         return {"tags": sum(1 for k in keys if k.startswith(f"{table_prefix}/tag/tag-")),
                 "snapshots": sum(1 for k in keys if k.startswith(f"{table_prefix}/snapshot/snapshot-"))}
+
+    def keys_under(self, prefix: str) -> set[str]:
+        """The keys below ``prefix`` (straight from moto's backend, no request)."""
+        return {k for k in self.backend().get_bucket(BUCKET).keys if k.startswith(prefix.rstrip("/") + "/")}
+
+    def restore(self, local_warehouse: str, prefix: str, keys: list[str]) -> None:
+        """Put ``keys`` (deleted by a run) back from ``local_warehouse``, backdated as
+        :meth:`fresh_copy` does (no request through the proxy)."""
+        backend = self.backend()
+        when = (datetime.now(UTC) - timedelta(days=2)).replace(tzinfo=None, microsecond=0)
+        for key in keys:
+            local = Path(local_warehouse) / key[len(prefix) + 1:]
+            backend.put_object(BUCKET, key, local.read_bytes()).last_modified = when
 
     def objects_under(self, prefix: str) -> int:
         return sum(1 for k in self.backend().get_bucket(BUCKET).keys if k.startswith(prefix.rstrip("/") + "/"))
@@ -259,25 +276,52 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
         for name, cli_args in [op for op in (ops[3], ops[0]) if op[0] in wanted]:
             for engine in engines:
                 objects = moto.fresh_copy(local, "wh")
+                keys_before = moto.keys_under(table_prefix)
                 with _s3count.counting_proxy(moto.endpoint, latency_s) as counts:
                     extra = ["--engine", engine] if engine == "spark" else []
                     out, seconds = cli_json([*cli_args, *extra], counts.url, warehouse)
                     server = counts.snapshot()
+                    service = _s3count.service_ms(counts)
+                    read_keys = set(counts.read_keys)
+                    flat_pages = counts.by_key[("list", f"{table_prefix}/?delimiter=")]
+                    segments = counts.started_after
                 pages = request_minimum.list_pages(objects)
                 files = out.get("files")
                 deletes = sum(request_minimum.delete_requests(int(n)) for n in files.values()) \
                     if isinstance(files, dict) else 0
                 floor = pages * latency_s + deletes * latency_s / DELETE_PARALLELISM
                 moto_ms = 1000 * counts.upstream_s / max(1, server.get("total", 0))
-                row = {"seconds": seconds, "server": server, "floor_s": floor if name == "clean-orphans" else None,
-                       "moto_ms_per_request": moto_ms}
+                row: dict[str, Any] = {"seconds": seconds, "server": server,
+                                       "floor_s": floor if name == "clean-orphans" else None,
+                                       "moto_ms_per_request": moto_ms, "moto_ms_by_kind": service}
                 results["latency"][f"{name} {engine}"] = row
                 line = (f"  {name:<14} {engine:<6} {seconds:7.2f}s  server {fmt_kinds(server)}; moto's own time "
-                        f"{moto_ms:.1f} ms a request on top of the injected {args.latency_ms:g} ms")
+                        f"{moto_ms:.1f} ms a request on top of the injected {args.latency_ms:g} ms ("
+                        + ", ".join(f"{k} {v:.1f}" for k, v in service.items()) + ")")
                 if name == "clean-orphans":
-                    line += (f"; floor {floor:.2f}s (LIST pages {pages} x {args.latency_ms:g} ms + DeleteObjects "
-                             f"{deletes} x {args.latency_ms:g} ms / {DELETE_PARALLELISM}): {seconds / floor:.2f}x "
-                             f"({'goal met' if seconds / floor <= GOAL_LATENCY else f'goal {GOAL_LATENCY}x missed'})")
+                    row["flat_listing"] = {"requests": flat_pages, "segments": segments}
+                    line += (f"\n    flat listing: {flat_pages} LIST pages: the first, then {segments} segment(s) "
+                             f"listed at once (+ 1 LIST of the top-level directories when there are more than one)")
+                    # the measured floor: the minimum's requests with plain boto3, same proxy,
+                    # same latency, same moto, on the same objects (the deleted ones put back)
+                    deleted = sorted(keys_before - moto.keys_under(table_prefix))
+                    moto.restore(local, "wh", deleted)
+                    with _s3count.counting_proxy(moto.endpoint, latency_s) as floor_counts:
+                        measured = _s3floor.measured_floor(floor_counts.url, BUCKET, table_prefix, read_keys, deleted,
+                                                           DELETE_PARALLELISM)
+                        floor_server = floor_counts.snapshot()
+                    row["measured_floor"] = {**measured, "server": floor_server}
+                    ratio = seconds / measured["seconds"]
+                    row["vs_measured_floor"] = ratio
+                    line += (f"\n    measured floor {measured['seconds']:.2f}s (plain boto3, same proxy and moto: "
+                             f"{measured['list_pages']} LIST pages one after the other {measured['list_s']:.2f}s, "
+                             f"{measured['gets']} GETs {_s3floor.GET_PARALLELISM} at a time {measured['get_s']:.2f}s, "
+                             f"{measured['deletes']} DeleteObjects {DELETE_PARALLELISM} at a time "
+                             f"{measured['delete_s']:.2f}s; server {fmt_kinds(floor_server)}): {ratio:.2f}x "
+                             f"({'goal met' if ratio <= GOAL_LATENCY else f'goal {GOAL_LATENCY}x missed'})"
+                             f"\n    formula floor {floor:.2f}s (LIST pages {pages} x {args.latency_ms:g} ms + "
+                             f"DeleteObjects {deletes} x {args.latency_ms:g} ms / {DELETE_PARALLELISM}): "
+                             f"{seconds / floor:.2f}x")
                 print(line)
         if args.spark:  # in process vs --engine spark, on fresh copies (bench/_s3spark.py)
             import _s3spark

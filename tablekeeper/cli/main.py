@@ -117,12 +117,17 @@ def _take_lease(t: Table) -> None:
         ctx.with_resource(lease.held(t.file_io, t.root, f"tablekeeper {operation}", wait=wait))
 
 
-def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN) -> Table:
+def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN, *,
+          guard: bool = True) -> Table:
+    """The table, its lease taken. ``guard=False``: the command runs ``format_guard.check_latest``
+    itself, first thing in its decision's view (after the lease, before anything changes), so the
+    guard's reads are the decision's own instead of a second copy (docs/storage.md)."""
     t = _open_table(table, warehouse, options, branch)
     ctx = click.get_current_context(silent=True)
     if ctx is not None:  # manifests and schemas (immutable by name) are fetched once per command
         ctx.with_resource(t.file_io.immutable_reads())
-    format_guard.check_latest(t)  # fail closed on a newer Paimon before anything changes
+    if guard:
+        format_guard.check_latest(t)  # fail closed on a newer Paimon before anything changes
     _take_lease(t)
     return t
 
@@ -504,8 +509,9 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
                           zone_known: bool, now: str | None, dry_run: bool, warehouse: str | None,
                           options: tuple[str, ...], output: str) -> None:
     """Drop expired partitions with an OVERWRITE commit (files go with snapshot expiration)."""
-    t = _open(table, warehouse, options, branch)
+    t = _open(table, warehouse, options, branch, guard=False)
     with t.file_io.one_view():  # one decision: its schema, hints and snapshot read once (FileIO.one_view)
+        format_guard.check_latest(t)  # the guard, in the decision's view: nothing has changed yet
         config = partitions.config_from_options(
             t.options(), expiration_time=_duration(expiration_time, "--expiration-time"), strategy=strategy,
             timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern, max_expires=max_expires,

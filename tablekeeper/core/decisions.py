@@ -15,10 +15,11 @@ both read cannot.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from tablekeeper.core import errors, plans
+from tablekeeper.core.paimon.manifest_records import FileRef
 from tablekeeper.core.paimon.snapshot import Snapshot
 
 __all__ = [
@@ -182,6 +183,18 @@ def abort_unreadable_protection(what: str, error: object) -> errors.TablekeeperE
     return errors.IncompleteProtectionSetError(
         f"cannot read a protecting root while planning expiration: {what}: {error}",
         fix="a manifest of a retained snapshot/tag/branch is missing; repair it (nothing was deleted)")
+
+
+def effectively_deleted(refs: Iterable[FileRef]) -> Iterator[FileRef]:
+    """The DELETE entries of one delta that :func:`effective_deletions` counts as deletions
+    (no ADD of the same file in the same delta), in delta order; the same rule, computed with
+    one set of the delta's ADDs instead of a set of kinds per file (an expiration looks at
+    ~200k delta entries)."""
+    refs = list(refs)
+    added = {(r.partition, r.bucket, r.file_name) for r in refs if r.kind == 0}
+    for r in refs:
+        if r.kind == 1 and (r.partition, r.bucket, r.file_name) not in added:
+            yield r
 
 
 def effective_deletions(kinds: Iterable[int]) -> bool:

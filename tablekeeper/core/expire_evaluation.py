@@ -51,7 +51,7 @@ def _prefetch(reach: Reachability, roots: Sequence[RootUse]) -> None:
         lists = {ListRole.BASE: use.snapshot.base_manifest_list, ListRole.DELTA: use.snapshot.delta_manifest_list,
                  ListRole.CHANGELOG: use.snapshot.changelog_manifest_list}
         names.extend(lists[role] for role in sorted(use.entry_roles))
-    reach.prefetch(names)
+    reach.prefetch(names, with_paths=any(use.cand_delta or use.cand_changelog for use in roots))
     reach.prefetch([n for use in roots for n in use.snapshot.manifest_lists], manifests_too=False)
 
 
@@ -101,10 +101,13 @@ def evaluate(table: object, decision: decisions.ExpirationDecision, reach: Reach
     files: list[plans.PlannedFile] = []
     skipped: list[int] = []
 
+    data_paths, planned, append = reach.data_paths_of(), plans.PlannedFile, files.append
+
     def add(ref: manifests.FileRef, kind: plans.FileKind, use: RootUse, reason: str) -> None:
-        for i, path in enumerate(reach.data_paths(ref)):
-            size = ref.file_size if use.cand_sizes and i == 0 else None
-            files.append(plans.PlannedFile(path, kind, size, reason))
+        paths = data_paths(ref)
+        append(planned(paths[0], kind, ref.file_size if use.cand_sizes else None, reason))
+        for path in paths[1:]:
+            append(planned(path, kind, None, reason))
 
     # 1. files the candidate deltas delete, unless a protecting root or the previous tag uses them
     for use in roots:
@@ -116,9 +119,6 @@ def evaluate(table: object, decision: decisions.ExpirationDecision, reach: Reach
             if ReadOutcome.SKIP_DELTA in _abort_if(use, "manifest", ListRole.DELTA, e):
                 skipped.append(use.sid)  # an earlier run already removed this delta: its data went first
             continue
-        kinds: dict[DataKey, set[int]] = {}
-        for r in refs:
-            kinds.setdefault((r.partition, r.bucket, r.file_name), set()).add(r.kind)
         protected: set[DataKey] = set()
         if use.prev_tag is not None:
             if use.prev_tag not in tag_live:
@@ -130,10 +130,8 @@ def evaluate(table: object, decision: decisions.ExpirationDecision, reach: Reach
                         f"cannot read tag at snapshot {tag.sid}: {e}", fix="repair the tag's manifests") from e
             protected = tag_live[use.prev_tag]
         reason = f"deleted in snapshot {use.sid}" if by_snapshot else f"changelog {use.sid} expired"
-        for ref in refs:
+        for ref in decisions.effectively_deleted(refs):
             key = (ref.partition, ref.bucket, ref.file_name)
-            if ref.kind != manifests.DELETE or not decisions.effective_deletions(kinds[key]):
-                continue
             if key in protected or key in keep_data:
                 continue
             add(ref, use.cand_delta, use, reason)

@@ -57,12 +57,16 @@ def usable(file_io: FileIO) -> bool:
 
 def decode_shared(file_io: FileIO, manifest_dir: str, names: Sequence[str],
                   decode_here: Callable[[str], object],
-                  store: Callable[[str, list[manifests.FileRef]], None]) -> int:
+                  store: Callable[[str, list[manifests.FileRef]], None],
+                  meanwhile: Callable[[], None] | None = None) -> int:
     """Decode the planning entries of the manifests ``names`` (in ``manifest_dir``) in this
     process and one forked helper. ``decode_here(name)`` decodes one manifest into the caller's
     cache (its errors are swallowed: the sequential reads meet them); ``store(name, refs)``
-    caches what the helper decoded. Returns how many manifests the helper handed back (0 when
-    it was not used or failed).
+    caches what the helper decoded; ``meanwhile()``, if given, runs in this process once the
+    helper is decoding, before this process claims manifests (other start-up work of the plan
+    that then overlaps the helper's decoding; not run when no helper is used; it must swallow
+    its own errors). Returns how
+    many manifests the helper handed back (0 when it was not used or failed).
     """
     if len(names) < MIN_MANIFESTS_TO_FORK or not usable(file_io):
         return 0
@@ -73,6 +77,8 @@ def decode_shared(file_io: FileIO, manifest_dir: str, names: Sequence[str],
         return 0  # no fork possible (limits): the sequential path decodes everything
     started = time.monotonic()
     try:
+        if meanwhile is not None:
+            meanwhile()
         while batch := claims.claim(len(names), CLAIM_BATCH):
             for i in batch:
                 try:

@@ -156,6 +156,9 @@ class PartitionPlan:
     #: Expired partitions beyond ``max_expires``, for the next run (a count front ends show as
     #: data; the matching note is for people).
     left_for_next_run: int = 0
+    #: The partition keys the plan's values are for (the schema it was planned on): the commit
+    #: pairs them with the values without listing the schema directory again.
+    partition_keys: tuple[str, ...] = ()
 
     def summary(self) -> dict[str, Any]:
         return {"operation": "expire-partitions", "table": self.table, "branch": self.branch,
@@ -232,7 +235,7 @@ def plan_partition_expiry(table: Table, config: PartitionConfig, now: datetime) 
     if left:
         notes.append(f"{left} more expired partition(s) left for the next run")
     return PartitionPlan(table.identifier, table.branch, tuple(expired[:config.max_expires]), tuple(unparseable),
-                         len(partitions), tuple(notes), left)
+                         len(partitions), tuple(notes), left, keys)
 
 
 def apply_partition_expiry(table: Table, plan: PartitionPlan, *, options: Mapping[str, str] | None = None,
@@ -247,7 +250,7 @@ def apply_partition_expiry(table: Table, plan: PartitionPlan, *, options: Mappin
         from tablekeeper.core.paimon import pypaimon_commit
 
         drop = functools.partial(pypaimon_commit.drop_partitions, file_io=table.file_io)
-    keys = tuple(table.schema().partition_keys)
+    keys = plan.partition_keys or tuple(table.schema().partition_keys)
     specs = [dict(zip(keys, p.values, strict=True)) for p in plan.expired]
     last: Exception | None = None
     for _attempt in range(max(1, retries)):

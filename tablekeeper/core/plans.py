@@ -46,6 +46,19 @@ def _manifest_rank(path: str) -> tuple[int, str]:
     return (0, path)
 
 
+def _in_rank_order(files: list[PlannedFile]) -> tuple[PlannedFile, ...]:
+    """``files`` sorted by ``_manifest_rank`` of their paths. When no file name can start with a
+    ranked prefix (data files: ~100k of them in a large expiration), every rank is 0 and the
+    order is the path order, sorted without building a key per file."""
+    if not any("manifest-list-" in f.path or "index-manifest-" in f.path for f in files):
+        return tuple(sorted(files, key=_path_of))
+    return tuple(sorted(files, key=lambda p: _manifest_rank(p.path)))
+
+
+def _path_of(f: PlannedFile) -> str:
+    return f.path
+
+
 def stage_of(kind: FileKind | str, path: str) -> int:
     """Position of a file in Paimon's deletion order: ``STAGE_ORDER``, and within the manifest
     stage manifests before manifest lists before index manifests (as ``Plan.ordered_deletes``
@@ -113,8 +126,7 @@ class Plan:
                 continue
             seen.add(f.path)
             by_kind.setdefault(f.kind, []).append(f)
-        return tuple(DeleteStep(k, tuple(sorted(by_kind[k], key=lambda p: _manifest_rank(p.path))))
-                     for k in STAGE_ORDER if by_kind.get(k))
+        return tuple(DeleteStep(k, _in_rank_order(by_kind[k])) for k in STAGE_ORDER if by_kind.get(k))
 
     @property
     def files(self) -> tuple[PlannedFile, ...]:
@@ -127,9 +139,17 @@ class Plan:
     def summary(self) -> dict[str, Any]:
         counts: Counter[str] = Counter()
         sizes: Counter[str] = Counter()
-        for f in self.files:
-            counts[f.kind.value] += 1
-            sizes[f.kind.value] += f.size or 0
+        for step in self.steps:
+            if not isinstance(step, DeleteStep) or not step.files:
+                continue
+            kind = step.files[0].kind
+            if all(f.kind is kind for f in step.files):  # the usual step: one kind (~100k data files)
+                counts[kind.value] += len(step.files)
+                sizes[kind.value] += sum(f.size or 0 for f in step.files)
+                continue
+            for f in step.files:
+                counts[f.kind.value] += 1
+                sizes[f.kind.value] += f.size or 0
         return {
             "operation": self.operation,
             "table": self.table,

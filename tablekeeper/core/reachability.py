@@ -19,17 +19,16 @@ stays the only decoder and the only judge of damaged files (its exceptions are r
 
 from __future__ import annotations
 
-import gc
 import itertools
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from tablekeeper.core import decisions, forked_refs, root_metadata
 from tablekeeper.core.decisions import ListRole
 from tablekeeper.core.paimon import avro_container, layout, manifests, pypaimon_adapter
+from tablekeeper.core.paimon.manifest_decoding import gc_paused
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.storage import FileIO, join
@@ -51,20 +50,6 @@ class MetaFile:
     kind: str
     path: str
     size: int | None = None
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC for a planning run: planners build hundreds of thousands of acyclic
-    tuples, strings and sets, and generation scans over a growing heap would otherwise cost a
-    large share of the run. Restores the previous state (nested use is fine)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 #: One block of a manifest list: (block id, its entries). Equal ids mean equal entries.
@@ -167,9 +152,15 @@ class Reachability:
         keys = self._block_keys(data, framed)
         new = [i for i, key in enumerate(keys) if key not in self._blocks]
         if new:
-            subset = data[:header_end] + b"".join(data[frames[i].start:frames[i].end] for i in new)
             try:
-                entries = manifests.read_manifest_list(_Preloaded(self.file_io, path, subset), path)
+                view = memoryview(data)
+                direct = manifests.read_list_blocks(framed.schema_json, framed.codec, [
+                    (view[frames[i].payload:frames[i].end - 16], frames[i].records) for i in new], path)
+                if direct is not None:
+                    entries = [meta for rows in direct for meta in rows]
+                else:
+                    subset = data[:header_end] + b"".join(data[frames[i].start:frames[i].end] for i in new)
+                    entries = manifests.read_manifest_list(_Preloaded(self.file_io, path, subset), path)
             except Exception:
                 return whole()  # the full read raises exactly what it always raised
             if len(entries) != sum(frames[i].records for i in new):
@@ -295,8 +286,11 @@ class Reachability:
         return not self.file_io.is_local or forked_refs.usable(self.file_io)
 
     def prefetch(self, list_names: Iterable[str | None], *, manifests_too: bool = True,
-                 workers: int = PREFETCH_WORKERS) -> None:
+                 workers: int = PREFETCH_WORKERS, with_paths: bool = False) -> None:
         """Read manifest lists (and the manifests they name) into the caches with a thread pool.
+
+        ``with_paths``: the plan will resolve data paths; on local files the path resolver
+        (pypaimon's import, ~0.3 s of CPU) is built while the forked helper decodes.
 
         Purely an optimisation: every error is swallowed, so the planner's own sequential
         reads meet (and raise) it exactly where and as they always did."""
@@ -304,7 +298,7 @@ class Reachability:
             return
         names = [n for n in dict.fromkeys(list_names) if n and n not in self._list_blocks]
         if self.file_io.is_local:
-            self._prefetch_forked(names, manifests_too)
+            self._prefetch_forked(names, manifests_too, with_paths)
             return
 
         def quietly(fn: Callable[[str], object]) -> Callable[[str], None]:
@@ -330,7 +324,7 @@ class Reachability:
                         wanted[meta.file_name] = None
         return list(wanted)
 
-    def _prefetch_forked(self, names: list[str], manifests_too: bool) -> None:
+    def _prefetch_forked(self, names: list[str], manifests_too: bool, with_paths: bool = False) -> None:
         """Local files: the lists read here (their blocks are shared between lists, so one
         process reads them), then the manifests they name decoded here and in a forked helper
         (:func:`.forked_refs.decode_shared`). Errors are swallowed as in :meth:`prefetch`."""
@@ -347,7 +341,15 @@ class Reachability:
             with self._lock:
                 self._refs.setdefault(name, refs)
 
-        forked_refs.decode_shared(self.file_io, self.manifest_dir, wanted, self.manifest_refs, store)
+        forked_refs.decode_shared(self.file_io, self.manifest_dir, wanted, self.manifest_refs, store,
+                                  meanwhile=self._warm_paths if with_paths else None)
+
+    def _warm_paths(self) -> None:
+        """Build the path resolver now (errors swallowed: the first real use raises them)."""
+        try:
+            _ = self._paths
+        except Exception:
+            pass
 
     def meta_files(self, snapshot: Snapshot, *, include_changelog: bool = True,
                    tolerant: bool = False, union: MetaUnion | None = None) -> set[MetaFile]:
@@ -463,6 +465,18 @@ class Reachability:
     def data_paths(self, ref: manifests.FileRef) -> list[str]:
         """The data file and its extra files (file-index ``.index`` files)."""
         return self._paths.file_paths(ref)
+
+    def data_paths_of(self) -> Callable[[manifests.FileRef], list[str]]:
+        """:meth:`data_paths` as one bound function, for loops over ~100k files; the resolver
+        (pypaimon) is built when it is first called, as there."""
+        resolved: list[Callable[[manifests.FileRef], list[str]]] = []
+
+        def paths(ref: manifests.FileRef) -> list[str]:
+            if not resolved:
+                resolved.append(self._paths.file_paths)
+            return resolved[0](ref)
+
+        return paths
 
     def index_path(self, entry: manifests.IndexManifestEntry) -> str:
         return self._paths.index_file_path(entry)

@@ -25,7 +25,7 @@ def test_s3_bench_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         result = module.run(["--scale", "0.005", "--latency-ms", "1", "--workdir", str(tmp_path)])
     finally:
         sys.path.remove(str(BENCH))
-        for name in ("tk_bench_s3", "_s3count", "_synth"):
+        for name in ("tk_bench_s3", "_s3count", "_s3floor", "_synth"):
             sys.modules.pop(name, None)
     out = capsys.readouterr().out
     assert set(result["ops"]) == {"expire", "expire-partitions", "tag delete", "clean-orphans"}
@@ -39,3 +39,6 @@ def test_s3_bench_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert result["ops"]["expire"]["files"] > 0
     assert set(result["latency"]) == {"clean-orphans local", "expire local"}
     assert "floor" in out and "bench wall time" in out
+    floor = result["latency"]["clean-orphans local"]["measured_floor"]
+    assert "measured floor" in out and floor["list_pages"] >= 1 and floor["gets"] > 0
+    assert floor["deletes"] >= 1 and floor["server"]["bulk_delete"] == floor["deletes"]

@@ -92,9 +92,11 @@ EXPIRE = ["expire", "db.orders", "--retain-max", "2", "--retain-min", "1", "--ti
 #: (command, requests counted by tablekeeper, deletes by step)
 SCENARIOS = {
     "expire": (EXPIRE, {"bulk_delete": 3, "get": 33, "head": 9, "list": 17, "put": 3, "total": 65}),
-    # with pypaimon's commit (manifest, manifest list x2, snapshot, LATEST, and the lease: 6 PUTs)
+    # with pypaimon's commit (manifest, manifest list x2, snapshot, LATEST, and the lease: 6 PUTs);
+    # the format guard reads in the decision's view, pypaimon's existence checks of directories
+    # and of LATEST cost a bounded LIST or nothing, LATEST is overwritten without a HEAD (was 42)
     "expire-partitions": (["expire-partitions", "db.orders", "--now", "2026-01-20T12:00:00", "--zone-known"],
-                          {"get": 15, "head": 12, "list": 9, "put": 6, "total": 42}),
+                          {"get": 13, "head": 6, "list": 6, "put": 6, "total": 31}),
     "tag delete": (["tag", "delete", "db.orders", "t3"],
                    {"bulk_delete": 1, "get": 11, "head": 4, "list": 6, "put": 1, "total": 23}),
     "clean-orphans": (["clean-orphans", "db.orders"],

@@ -107,9 +107,9 @@ def test_an_expiration_plans_the_same_with_and_without_the_helper(tmp_path: Path
     shared: list[int] = []
     decode_shared = forked_refs.decode_shared
 
-    def counting(*args: Any) -> int:
+    def counting(*args: Any, **kwargs: Any) -> int:
         shared.append(len(args[2]))
-        return decode_shared(*args)
+        return decode_shared(*args, **kwargs)
 
     monkeypatch.setattr(forked_refs, "decode_shared", counting)
     for forked in (False, True):
@@ -118,3 +118,26 @@ def test_an_expiration_plans_the_same_with_and_without_the_helper(tmp_path: Path
     assert shared and shared[-1] > 1, "the expiration never offered its manifests to the helper"
     assert plans[True] == plans[False]
     assert any(step.files for step in plans[True].steps if hasattr(step, "files")), "nothing planned"
+
+
+def test_meanwhile_runs_once_while_the_helper_decodes_and_not_without_a_helper(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tp.build_history(str(tmp_path), commits=6)
+    table = open_table(str(tmp_path), "db.orders")
+    manifest_dir = table.shared_dir("manifest")
+    names = _manifest_names(manifest_dir) * 10
+    ran: list[int] = []
+    got: dict[str, list[manifests.FileRef]] = {}
+
+    def decode_here(name: str) -> None:
+        got[name] = manifests.read_manifest_refs(table.file_io, join(manifest_dir, name))
+
+    monkeypatch.setattr(forked_refs, "MIN_MANIFESTS_TO_FORK", 10**9)  # no helper: not run
+    forked_refs.decode_shared(table.file_io, manifest_dir, names, decode_here, got.__setitem__,
+                              meanwhile=lambda: ran.append(1))
+    assert ran == []
+    monkeypatch.setattr(forked_refs, "MIN_MANIFESTS_TO_FORK", 1)
+    forked_refs.decode_shared(table.file_io, manifest_dir, names, decode_here, got.__setitem__,
+                              meanwhile=lambda: ran.append(1))
+    assert ran == [1]
+    assert set(got) == set(names)

@@ -23,6 +23,7 @@ from typing import Any, Final, NamedTuple, cast
 import fastavro
 
 from tablekeeper.core import errors
+from tablekeeper.core.paimon import manifest_native
 from tablekeeper.core.paimon.manifest_records import (
     MANIFEST_LIST_VERSION,
     MANIFEST_VERSION,
@@ -57,10 +58,14 @@ __all__ = [
     "simple_stats",
     "primitive_type",
     "decode_compiled",
+    "decode_fast",
+    "native_program",
     "fast_usable",
     "list_by_reader",
     "entries_by_reader",
     "refs_by_reader",
+    "decode_by_reader",
+    "self_test_files",
 ]
 
 
@@ -142,6 +147,7 @@ class SchemaInfo:
         self.stripped_json: bytes | None = None if stripped == schema else json.dumps(stripped).encode("utf-8")
         self._ref_reader_schema: dict[str, Any] | None = None
         self._decoders: dict[str, _Decoder | None] = {}
+        self._programs: dict[str, manifest_native.Program | None] = {}
         self._lock = threading.Lock()
 
     @property
@@ -149,6 +155,14 @@ class SchemaInfo:
         if self._ref_reader_schema is None:
             self._ref_reader_schema = _derive_reader_schema(self.stripped, _REF_SPEC)
         return self._ref_reader_schema
+
+    def native(self, kind: str) -> manifest_native.Program | None:
+        """The native program of decoder ``kind`` (:mod:`.manifest_native`), or None."""
+        if kind not in self._programs:
+            with self._lock:
+                if kind not in self._programs:
+                    self._programs[kind] = manifest_native.compile_program(self.stripped, _DECODER_KINDS[kind][0], kind)
+        return self._programs[kind]
 
     def decoder(self, kind: str) -> _Decoder | None:
         if kind not in self._decoders:
@@ -593,6 +607,36 @@ def decode_compiled(decode: _Decoder, data: bytes) -> list[Any]:
     return out
 
 
+def native_program(info: SchemaInfo, kind: str) -> manifest_native.Program | None:
+    """The native program of decoder ``kind`` for this writer schema when the native decoder is
+    built and trusted (tests force fastavro.reader by setting _fast_enabled False: that turns
+    off both fast decoders)."""
+    return info.native(kind) if _fast_enabled is not False and manifest_native.usable() else None
+
+
+def decode_fast(info: SchemaInfo, kind: str, data: bytes) -> list[Any] | None:
+    """Every record of the container ``data`` by the fastest decoder that serves this writer
+    schema: the native program (:mod:`.manifest_native`), else the generated Python decoder;
+    None when neither does (fastavro.reader then reads the file).
+
+    Raises:
+        VersionMismatch: a record's version is not the one this decoder kind reads.
+        FastDecodeError: the file did not decode exactly (fastavro.reader judges it).
+    """
+    program = native_program(info, kind)
+    if program is not None:
+        try:
+            rows = manifest_native.decode(program, data)
+        except manifest_native.NativeVersion as e:
+            raise VersionMismatch(e.version) from None
+        except manifest_native.NativeBad as e:
+            raise FastDecodeError(str(e)) from None
+        if rows is not None:
+            return rows
+    decoder = info.decoder(kind) if fast_usable() else None
+    return None if decoder is None else decode_compiled(decoder, data)
+
+
 def fast_usable() -> bool:
     global _fast_enabled
     if _fast_enabled is None:
@@ -601,10 +645,41 @@ def fast_usable() -> bool:
 
 
 def _self_test() -> bool:
-    """Compiled decoders against fastavro.reader on a file covering every shape they handle
+    """Compiled decoders against fastavro.reader on files covering every shape they handle
     (both union orders, logical types, arrays, nested and skipped records, absent fields)."""
     if _FAST is None:
         return False
+    try:
+        for schema, records, kinds in self_test_files():
+            buf = io.BytesIO()
+            fastavro.writer(buf, fastavro.parse_schema(schema), records, codec="deflate", sync_interval=512)
+            data = buf.getvalue()
+            info = SchemaInfo(schema)
+            for kind in kinds:
+                decoder = info.decoder(kind)
+                if decoder is None or decode_compiled(decoder, data) != decode_by_reader(kind, data, info):
+                    return False
+        return True
+    except Exception:
+        return False
+
+
+def decode_by_reader(kind: str, data: bytes, info: SchemaInfo) -> list[Any]:
+    """What fastavro.reader makes of the container ``data`` for decoder ``kind`` (the rows every
+    faster decoder must equal)."""
+    if kind in ("list", "list-names"):
+        metas = list_by_reader(data, "", "")
+        return metas if kind == "list" else [(m.file_name, m.extra_files) for m in metas]
+    buf = io.BytesIO(data)
+    fastavro.schemaless_reader(buf, _HEADER_SCHEMA, None)
+    container = Container(data, buf.tell())
+    return entries_by_reader(container, info, "", "") if kind == "entry" else refs_by_reader(container, info, "", "")
+
+
+def self_test_files() -> list[tuple[dict[str, Any], list[dict[str, Any]], tuple[str, ...]]]:
+    """(writer schema, records, decoder kinds) of the self-tests: a manifest covering every
+    shape the compiled decoders handle, and a manifest list with optional fields present and
+    absent."""
     stats = {"type": "record", "name": "t.stats", "fields": [
         {"name": "_MIN_VALUES", "type": "bytes"}, {"name": "_MAX_VALUES", "type": "bytes"},
         {"name": "_NULL_COUNTS", "type": ["null", {"type": "array", "items": ["null", "long"]}]}]}
@@ -647,24 +722,7 @@ def _self_test() -> bool:
              "_WRITE_COLS_SEQUENCES": [i, -i] if i % 7 else None}}
         for i in range(84)  # every residue the fields cycle through (i % 2..42), several blocks
     ]
-    try:
-        buf = io.BytesIO()
-        fastavro.writer(buf, fastavro.parse_schema(schema), records, codec="deflate", sync_interval=512)
-        buf.seek(0)
-        fastavro.schemaless_reader(buf, _HEADER_SCHEMA, None)
-        container, info = Container(buf.getvalue(), buf.tell()), SchemaInfo(schema)
-        for kind, slow in (("entry", entries_by_reader), ("ref", refs_by_reader)):
-            decoder = info.decoder(kind)
-            if decoder is None or decode_compiled(decoder, container.data) != slow(container, info, "", ""):
-                return False
-        return _self_test_list(stats)
-    except Exception:
-        return False
-
-
-def _self_test_list(stats: dict[str, Any]) -> bool:
-    """The manifest-list decoder against fastavro.reader (optional fields present and absent)."""
-    fields = [
+    list_fields = [
         {"name": "_VERSION", "type": "int"}, {"name": "_FILE_NAME", "type": "string"},
         {"name": "_FILE_SIZE", "type": "long"}, {"name": "_NUM_ADDED_FILES", "type": "long"},
         {"name": "_NUM_DELETED_FILES", "type": "long"}, {"name": "_PARTITION_STATS", "type": stats},
@@ -673,8 +731,7 @@ def _self_test_list(stats: dict[str, Any]) -> bool:
         {"name": "_MIN_ROW_ID", "type": ["null", "long"]},
         {"name": "_EXTRA_FILES", "type": ["null", {"type": "array", "items": "string"}]},
     ]
-    schema = {"type": "record", "name": "t.list", "fields": fields}
-    records = [
+    list_records = [
         {"_VERSION": 2, "_FILE_NAME": f"manifest-{i}-é", "_FILE_SIZE": i * 7919, "_NUM_ADDED_FILES": i,
          "_NUM_DELETED_FILES": -i, "_PARTITION_STATS": {"_MIN_VALUES": b"a" * (i % 7), "_MAX_VALUES": b"",
                                                         "_NULL_COUNTS": [i, None] if i % 2 else None},
@@ -683,15 +740,8 @@ def _self_test_list(stats: dict[str, Any]) -> bool:
          "_EXTRA_FILES": [f"x-{i}"] * (i % 3) if i % 4 else None}
         for i in range(60)
     ]
-    buf = io.BytesIO()
-    fastavro.writer(buf, fastavro.parse_schema(schema), records, codec="deflate", sync_interval=256)
-    info = SchemaInfo(schema)
-    decoder, names = info.decoder("list"), info.decoder("list-names")
-    if decoder is None or names is None:
-        return False
-    expected = list_by_reader(buf.getvalue(), "", "")
-    return (decode_compiled(decoder, buf.getvalue()) == expected
-            and decode_compiled(names, buf.getvalue()) == [(m.file_name, m.extra_files) for m in expected])
+    return [(schema, records, ("entry", "ref")),
+            ({"type": "record", "name": "t.list", "fields": list_fields}, list_records, ("list", "list-names"))]
 
 
 # -- the fastavro.reader path (the final judge) -----------------------------------------------

@@ -6,12 +6,12 @@ scan of orphan cleanup. Missing files raise ``FileNotFoundError``; anything unre
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 import fastavro
 
-from tablekeeper.core.paimon import avro_container
+from tablekeeper.core.paimon import avro_container, manifest_native
 from tablekeeper.core.paimon.manifest_decoding import (
     ENTRY_FILE_REQUIRED,
     ENTRY_TOP_REQUIRED,
@@ -24,13 +24,14 @@ from tablekeeper.core.paimon.manifest_decoding import (
     VersionMismatch,
     as_tuple,
     bad_version,
-    decode_compiled,
+    decode_fast,
     decode_records,
     entries_by_reader,
     fast_usable,
     format_error,
     gc_paused,
     list_by_reader,
+    native_program,
     parse_container,
     plain_bytes,
     primitive_type,
@@ -53,7 +54,7 @@ from tablekeeper.core.paimon.manifest_records import (
 )
 from tablekeeper.core.storage import FileIO
 
-__all__ = ["read_manifest_list", "read_list_block_names", "read_manifest", "read_manifest_refs",
+__all__ = ["read_manifest_list", "read_list_blocks", "read_list_block_names", "read_manifest", "read_manifest_refs",
            "read_manifest_payload", "read_index_manifest"]
 
 
@@ -69,14 +70,14 @@ def read_manifest_list(file_io: FileIO, path: str) -> list[ManifestFileMeta]:
     container, info = read_container(file_io, path, what)
     require_fields(info, path, what, LIST_REQUIRED)
     with gc_paused():
-        decoder = info.decoder("list") if fast_usable() else None
-        if decoder is not None:
-            try:
-                return cast(list[ManifestFileMeta], decode_compiled(decoder, container.data))
-            except VersionMismatch as e:
-                raise bad_version(path, what, e.version, MANIFEST_LIST_VERSION) from None
-            except FastDecodeError:
-                pass  # fastavro.reader decides
+        try:
+            rows = decode_fast(info, "list", container.data)
+            if rows is not None:
+                return cast(list[ManifestFileMeta], rows)
+        except VersionMismatch as e:
+            raise bad_version(path, what, e.version, MANIFEST_LIST_VERSION) from None
+        except FastDecodeError:
+            pass  # fastavro.reader decides
         return list_by_reader(plain_bytes(container, info), path, what)
 
 
@@ -115,6 +116,48 @@ def read_list_block_names(schema_json: bytes, data: bytes, count: int, path: str
     return out if stream.tell() == len(data) else None
 
 
+def read_list_blocks(schema_json: bytes | None, codec: str, blocks: Sequence[tuple[bytes | memoryview, int]],
+                     path: str) -> list[list[ManifestFileMeta]] | None:
+    """The rows of some blocks of a manifest list, each given as (compressed payload, record
+    count) with the file's writer schema and codec (framed by
+    :mod:`tablekeeper.core.paimon.avro_container`), decoded natively block by block: the
+    reader of :meth:`Reachability.manifest_list_blocks`, which otherwise re-frames a cut-down
+    copy of the file (an expiration reads ~2,400 lists).
+
+    None when this path cannot serve them (no native decoder, an unusual codec or schema, a
+    block that does not decode exactly): :func:`read_manifest_list` then reads and judges.
+
+    Raises:
+        FormatError: the writer schema is not a manifest list's, or a row's version is unknown.
+    """
+    what = "manifest list"
+    if schema_json is None or codec not in avro_container.CODECS:
+        return None
+    try:
+        info = schema_info(schema_json.decode("utf-8"), path, what)
+    except UnicodeDecodeError:
+        return None
+    require_fields(info, path, what, LIST_REQUIRED)
+    program = native_program(info, "list")
+    if program is None:
+        return None
+    out: list[list[ManifestFileMeta]] = []
+    with gc_paused():
+        for payload, count in blocks:
+            data = avro_container.decompress(codec, payload)
+            if data is None:
+                return None
+            rows: list[ManifestFileMeta] = []
+            try:
+                manifest_native.decode_block(program, data, count, rows)
+            except manifest_native.NativeVersion as e:
+                raise bad_version(path, what, e.version, MANIFEST_LIST_VERSION) from None
+            except manifest_native.NativeBad:
+                return None
+            out.append(rows)
+    return out
+
+
 # -- manifests --------------------------------------------------------------------------------
 def _read_entries(file_io: FileIO, path: str, kind: str, file_required: Iterable[str],
                   slow: Callable[[Container, SchemaInfo, str, str], list[Any]]) -> list[Any]:
@@ -123,14 +166,14 @@ def _read_entries(file_io: FileIO, path: str, kind: str, file_required: Iterable
     require_fields(info, path, what, ENTRY_TOP_REQUIRED, file_required)
     reject_unknown_entry_fields(info, path, what)
     with gc_paused():
-        decoder = info.decoder(kind) if fast_usable() else None
-        if decoder is not None:
-            try:
-                return decode_compiled(decoder, container.data)
-            except VersionMismatch as e:
-                raise bad_version(path, what, e.version, MANIFEST_VERSION) from None
-            except FastDecodeError:
-                pass  # damaged, or a shape the compiled path misjudged: fastavro.reader decides
+        try:
+            rows = decode_fast(info, kind, container.data)
+            if rows is not None:
+                return rows
+        except VersionMismatch as e:
+            raise bad_version(path, what, e.version, MANIFEST_VERSION) from None
+        except FastDecodeError:
+            pass  # damaged, or a shape the compiled path misjudged: fastavro.reader decides
         return slow(container, info, path, what)
 
 

@@ -29,6 +29,7 @@ from tablekeeper.core.paimon.manifest_merge import (
 from tablekeeper.core.paimon.manifest_readers import (
     read_index_manifest,
     read_list_block_names,
+    read_list_blocks,
     read_manifest,
     read_manifest_list,
     read_manifest_payload,
@@ -67,6 +68,7 @@ __all__ = [
     "FileIdentifier",
     "read_manifest_list",
     "read_list_block_names",
+    "read_list_blocks",
     "read_manifest",
     "read_manifest_refs",
     "read_index_manifest",

@@ -40,6 +40,14 @@ __all__ = ["StoreFileIO", "store_catalog"]
 _PAIMON_FILE = re.compile(r"^(?:snapshot-\d+|changelog-\d+|schema-\d+|tag-.+|LATEST|EARLIEST|"
                           r"(?:manifest|manifest-list|index-manifest)-[0-9a-f-]+-\d+)$")
 
+#: Hint files: overwritten in place by every Paimon writer, and read by pypaimon right after it
+#: asks whether they exist. (Snapshot files are asked about without a read too: the next
+#: snapshot's absence, Java's findLatest; a HEAD stays the cheapest answer there.)
+_HINTS = ("LATEST", "EARLIEST")
+
+#: Paimon's metadata directories (never files).
+_PAIMON_DIRS = ("schema", "snapshot", "tag", "branch", "changelog", "consumer", "manifest", "index", "statistics")
+
 #: Stores without real directories (a "directory" is a key prefix).
 _NO_DIRECTORIES = (Store.S3, Store.OSS, Store.GCS, Store.AZURE)
 
@@ -86,9 +94,18 @@ class StoreFileIO(PyArrowFileIO):  # type: ignore[misc]  # pypaimon is untyped
 
     def exists(self, path: str) -> bool:
         """A Paimon file (snapshot, hint, schema, manifest, tag) in one HEAD on S3/OSS
-        (``FileIO.file_exists``); anything else may be a directory (``FileIO.exists``)."""
-        if _PAIMON_FILE.match(path.rstrip("/").rsplit("/", 1)[-1]):
-            return self.tk_io.file_exists(path)
+        (``FileIO.file_exists``); a hint, which pypaimon reads right after asking, inside the
+        commit's view by that read instead (no HEAD first). A metadata directory (``schema``,
+        ``snapshot``, ...): one bounded LIST
+        (``FileIO.dir_exists``), and the schema directory, which pypaimon lists next, by that
+        listing (``FileIO.list_dir``, kept in the view). Other stores: ``FileIO.exists``."""
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        if _PAIMON_FILE.match(name):
+            return self.tk_io.file_exists(path, will_read=name in _HINTS)
+        if self.tk_io.store in _NO_DIRECTORIES and self.tk_io.bulk_deletes and name in _PAIMON_DIRS:
+            if name == "schema":
+                return bool(self.tk_io.list_dir(path))
+            return self.tk_io.dir_exists(path)
         return self.tk_io.exists(path)
 
     def list_status(self, path: str) -> list[Any]:
@@ -101,7 +118,13 @@ class StoreFileIO(PyArrowFileIO):  # type: ignore[misc]  # pypaimon is untyped
                 for s in self.tk_io.list_dir(path)]
 
     def try_to_write_atomic(self, path: str, content: str) -> bool:
-        """Create-if-absent: False when the file (a concurrent commit's snapshot) exists."""
+        """Create-if-absent: False when the file (a concurrent commit's snapshot) exists. The
+        LATEST and EARLIEST hints are overwritten at once: pypaimon overwrites them when the
+        create-if-absent fails (it always does once the table has a hint), so the existence
+        check before it would be a request for nothing."""
+        if path.rstrip("/").rsplit("/", 1)[-1] in _HINTS:
+            self.tk_io.overwrite(path, content)
+            return True
         try:
             self.tk_io.write_new(path, content)
         except FileExistsError:
