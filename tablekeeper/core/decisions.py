@@ -25,7 +25,7 @@ from tablekeeper.core.paimon.snapshot import Snapshot
 __all__ = [
     "ListRole", "ReadOutcome", "RootUse", "ExpirationDecision", "judge_missing", "effective_deletions",
     "CandidateDir", "OrphanRoot", "OrphanCleanDecision", "missing_reference_aborts", "changelog_reads", "optional_index", "optional_list",
-    "is_partition_dir", "is_bucket_dir", "is_candidate_name", "abort_unreadable_protection",
+    "is_partition_dir", "is_bucket_dir", "is_candidate_name", "abort_unreadable_protection", "may_empty",
 ]
 
 
@@ -328,3 +328,10 @@ class OrphanCleanDecision:
     #: name prefixes of the data and changelog files manifests may reference
     name_prefixes: tuple[str, ...]
     clean_empty_directories: bool = True
+
+
+def may_empty(listed: int, deleted: int) -> bool:
+    """Whether deleting ``deleted`` files of a bucket directory where the orphan listing saw
+    ``listed`` may leave it empty: only then is it checked (and removed if empty); a check is a
+    request on an object store, and a directory still holding a listed file cannot be empty."""
+    return listed <= deleted

@@ -20,7 +20,8 @@ from tablekeeper.core import hint_writes, plans, safety, seams
 from tablekeeper.core.paimon import hints
 from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, basename, parent
 
-__all__ = ["ExecutionResult", "execute", "default_parallelism", "Progress", "FaultInjector"]
+__all__ = ["ExecutionResult", "execute", "default_parallelism", "delete_batch", "delete_batch_size", "Progress",
+           "FaultInjector"]
 
 #: progress(step_kind, done, total)
 Progress = Callable[[str, int, int], None]
@@ -54,6 +55,24 @@ def _batches(items: list[plans.PlannedFile], size: int) -> list[list[plans.Plann
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
+def delete_batch_size(file_io: FileIO, requested: int | None = None) -> int:
+    """Keys per delete request of a plan's execution (in process and in Spark executors alike):
+    ``requested`` if given, else 1000 where a DeleteObjects takes 1000 keys (fewer, fuller
+    requests, docs/storage.md), else 250."""
+    if requested is not None:
+        return requested
+    return safety.DELETE_BATCH_MAX if file_io.bulk_deletes else safety.DELETE_BATCH_DEFAULT
+
+
+def delete_batch(file_io: FileIO, paths: list[str]) -> list[DeleteResult]:
+    """Delete one batch of a plan's files. S3/OSS: no parent listings first
+    (``FileIO.delete_files(tell_missing=False)``: a key already gone reads as deleted); the
+    listings were most of an expiration's requests."""
+    if file_io.bulk_deletes:
+        return file_io.delete_files(paths, tell_missing=False)
+    return file_io.delete_files(paths)
+
+
 def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None,
             batch_size: int | None = None, progress: Progress | None = None,
             fault: FaultInjector | None = None) -> ExecutionResult:
@@ -61,8 +80,7 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
     leaves a state a rerun of the same planner finishes."""
     result = ExecutionResult()
     workers = max(1, parallelism or default_parallelism(file_io))
-    if batch_size is None:  # a DeleteObjects takes 1000 keys: fewer, fuller requests (docs/storage.md)
-        batch_size = safety.DELETE_BATCH_MAX if file_io.bulk_deletes else 250
+    batch_size = delete_batch_size(file_io, batch_size)
     for step in plan.steps:
         seams.point(f"before:{_label(step)}")
         if isinstance(step, plans.RemoveEmptyDirsStep):
@@ -105,9 +123,7 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
             paths = [f.path for f in batch]
             if fault is not None:
                 fault(paths)
-            if file_io.bulk_deletes:  # S3/OSS: no parent listings first (FileIO.delete_files)
-                return file_io.delete_files(paths, tell_missing=False)
-            return file_io.delete_files(paths)
+            return delete_batch(file_io, paths)
 
         for i, part in enumerate(halves):
             if i:

@@ -149,7 +149,7 @@ def _emptied_dirs(listing: CandidateListing, files: list[plans.PlannedFile]) -> 
     deleted = Counter(f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA)
     listed = Counter(e.path.rsplit("/", 1)[0] for e in listing.data_files)
     listed.update({directory: len(names) for directory, names in listing.local_data})
-    return {d for d, n in deleted.items() if listed.get(d, 0) <= n}
+    return {d for d, n in deleted.items() if decisions.may_empty(listed.get(d, 0), n)}
 
 
 def decide_orphan_clean(table: Table, config: OrphanConfig) -> decisions.OrphanCleanDecision:

@@ -30,7 +30,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -41,9 +41,10 @@ __all__ = [
     "Fields", "ddl", "arrow_schema", "file_io", "stage_of", "local_form",
     "WALK_FIELDS", "DIR_FIELDS", "LISTING_FIELDS", "CANDIDATE_FIELDS", "ROOT_FIELDS", "ROOT_REF_FIELDS",
     "NAME_FIELDS", "LIST_FIELDS", "USED_FIELDS", "ENTRY_FIELDS", "INDEX_ENTRY_FIELDS", "RESOLVE_FIELDS",
-    "DELETE_FIELDS", "SUMMARY_FIELDS", "REMOVED_FIELDS", "PID_FIELDS",
+    "DELETE_FIELDS", "BATCHED_FIELDS", "SUMMARY_FIELDS", "REMOVED_FIELDS", "EMPTIED_FIELDS", "PID_FIELDS",
     "expand_bucket_dirs", "list_files", "read_roots", "read_lists", "used_names", "index_names",
-    "read_entries", "read_index_entries", "expand_roots", "expand_paths", "delete_files", "remove_empty_dirs",
+    "read_entries", "read_index_entries", "expand_roots", "expand_paths", "number_batches", "delete_files", "remove_empty_dirs",
+    "remove_emptied_dirs",
     "worker_pid", "EXPAND_FIELDS", "EXPANDED_FIELDS", "KEYED_FIELDS", "MERGED_FIELDS", "index_key",
     "effective_deletions", "merge_live", "counted",
     "InjectedFault",
@@ -62,7 +63,7 @@ ROOT_REF_FIELDS: Fields = (("root_path", "string"), ("what", "string"), ("name",
                            ("error_kind", "string"), ("error", "string"))
 NAME_FIELDS: Fields = (("name", "string"),)
 LIST_FIELDS: Fields = (("list_name", "string"), ("manifest_name", "string"), ("manifest_size", "long"),
-                       ("extra_files", "array<string>"), ("error_kind", "string"), ("error", "string"))
+                       ("extra_files", "array<string>"), ("pos", "int"), ("error_kind", "string"), ("error", "string"))
 USED_FIELDS: Fields = (("source", "string"), ("name", "string"), ("error_kind", "string"), ("error", "string"))
 ENTRY_FIELDS: Fields = (("manifest_name", "string"), ("kind", "int"), ("partition", "binary"), ("bucket", "int"),
                         ("level", "int"), ("file_name", "string"), ("ident_x", "string"),
@@ -77,9 +78,11 @@ RESOLVE_FIELDS: Fields = (("what", "string"), ("kind", "string"), ("file_name", 
                           ("size", "long"), ("index_type", "string"))
 DELETE_FIELDS: Fields = (("path", "string"), ("kind", "string"), ("size", "long"), ("parent_dir", "string"),
                          ("stage", "int"))
+BATCHED_FIELDS: Fields = (*DELETE_FIELDS, ("batch", "long"))
 SUMMARY_FIELDS: Fields = (("stage", "int"), ("kind", "string"), ("deleted", "long"), ("missing", "long"),
                           ("failed", "long"), ("bytes", "long"), ("failure_sample", "array<string>"))
 REMOVED_FIELDS: Fields = (("removed", "long"),)
+EMPTIED_FIELDS: Fields = (("dir", "string"), ("listed", "long"), ("deleted", "long"))
 PID_FIELDS: Fields = (("pid", "long"),)
 EXPAND_FIELDS: Fields = (("rid", "int"), ("base", "string"), ("delta", "string"), ("changelog", "string"),
                          ("base_size", "long"), ("delta_size", "long"), ("changelog_size", "long"),
@@ -349,13 +352,18 @@ def _map_manifest_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatc
 
 
 def read_lists(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """(list_name) -> one row per manifest of a manifest list (name, size, extra files)."""
+    """(list_name) -> one row per manifest of a manifest list (name, size, extra files, position
+    in the list)."""
     from tablekeeper.core.paimon import manifests
 
-    def emit(name: str, meta: manifests.ManifestFileMeta, out: _Rows) -> None:
-        out.add(name, meta.file_name, meta.file_size, list(meta.extra_files), None, None)
+    def read(io: FileIO, path: str) -> Iterable[tuple[int, manifests.ManifestFileMeta]]:
+        return enumerate(manifests.read_manifest_list(io, path))
 
-    return _map_manifest_files(spec, batches, LIST_FIELDS, manifests.read_manifest_list, emit)
+    def emit(name: str, item: tuple[int, manifests.ManifestFileMeta], out: _Rows) -> None:
+        pos, meta = item
+        out.add(name, meta.file_name, meta.file_size, list(meta.extra_files), pos, None, None)
+
+    return _map_manifest_files(spec, batches, LIST_FIELDS, read, emit)
 
 
 def used_names(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -418,26 +426,13 @@ def read_index_entries(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch
     return _map_manifest_files(spec, batches, INDEX_ENTRY_FIELDS, manifests.read_index_manifest, emit)
 
 
-_LIST_CACHE: dict[str, tuple[int, dict[str, Any]]] = {}
-_LIST_CACHE_MAX = 512
+class _ListedManifest(NamedTuple):
+    """A manifest-list row as ``read_lists`` returned it (what ``root_metadata.list_contents``
+    and the expansion use of a ``ManifestFileMeta``)."""
 
-
-def _cached_list(io: FileIO, manifest_dir: str, name: str) -> Any:
-    """Manifest lists are immutable: a small per-process cache (several roots of one plan share
-    lists, e.g. a tag and the snapshot it points at)."""
-    from tablekeeper.core.paimon import manifests
-
-    pid = os.getpid()
-    entry = _LIST_CACHE.get(manifest_dir)
-    if entry is None or entry[0] != pid:
-        entry = (pid, {})
-        _LIST_CACHE[manifest_dir] = entry
-    cache = entry[1]
-    if name not in cache:
-        if len(cache) >= _LIST_CACHE_MAX:
-            cache.clear()
-        cache[name] = manifests.read_manifest_list(io, _join(manifest_dir, name))
-    return cache[name]
+    file_name: str
+    file_size: int
+    extra_files: tuple[str, ...]
 
 
 def index_key(file_name: str, external_path: str | None, partition: bytes | None, bucket: int | None) -> str:
@@ -458,6 +453,10 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
       name only;
     - ``error`` rows for lists and index manifests that are missing or unreadable: the driver
       judges them with ``decisions.judge_missing``.
+
+    The lists are not read here: ``lists`` carries the rows :func:`read_lists` returned for the
+    root's lists (each list read once per run by the driver's list cache, whichever roots share
+    it); index manifests are read here.
     """
     from tablekeeper.core import errors, root_metadata
     from tablekeeper.core.decisions import ListRole
@@ -470,7 +469,7 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
         (rid, base, delta, changelog, base_size, delta_size, changelog_size, index_manifest, statistics,
-         entry_roles, meta_lists, meta_extra) = row
+         entry_roles, meta_lists, meta_extra, lists) = row
         snap = Snapshot({"id": 0, "baseManifestList": base, "deltaManifestList": delta, "changelogManifestList": changelog,
                             "baseManifestListSize": base_size, "deltaManifestListSize": delta_size,
                             "changelogManifestListSize": changelog_size, "indexManifest": index_manifest,
@@ -482,12 +481,20 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
         def error(role: str, name: str, e: BaseException) -> None:
             out.add(rid, "error", role, name, *blank, None, *_classify(e))
 
+        contents: dict[str, list[_ListedManifest]] = {}
+        failed: dict[str, tuple[str, str]] = {}
+        for item in sorted(lists or (), key=lambda x: (x["list_name"], x["pos"] or 0)):
+            if item["error_kind"] is not None:
+                failed[item["list_name"]] = (item["error_kind"], item["error"])
+            else:
+                contents.setdefault(item["list_name"], []).append(_ListedManifest(
+                    item["manifest_name"], int(item["manifest_size"] or 0), tuple(item["extra_files"] or ())))
         for role, name in root_metadata.lists_of(snap, need_entries | meta_roles):
-            try:
-                read[role] = _cached_list(io, manifest_dir, name)
-            except (FileNotFoundError, errors.FormatError) as e:
-                error(role.value, name, e)
+            if name in failed:
+                out.add(rid, "error", role.value, name, *blank, None, *failed[name])
                 read[role] = None
+            else:
+                read[role] = contents.get(name, [])
         for role, _name in root_metadata.lists_of(snap, need_entries):
             for pos, meta in enumerate(read.get(role) or ()):
                 out.add(rid, "manifest", role.value, meta.file_name, *blank, pos, None, None)
@@ -522,7 +529,7 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
         for r in rows:
             out.add(*r)
 
-    return _map(batches, [n for n, _ in EXPAND_FIELDS], EXPANDED_FIELDS, one)
+    return _map(batches, [*(n for n, _ in EXPAND_FIELDS), "lists"], EXPANDED_FIELDS, one)
 
 
 def effective_deletions(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -634,15 +641,37 @@ class _Fault:
         raise InjectedFault(f"injected fault after {self.deleted} deletions")
 
 
-def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Delete rows (sorted by parent directory within the partition) -> summary rows.
+def number_batches(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Delete rows of one stage with the id of the partition they are in -> the same rows with
+    their batch: ``(spec["offsets"][partition] + position in the partition) // batch_size``.
+    The offsets are the rows of the stage in the partitions before (counted by the driver on the
+    same materialised plan), so the stage's rows are numbered 0..n-1 across all partitions and
+    every batch but the last holds exactly ``batch_size`` keys."""
+    offsets: Mapping[str, int] = spec["offsets"]
+    size = max(1, int(spec["batch_size"]))
+    position: dict[int, int] = {}
 
-    Files of one directory go in bulk requests of ``spec["batch_size"]`` keys (one DeleteObjects
-    per batch on S3; a small thread pool per task on object stores). Missing files count as
-    ``missing`` (a retried task, or an earlier crashed run); failures are counted and sampled,
-    never raised: deletion is best effort (style.md §2.3)."""
+    def one(row: tuple[Any, ...], out: _Rows) -> None:
+        path, kind, size_, parent_dir, stage, pid = row
+        n = position.get(pid, 0)
+        position[pid] = n + 1
+        out.add(path, kind, size_, parent_dir, stage, (int(offsets.get(str(pid), 0)) + n) // size)
+
+    return _map(batches, ("path", "kind", "size", "parent_dir", "stage", "pid"), BATCHED_FIELDS, one)
+
+
+def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Delete rows with their batch (:func:`number_batches`; sorted by batch within the
+    partition) -> summary rows.
+
+    Each batch is one bulk request (one DeleteObjects on S3, through ``execution.delete_batch``
+    as in process: no parent listing first), up to ``spec["delete_threads"]`` batches at once
+    on object stores. Missing files count as ``missing`` where the store tells them apart (a
+    retried task, or an earlier crashed run; S3 reports a key already gone as deleted);
+    failures are counted and sampled, never raised: deletion is best effort (style.md §2.3)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from tablekeeper.core import execution
     from tablekeeper.core.storage import DeleteOutcome
 
     io = file_io(spec["storage"])
@@ -651,48 +680,59 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     fault = _Fault(spec.get("fault"))
     totals: dict[tuple[int, str], list[Any]] = {}
 
-    def tally(chunk: list[tuple[str, str, int, int]], results: list[DeleteResult]) -> int:
+    def tally(chunk: list[tuple[str, str, int, int]], results: list[DeleteResult]) -> None:
         by_path = {p: (kind, size, stage) for p, kind, size, stage in chunk}
-        deleted = 0
         for r in results:
             kind, size, stage = by_path[r.path]
             t = totals.setdefault((stage, kind), [0, 0, 0, 0, []])
             if r.outcome == DeleteOutcome.DELETED:
                 t[0] += 1
                 t[3] += size
-                deleted += 1
             elif r.outcome == DeleteOutcome.MISSING:
                 t[1] += 1
             else:
                 t[2] += 1
                 if len(t[4]) < _SAMPLE_MAX:
                     t[4].append(f"{r.path}: {r.error}")
-        return deleted
 
-    def flush(group: list[tuple[str, str, int, int]]) -> None:
-        if not group:
+    def delete(chunk: list[tuple[str, str, int, int]]) -> list[DeleteResult]:
+        return execution.delete_batch(io, [x[0] for x in chunk])
+
+    pending: list[list[tuple[str, str, int, int]]] = []
+
+    def flush() -> None:
+        if not pending:
             return
-        stage = group[0][3]
-        size = min(batch_size, fault.after) if fault.active_for(stage) and fault.after else batch_size
-        chunks = [group[i:i + size] for i in range(0, len(group), size)]
-        if threads > 1 and len(chunks) > 1 and not fault.active_for(stage):
-            with ThreadPoolExecutor(max_workers=min(threads, len(chunks))) as pool:
-                for chunk, results in zip(chunks, pool.map(lambda c: io.delete_files([x[0] for x in c]), chunks),
-                                          strict=True):
+        stage = pending[0][0][3]
+        if fault.active_for(stage):  # the test hook counts deletions one chunk at a time
+            size = min(batch_size, fault.after) if fault.after else batch_size
+            for group in pending:
+                for chunk in (group[i:i + size] for i in range(0, len(group), size)):
+                    tally(chunk, delete(chunk))
+                    fault.count(stage, len(chunk))
+        elif threads > 1 and len(pending) > 1:
+            with ThreadPoolExecutor(max_workers=min(threads, len(pending))) as pool:
+                for chunk, results in zip(pending, pool.map(delete, pending), strict=True):
                     tally(chunk, results)
-            return
-        for chunk in chunks:
-            tally(chunk, io.delete_files([x[0] for x in chunk]))
-            fault.count(stage, len(chunk))
+        else:
+            for chunk in pending:
+                tally(chunk, delete(chunk))
+        pending.clear()
 
     group: list[tuple[str, str, int, int]] = []
-    current: str | None = None
-    for path, kind, size, parent_dir, stage in _rows_of(batches, ("path", "kind", "size", "parent_dir", "stage")):
-        if parent_dir != current:
-            flush(group)
-            group, current = [], parent_dir
+    current: int | None = None
+    for path, kind, size, _parent, stage, batch in _rows_of(batches, ("path", "kind", "size", "parent_dir", "stage",
+                                                                     "batch")):
+        if batch != current:
+            if group:
+                pending.append(group)
+                if len(pending) >= threads:
+                    flush()
+            group, current = [], batch
         group.append((path, kind, int(size or 0), int(stage)))
-    flush(group)
+    if group:
+        pending.append(group)
+    flush()
     out = _Rows(SUMMARY_FIELDS)
     for (stage, kind), (deleted, missing, failed, nbytes, sample) in sorted(totals.items()):
         out.add(stage, kind, deleted, missing, failed, nbytes, sample)
@@ -705,17 +745,37 @@ def remove_empty_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]
     levels, bottom-up, non-recursively (``RemoveEmptyDirsStep`` semantics). One count row."""
     io = file_io(spec["storage"])
     depth = int(spec.get("depth") or 0)
-    removed = 0
-    for (directory,) in _rows_of(batches, ("dir",)):
-        current = directory
-        for _ in range(depth + 1):
-            if not io.delete_empty_dir(current):
-                break
-            removed += 1
-            current = current.rsplit("/", 1)[0]
+    removed = sum(_remove_upwards(io, directory, depth) for (directory,) in _rows_of(batches, ("dir",)))
     out = _Rows(REMOVED_FIELDS)
     out.add(removed)
     yield out.take()
+
+
+def remove_emptied_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """(bucket dir, files listed there, files deleted there) -> as :func:`remove_empty_dirs`,
+    for the directories the deletes may have emptied (``decisions.may_empty``; the others are not
+    checked: a check is a request on an object store)."""
+    from tablekeeper.core import decisions
+
+    io = file_io(spec["storage"])
+    depth = int(spec.get("depth") or 0)
+    removed = sum(_remove_upwards(io, directory, depth)
+                  for directory, listed, deleted in _rows_of(batches, ("dir", "listed", "deleted"))
+                  if decisions.may_empty(int(listed or 0), int(deleted or 0)))
+    out = _Rows(REMOVED_FIELDS)
+    out.add(removed)
+    yield out.take()
+
+
+def _remove_upwards(io: FileIO, directory: str, depth: int) -> int:
+    removed = 0
+    current = directory
+    for _ in range(depth + 1):
+        if not io.delete_empty_dir(current):
+            break
+        removed += 1
+        current = current.rsplit("/", 1)[0]
+    return removed
 
 
 def worker_pid(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

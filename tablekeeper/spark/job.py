@@ -4,25 +4,30 @@ Nothing here decides what is safe to delete. Each job asks core for a decision
 (:mod:`tablekeeper.core.decisions`) and evaluates it at scale; what is distributed is what grows
 with the table: listing, manifest reads, set differences and deletes. The driver holds root
 descriptors, bucket directories, error rows, per-kind counts and a sample of at most
-``safety.STATUS_SAMPLE_MAX`` paths — never a list of files.
+``safety.STATUS_SAMPLE_MAX`` paths — never a list of files, except an object store's flat
+listing for orphan cleanup (one LIST page per 1,000 objects is the minimum; hash-partitioned
+segments across executors would need a listing that starts after a key, which core does not
+offer yet).
 
 Orphan cleanup evaluates ``orphans.decide_orphan_clean`` (spark-jobs.md §5.1):
   1. candidates first: the decision's candidate directories and the bucket directories of its
      data roots (first partition level listed on the driver, deeper levels walked in executors
      with core's directory predicates), listed per directory in executors with core's
-     candidate-name filter, materialised (``localCheckpoint``) before any root is read
-     (Paimon #3075);
+     candidate-name filter — on an object store instead core's ``orphans.list_candidates``
+     within one flat listing of the table's prefix (``FileIO.flat_listing``) on the driver —
+     materialised (``localCheckpoint``) before any root is read (Paimon #3075);
   2. roots from ``orphans.enumerate_roots``; the used set in executors: root JSON -> manifest
      lists -> distinct manifests -> names, scoped to candidate names by a semi-join (Paimon
      #4287); read errors travel as rows and are judged on the driver with
      ``decisions.missing_reference_aborts`` / ``decisions.optional_list``;
   3. orphans = candidates left-anti-join used (by name), materialised once; counts and sample;
-  4. deletes per stage (``plans.stage_of``), ``repartition(n, parent_dir)``, summary rows; then
-     emptied bucket and partition directories, non-recursively.
+  4. deletes per stage (``plans.stage_of``) in batches of ``execution.delete_batch_size`` keys
+     numbered across tasks (:func:`_delete_stages`), summary rows; then the bucket directories
+     the deletes may have emptied (``decisions.may_empty``), non-recursively.
 
 Expiration evaluates ``expire.decide_expire`` / ``decide_expire_changelog`` (§5.2): each
 ``RootUse`` of the decision is one row; manifest lists, manifests and index manifests are read in
-executors in two passes (the candidates' deltas and changelogs first, then the protecting uses,
+executors, each manifest list and manifest once per run (``_Ctx.lists``, ``_Ctx.entries``), in two passes (the candidates' deltas and changelogs first, then the protecting uses,
 scoped to candidate names). Core's rules are applied where the data is: deletions within one
 delta by ``decisions.effective_deletions``, live files by ``manifests.merge_kinds`` in manifest
 order, a root's metadata by ``core.root_metadata``, every read error by
@@ -58,6 +63,7 @@ from tablekeeper.core import (
     orphans,
     plans,
     references,
+    root_metadata,
     safety,
     seams,
     timestamps,
@@ -79,8 +85,6 @@ _ERROR_NAME = "\x00tablekeeper-read-error"
 _DATA, _CHANGELOG = plans.FileKind.DATA.value, plans.FileKind.CHANGELOG_DATA.value
 _MANIFEST, _INDEX, _STATS = plans.FileKind.MANIFEST.value, plans.FileKind.INDEX.value, plans.FileKind.STATISTICS.value
 _ERROR_COLLECT_MAX = 1_000
-#: Tasks one directory's deletes may spread over.
-_DIR_SALT = 8
 
 #: Spark settings tablekeeper sessions start from (spark-jobs.md §6.3, §7).
 SESSION_DEFAULTS: Mapping[str, str] = {
@@ -132,6 +136,11 @@ class _Ctx:
         self.n = _parallelism(spark, request)
         self._kept: list[DataFrame] = []
         self.tally = request_tally.active() or request_tally.Tally(spark)
+        #: manifest lists read so far in this run (names; their rows, materialised)
+        self._lists: tuple[set[str], DataFrame] | None = None
+        #: manifests read so far in this run: their entries (materialised), and their names
+        self._entries: tuple[DataFrame, DataFrame] | None = None
+        self._resolver: tuple[str, PartitionPathResolver] | None = None
 
     def df(self, rows: Iterable[Sequence[Any]], fields: ex.Fields) -> DataFrame:
         return self.spark.createDataFrame([tuple(r) for r in rows], ex.ddl(fields))
@@ -149,7 +158,44 @@ class _Ctx:
         self._kept.append(kept)
         return kept
 
+    def lists(self, names: Iterable[str], spec: Mapping[str, Any]) -> DataFrame:
+        """The rows of manifest lists ``names`` (``ex.read_lists``), each list read once per run:
+        the driver knows every list a decision needs (from its roots), so only the ones not
+        read before are read, by one task per list name, and kept."""
+        wanted = set(names)
+        seen, rows = self._lists if self._lists is not None else (set(), None)
+        fresh = sorted(wanted - seen)
+        if fresh or rows is None:
+            read = self.keep(self.io(self.df([(n,) for n in fresh], ex.NAME_FIELDS), ex.read_lists, ex.LIST_FIELDS,
+                                     spec, key="name"))
+            rows = read if rows is None else rows.unionByName(read)
+            seen = seen | set(fresh)
+            self._lists = (seen, rows)
+        return rows.filter(F.col("list_name").isin(sorted(wanted))) if len(wanted) < len(seen) else rows
+
+    def entries(self, names: DataFrame, spec: Mapping[str, Any]) -> DataFrame:
+        """The entries (``ex.read_entries``) of the manifests ``names`` (a column ``name``), each
+        manifest read once per run: the names not read before are read, by one task per name,
+        and kept; both passes of an evaluation and core's verify evaluation share them."""
+        if self._entries is None:
+            fresh = names
+        else:
+            fresh = names.join(self._entries[1], "name", "left_anti")
+        read = self.keep(self.io(fresh.distinct(), ex.read_entries, ex.ENTRY_FIELDS, spec, key="name"))
+        rows = read if self._entries is None else self._entries[0].unionByName(read)
+        self._entries = (rows, rows.select(F.col("manifest_name").alias("name")).distinct())
+        return rows.join(names.select(F.col("name").alias("manifest_name")).distinct(), "manifest_name", "left_semi")
+
+    def resolver(self, main: Table) -> PartitionPathResolver:
+        """The table's partition path resolver, built once per run (it reads the schema: the
+        partition keys cannot change, and core's verify evaluation would read it again)."""
+        if self._resolver is None or self._resolver[0] != main.root:
+            self._resolver = (main.root, PartitionPathResolver(main))
+        return self._resolver[1]
+
     def release(self) -> None:
+        self._lists = None
+        self._entries = None
         for df in self._kept:
             try:
                 df.unpersist()
@@ -162,8 +208,8 @@ class _Ctx:
         return {"storage": {"uri": main.root,
                             "options": request_tally.executor_options(self.request.options, self.spark),
                             "env_options": list(self.request.env_options)}, "root": main.root,
-                "manifest_dir": main.shared_dir(layout.MANIFEST_DIR), "batch_size": self.request.batch_size,
-                **extra}
+                "manifest_dir": main.shared_dir(layout.MANIFEST_DIR),
+                "batch_size": execution.delete_batch_size(main.file_io, self.request.batch_size), **extra}
 
 
 # -- shared helpers ----------------------------------------------------------------------------------
@@ -175,42 +221,59 @@ def _error_sentinel(name_col: str) -> Column:
     return F.when(F.col("error_kind").isNotNull(), F.lit(_ERROR_NAME)).otherwise(F.col(name_col))
 
 
-def _record_planned(ctx: _Ctx, planned: DataFrame) -> list[int]:
-    """Per-kind counts and bytes, a bounded sample; returns the stages present."""
-    rows = planned.groupBy("stage", "kind").agg(F.count(F.lit(1)).alias("n"),
-                                                 F.sum("size").alias("bytes")).collect()
+#: Rows of a delete plan per stage and per partition of the (materialised) plan:
+#: ``{stage: {partition id: rows}}``, stages in Paimon's order.
+Stages = dict[int, dict[int, int]]
+
+
+def _record_planned(ctx: _Ctx, planned: DataFrame) -> Stages:
+    """Per-kind counts and bytes, a bounded sample; returns the stages present with their rows
+    per partition of ``planned`` (what :func:`_delete_stages` numbers its batches from)."""
+    rows = planned.groupBy("stage", "kind", F.spark_partition_id().alias("pid")).agg(
+        F.count(F.lit(1)).alias("n"), F.sum("size").alias("bytes")).collect()
     files: dict[str, int] = {}
     nbytes: dict[str, int] = {}
-    stages: set[int] = set()
+    stages: Stages = {}
     for r in rows:
         files[r["kind"]] = files.get(r["kind"], 0) + int(r["n"])
         nbytes[r["kind"]] = nbytes.get(r["kind"], 0) + int(r["bytes"] or 0)
-        stages.add(int(r["stage"]))
+        per_task = stages.setdefault(int(r["stage"]), {})
+        per_task[int(r["pid"])] = per_task.get(int(r["pid"]), 0) + int(r["n"])
     for kind, n in files.items():
         ctx.result.planned_files[kind] = ctx.result.planned_files.get(kind, 0) + n
         ctx.result.planned_bytes[kind] = ctx.result.planned_bytes.get(kind, 0) + nbytes[kind]
     room = safety.STATUS_SAMPLE_MAX - len(ctx.result.sample)
     if room > 0 and files:
         ctx.result.sample.extend(r["path"] for r in planned.select("path").limit(room).collect())
-    return sorted(stages)
+    return dict(sorted(stages.items()))
 
 
-def _delete_stages(ctx: _Ctx, planned: DataFrame, stages: Sequence[int], spec: Mapping[str, Any]) -> None:
+def _delete_stages(ctx: _Ctx, planned: DataFrame, stages: Stages, spec: Mapping[str, Any]) -> None:
     """One Spark action per stage, strictly in order: a stage starts after the previous one
-    returned. Rows are grouped by directory (bulk deletes share a prefix); the executors
-    return one summary row per (stage, kind) and partition, summed here."""
+    returned. A stage's rows are numbered across the partitions of ``planned`` (materialised,
+    so its partitions are stable; ``stages`` holds their row counts) and cut into batches of
+    ``spec["batch_size"]`` keys: ``ceil(rows / batch)`` bulk deletes per stage, as in process,
+    spread over up to ``ctx.n`` tasks. The executors return one summary row per (stage, kind)
+    and task, summed here."""
     fault = ctx.fault
-    for stage in stages:
+    batch = int(spec["batch_size"])
+    for stage, per_task in stages.items():
         seams.point(f"before:spark-delete:{stage}")  # core's re-checks and the lease run here
+        offsets: dict[str, int] = {}
+        total = 0
+        for pid in sorted(per_task):
+            offsets[str(pid)] = total
+            total += per_task[pid]
         stage_spec = {**spec, "fault": fault} if fault else spec
-        part = planned.filter(F.col("stage") == stage).select(*[n for n, _ in ex.DELETE_FIELDS])
-        # by directory (every bulk request shares one prefix), salted so one huge directory
-        # (an unpartitioned single-bucket table) still spreads over up to _DIR_SALT tasks
-        salt = F.pmod(F.hash("path"), F.lit(_DIR_SALT))
-        part = part.repartition(ctx.n, "parent_dir", salt).sortWithinPartitions("parent_dir")
+        part = planned.filter(F.col("stage") == stage).select(
+            *[n for n, _ in ex.DELETE_FIELDS], F.spark_partition_id().alias("pid"))
+        numbered = part.mapInArrow(ctx.tally.bind(ex.number_batches, {"offsets": offsets, "batch_size": batch}),
+                                   ex.ddl(ex.BATCHED_FIELDS))
+        tasks = max(1, min(ctx.n, -(-total // batch)))
+        numbered = numbered.repartition(tasks, "batch").sortWithinPartitions("batch")
         try:
-            rows = part.mapInArrow(ctx.tally.bind(ex.delete_files, stage_spec),
-                                   ex.ddl(ex.SUMMARY_FIELDS)).collect()
+            rows = numbered.mapInArrow(ctx.tally.bind(ex.delete_files, stage_spec),
+                                       ex.ddl(ex.SUMMARY_FIELDS)).collect()
         except Exception as e:
             raise errors.StorageError(
                 f"deletion stage {stage} failed after Spark's task retries: {_short(e)}",
@@ -264,17 +327,21 @@ def _clean_orphans(ctx: _Ctx) -> None:
     request, result = ctx.request, ctx.result
     main = open_table(request.warehouse, request.table, options=request.storage_options()).on_branch(layout.MAIN)
     now = request.now_ms if request.now_ms is not None else timestamps.now_ms()
-    decision = orphans.decide_orphan_clean(main, orphans.OrphanConfig(run_steps.orphan_threshold(request, now)))
-    threshold = decision.older_than_ms
     io = main.file_io
+    with io.one_view():  # branches, options, schema: each read once (FileIO.one_view), as in process
+        decision = orphans.decide_orphan_clean(main, orphans.OrphanConfig(run_steps.orphan_threshold(request, now)))
+        producer = main.options().get("changelog-producer", "none").strip().lower()
+    threshold = decision.older_than_ms
     depth = decision.partition_depth
-    spec = ctx.spec(main, older_than_ms=threshold, depth=depth,
-                    changelog_producer=main.options().get("changelog-producer", "none").strip().lower())
+    spec = ctx.spec(main, older_than_ms=threshold, depth=depth, changelog_producer=producer)
     t0 = time.perf_counter()
 
     # 1. candidates, listed and materialised before any root is read
     if request.listing is not None:  # or read from a storage inventory by the driver
-        cands, n_buckets = _inventory_candidates(ctx, main, decision)
+        cands, n_candidates, n_buckets = _inventory_candidates(ctx, main, decision)
+    elif io.lists_flat:  # object stores: one flat listing of the table's prefix, by the driver
+        cands, n_candidates, n_buckets = _planning(lambda: _flat_candidates(ctx, main, decision),
+                                                   "listing candidate files")
     else:
         listing = [(d.path, d.temp_prefix, d.kind.value) for d in decision.listings]
         walks: list[tuple[str, int]] = []
@@ -291,13 +358,14 @@ def _clean_orphans(ctx: _Ctx) -> None:
         cands = _planning(lambda: ctx.keep(ctx.io(listing_df, ex.list_files, ex.CANDIDATE_FIELDS, spec, key="dir")),
                           "listing candidate files")
         n_buckets = buckets.count()
-    n_candidates = cands.count()
+        n_candidates = cands.count()
     seams.point("orphans:listed")
 
     # 2. the used set, read in executors, scoped to candidate names (roots enumerated now, after
     #    the listing, as core does); then core's loop over roots that appeared while listed
     #    ones vanished unwalked (``orphans.cover_vanished_roots``), each pass walked here too
-    enumerated = orphans.enumerate_roots(main)
+    with io.one_view():  # opened after the candidate listing, as in process
+        enumerated = orphans.enumerate_roots(main)
     seams.point("orphans:roots-listed")
     roots = [(r.path, r.kind) for r in enumerated]
     used, walked, vanished = _used_set(ctx, io, roots, cands, spec)
@@ -333,35 +401,60 @@ def _clean_orphans(ctx: _Ctx) -> None:
     # 4. delete, stage by stage, then emptied directories
     t1 = time.perf_counter()
     _delete_stages(ctx, orphan_df, stages, spec)
-    touched = orphan_df.filter(F.col("kind") == _DATA).select(F.col("parent_dir").alias("dir")).distinct()
-    removed = ctx.io(touched, ex.remove_empty_dirs, ex.REMOVED_FIELDS, spec, key="dir").agg(
-        F.sum("removed").alias("removed")).collect()
-    result.removed_dirs += int(removed[0]["removed"] or 0) if removed else 0
+    if decision.clean_empty_directories:  # the directories the deletes may have emptied
+        def per_dir(df: DataFrame, name: str) -> DataFrame:
+            return df.filter(F.col("kind") == _DATA).groupBy(F.col("parent_dir").alias("dir")).agg(
+                F.count(F.lit(1)).alias(name))
+
+        touched = per_dir(orphan_df, "deleted").join(per_dir(cands, "listed"), "dir", "left").select(
+            "dir", "listed", "deleted")
+        removed = ctx.io(touched, ex.remove_emptied_dirs, ex.REMOVED_FIELDS, spec, key="dir").agg(
+            F.sum("removed").alias("removed")).collect()
+        result.removed_dirs += int(removed[0]["removed"] or 0) if removed else 0
     result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
 
 
-def _inventory_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDecision) -> tuple[DataFrame, int]:
+def _flat_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDecision
+                     ) -> tuple[DataFrame, int, int]:
+    """The candidates of an object store, as in process: ``orphans.list_candidates`` within
+    ``FileIO.flat_listing`` of the table's prefix (``ceil(objects / 1000)`` LIST pages, the
+    floor; entries carry size and time, so no HEAD), on the driver; and the number of bucket
+    directories seen (with the number of candidates). One listing per directory from the executors cost a LIST per bucket
+    directory (docs/storage.md, "Spark on S3, measured")."""
+    with main.file_io.flat_listing(main.root):
+        found = orphans.list_candidates(main, decision)
+    return _candidate_rows(ctx, decision, found), found.count, len(found.bucket_dirs)
+
+
+def _candidate_rows(ctx: _Ctx, decision: decisions.OrphanCleanDecision,
+                    found: orphans.CandidateListing) -> DataFrame:
+    """Listed candidates (entries with their status) as candidate rows, materialised."""
+    kind_of = {d.path: d.kind.value for d in decision.listings}
+    rows: list[tuple[Any, ...]] = []
+    for entries, data in ((found.meta_files, False), (found.data_files, True)):
+        for e in entries:
+            assert e.status is not None  # a listing of an object store or an inventory carries both
+            parent = e.path.rsplit("/", 1)[0]
+            kind = _DATA if data else kind_of[parent]
+            rows.append((e.name, e.path, e.status.size, e.status.mtime_ms, parent, kind, ex.stage_of(kind, e.path)))
+    return ctx.keep(ctx.df(rows, ex.CANDIDATE_FIELDS))
+
+
+def _inventory_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDecision
+                          ) -> tuple[DataFrame, int, int]:
     """The candidates among a storage inventory's files (``request.listing``), read and validated
     by the driver exactly as in process (``inventory.load_for_table``, ``inventory.check_listing``,
     ``orphans.listed_candidates``: keys absent from the inventory are never candidates, nothing
-    newer than the threshold is); and the number of bucket directories they are in."""
+    newer than the threshold is); their number and the number of bucket directories they are in."""
     request = ctx.request
     assert request.listing is not None
     listed = inventory.load_for_table(request.listing, main.file_io, main.root, orphans.listing_roots(main),
                                       request.storage_options())
     inventory.check_listing(listed, main.root, decision.older_than_ms)
     found = orphans.listed_candidates(decision, listed)
-    kind_of = {d.path: d.kind.value for d in decision.listings}
-    rows: list[tuple[Any, ...]] = []
-    for entries, data in ((found.meta_files, False), (found.data_files, True)):
-        for e in entries:
-            assert e.status is not None  # an inventory carries size and last-modified
-            parent = e.path.rsplit("/", 1)[0]
-            kind = _DATA if data else kind_of[parent]
-            rows.append((e.name, e.path, e.status.size, e.status.mtime_ms, parent, kind, ex.stage_of(kind, e.path)))
     ctx.result.notes.append(f"candidates from the storage inventory {request.listing} "
                             f"({len(listed.files)} file(s) of the table listed there)")
-    return ctx.keep(ctx.df(rows, ex.CANDIDATE_FIELDS)), len(found.bucket_dirs)
+    return _candidate_rows(ctx, decision, found), found.count, len(found.bucket_dirs)
 
 
 def _used_set(ctx: _Ctx, io: Any, roots: list[tuple[str, str]], cands: DataFrame, spec: Mapping[str, Any]
@@ -481,7 +574,7 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: decisions.ExpirationDeci
     roots = decision.roots
     by_rid = dict(enumerate(roots))
     main = table.on_branch(layout.MAIN)
-    resolver = PartitionPathResolver(main)
+    resolver = ctx.resolver(main)
     in_data_dir = resolver.index_file_in_data_file_dir
     spec = ctx.spec(main, index_file_in_data_file_dir=in_data_dir,
                     statistics_dir=main.shared_dir(layout.STATISTICS_DIR))
@@ -497,8 +590,19 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: decisions.ExpirationDeci
                             u.snapshot.index_manifest, u.snapshot.statistics,
                             ",".join(sorted(r.value for r in u.entry_roles)), ",".join(r.value for r in u.meta_lists),
                             u.meta_extra))
-    expanded = _planning(lambda: ctx.keep(ctx.io(ctx.df(expand_rows, ex.EXPAND_FIELDS), ex.expand_roots,
-                                                 ex.EXPANDED_FIELDS, spec)), "reading manifest lists")
+    # the lists every root needs, each read once per run (ctx.lists), handed to its roots
+    wanted = [(rid, name) for rid, u in by_rid.items()
+              for _role, name in root_metadata.lists_of(u.snapshot, {*u.entry_roles, *u.meta_lists})]
+
+    def expand() -> DataFrame:
+        lists = ctx.lists({name for _rid, name in wanted}, spec)
+        per_root = ctx.df(wanted, (("rid", "int"), ("list_name", "string"))).join(lists, "list_name").groupBy(
+            "rid").agg(F.collect_list(F.struct("list_name", "pos", "manifest_name", "manifest_size", "extra_files",
+                                               "error_kind", "error")).alias("lists"))
+        roots_in = ctx.df(expand_rows, ex.EXPAND_FIELDS).join(per_root, "rid", "left")
+        return ctx.keep(ctx.io(roots_in, ex.expand_roots, ex.EXPANDED_FIELDS, spec))
+
+    expanded = _planning(expand, "reading manifest lists")
     judged = _Judgement()
     for row in expanded.filter(F.col("what") == "error").collect():
         role, name = row["list_role"], row["name"]
@@ -515,8 +619,7 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: decisions.ExpirationDeci
     cand_use = (((F.col("list_role") == ListRole.DELTA.value) & F.col("cand_delta").isNotNull())
                 | ((F.col("list_role") == ListRole.CHANGELOG.value) & F.col("cand_changelog").isNotNull()))
     cand_manifests = root_manifests.filter(cand_use)
-    entries_a = _planning(lambda: ctx.keep(ctx.io(cand_manifests.select(F.col("manifest_name").alias("name"))
-                                                  .distinct(), ex.read_entries, ex.ENTRY_FIELDS, spec, key="name")),
+    entries_a = _planning(lambda: ctx.entries(cand_manifests.select(F.col("manifest_name").alias("name")), spec),
                           "reading the deltas of expiring snapshots")
     bad_a = entries_a.filter(F.col("error_kind").isNotNull()).select("manifest_name", "error_kind", "error") \
         .limit(_ERROR_COLLECT_MAX).collect()
@@ -547,13 +650,12 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: decisions.ExpirationDeci
     keep_use = live_use | ((F.col("list_role") == ListRole.CHANGELOG.value) & F.col("keep_changelog")) \
         | log_role_entries
     keep_manifests = root_manifests.filter(keep_use)
-    entries_b_all = ctx.io(keep_manifests.select(F.col("manifest_name").alias("name")).distinct(), ex.read_entries,
-                           ex.ENTRY_FIELDS, spec, key="name") \
-        .withColumn("file_name", _error_sentinel("file_name"))
-    wanted = candidates.select("file_name").distinct().unionByName(
+    entries_b_all = _planning(lambda: ctx.entries(keep_manifests.select(F.col("manifest_name").alias("name")), spec),
+                              "reading the manifests of protecting roots").withColumn("file_name",
+                                                                                       _error_sentinel("file_name"))
+    wanted_names = candidates.select("file_name").distinct().unionByName(
         ctx.df([(_ERROR_NAME,)], (("file_name", "string"),)))
-    entries_b = _planning(lambda: ctx.keep(entries_b_all.join(wanted, "file_name", "left_semi")),
-                          "reading the manifests of protecting roots")
+    entries_b = entries_b_all.join(wanted_names, "file_name", "left_semi")
     bad_b = entries_b.filter(F.col("error_kind").isNotNull()).select("manifest_name", "error_kind", "error") \
         .limit(_ERROR_COLLECT_MAX).collect()
     if bad_b:
@@ -785,7 +887,7 @@ def _tail_summary(ctx: _Ctx, tail: plans.Plan) -> None:
 _DATA_STAGES_END = plans.STAGE_ORDER.index(plans.FileKind.CHANGELOG_DATA) * 3 + 2
 
 
-def _finish(ctx: _Ctx, table: Table, planned: DataFrame, stages: Sequence[int], spec: Mapping[str, Any],
+def _finish(ctx: _Ctx, table: Table, planned: DataFrame, stages: Stages, spec: Mapping[str, Any],
             tail: plans.Plan, t0: float, *, empty_dirs_depth: int | None = None) -> None:
     """Execute in core's order: data and changelog files, (emptied directories), index,
     statistics, manifests — each stage a Spark action that must return before the next — then
@@ -795,7 +897,7 @@ def _finish(ctx: _Ctx, table: Table, planned: DataFrame, stages: Sequence[int], 
     if ctx.request.dry_run:
         return
     t1 = time.perf_counter()
-    data_stages = [s for s in stages if s <= _DATA_STAGES_END]
+    data_stages = {s: n for s, n in stages.items() if s <= _DATA_STAGES_END}
     _delete_stages(ctx, planned, data_stages, spec)
     if empty_dirs_depth is not None and data_stages:
         touched = planned.filter(F.col("stage") <= _DATA_STAGES_END).select(F.col("parent_dir").alias("dir")) \
@@ -803,7 +905,7 @@ def _finish(ctx: _Ctx, table: Table, planned: DataFrame, stages: Sequence[int], 
         removed = ctx.io(touched, ex.remove_empty_dirs, ex.REMOVED_FIELDS, {**spec, "depth": empty_dirs_depth},
                          key="dir").agg(F.sum("removed").alias("removed")).collect()
         ctx.result.removed_dirs += int(removed[0]["removed"] or 0) if removed else 0
-    _delete_stages(ctx, planned, [s for s in stages if s > _DATA_STAGES_END], spec)
+    _delete_stages(ctx, planned, {s: n for s, n in stages.items() if s > _DATA_STAGES_END}, spec)
     run_steps.merge_execution(ctx.result, execution.execute(tail, table.file_io, batch_size=ctx.request.batch_size))
     ctx.result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
 

@@ -41,7 +41,9 @@ class JobRequest:
     #: None = the table's own options (``retention_settings.from_options``), read when the job runs.
     retention: Retention | None = None
     parallelism: int | None = None
-    batch_size: int = safety.DELETE_BATCH_DEFAULT
+    #: keys per bulk delete; None: the store's default (``execution.delete_batch_size``: 1000 on
+    #: S3/OSS, whose DeleteObjects takes 1000 keys, else 250)
+    batch_size: int | None = None
     run_name: str | None = None
     result: str | None = None
     #: ``expire`` only: afterwards also expire the decoupled (long-lived) changelog in the same
@@ -67,7 +69,7 @@ class JobRequest:
         if self.operation not in OPERATIONS:
             raise errors.InvalidInputError(f"unknown operation {self.operation!r}",
                                            fix=f"use one of {', '.join(OPERATIONS)}")
-        if not 1 <= self.batch_size <= safety.DELETE_BATCH_MAX:
+        if self.batch_size is not None and not 1 <= self.batch_size <= safety.DELETE_BATCH_MAX:
             raise errors.InvalidInputError(f"batch size {self.batch_size} is outside 1..{safety.DELETE_BATCH_MAX}",
                                            fix=f"e.g. {safety.DELETE_BATCH_DEFAULT}")
         if self.parallelism is not None and self.parallelism < 1:
@@ -109,7 +111,7 @@ class JobRequest:
         for flag, val in valued:
             if val is not None:
                 args += [flag, str(val)]
-        if self.batch_size != safety.DELETE_BATCH_DEFAULT:
+        if self.batch_size is not None:
             args += ["--batch-size", str(self.batch_size)]
         if self.batches != 1:
             args += ["--batches", str(self.batches)]
@@ -170,8 +172,9 @@ def argument_parser() -> argparse.ArgumentParser:
     p.add_argument("--batches", type=int, default=1,
                    help="expire/expire-changelog: up to N batches while the previous one expired something.")
     p.add_argument("--parallelism", type=int, help="Partitions of every I/O stage (default: Spark's parallelism).")
-    p.add_argument("--batch-size", type=int, default=safety.DELETE_BATCH_DEFAULT,
-                   help=f"Keys per bulk delete (<= {safety.DELETE_BATCH_MAX}).")
+    p.add_argument("--batch-size", type=int,
+                   help=f"Keys per bulk delete (<= {safety.DELETE_BATCH_MAX}; default: {safety.DELETE_BATCH_MAX} on "
+                        f"S3/OSS, {safety.DELETE_BATCH_DEFAULT} elsewhere).")
     p.add_argument("--run-name", help="Name of the run (recorded in the artifact).")
     p.add_argument("--result", metavar="PATH", help="Where to write the JSON result (local path or s3://...).")
     p.add_argument("--master", help="Spark master when not started by spark-submit (default local[*]).")

@@ -62,8 +62,8 @@ from tablekeeper.spark import executor as ex
 spec = {{"storage": {{"uri": {str(tmp_path)!r}, "options": {{}}}}, "older_than_ms": 2**62, "batch_size": 250}}
 batch = pa.RecordBatch.from_pydict({{"dir": [{str(tmp_path / "d")!r}], "mode": ["all"], "kind": ["data"]}})
 listed = [b.to_pylist() for b in ex.list_files(spec, iter([batch]))][0]
-rows = pa.RecordBatch.from_pylist([{{k: r[k] for k in ("path", "kind", "size", "parent_dir", "stage")}} for r in listed],
-                                  schema=ex.arrow_schema(ex.DELETE_FIELDS))
+rows = pa.RecordBatch.from_pylist([{{**{{k: r[k] for k in ("path", "kind", "size", "parent_dir", "stage")}}, "batch": 0}}
+                                   for r in listed], schema=ex.arrow_schema(ex.BATCHED_FIELDS))
 summary = [b.to_pylist() for b in ex.delete_files(spec, iter([rows]))][0]
 print(json.dumps({{"listed": len(listed), "summary": summary,
                   "mods": sorted({{m.split('.')[0] for m in sys.modules}})}}))

@@ -4,11 +4,15 @@ takes its candidates from an S3 Inventory report with ``--engine spark``.
 
 Requests: the small fixed scenario of ``tests/storage/test_request_counts.py`` (5 commits, one
 tag, one planted orphan), each command through the CLI with ``--engine spark --output json``
-against the counting proxy (``bench/_s3count.py``). Which Python worker reads which manifest list
-varies (each worker caches the lists it read), so the figures are asserted bounded-exactly:
-tablekeeper's count equals the server's request for request (less the CLI lease's release after
-the JSON is printed), the executors made part of them, and the total stays within the in-process
-count plus the Spark job's own lease and the reads each extra worker repeats.
+against the counting proxy (``bench/_s3count.py``). Tablekeeper's count equals the server's
+request for request (less the CLI lease's release after the JSON is printed), the executors made
+part of them; every manifest list and manifest is read exactly once (the job reads each once per
+run, whichever task or evaluation needs it), the candidates come from one flat listing of the
+table's prefix (no listing of a bucket directory), the deletes take as many DeleteObjects as in
+process; the total is the in-process count plus at most the driver's own table opening and
+lease re-entry, and the lease's renewals of a slow run (time-dependent, so bounded).
+A second scenario plants orphans in four bucket directories and runs with ``--batch-size 4``:
+the stage's 6 keys go in exactly ``ceil(6 / 4) = 2`` DeleteObjects across the tasks.
 
 Inventory: the S3 Inventory layout and the stale-inventory case of
 ``tests/maintenance/test_orphans_inventory.py`` (helpers reused), run on Spark: exactly the
@@ -25,6 +29,7 @@ import pyarrow as pa
 import pytest
 import s3fs
 
+from tablekeeper.spark import dispatch, job_request
 from tests.maintenance import test_orphans_inventory as inv
 from tests.maintenance.helpers import IDENT, check_retained, reload, rows, table_root, views
 from tests.maintenance.test_orphans_inventory import _backdate_all, _keys, _read_rows, _upload, s3_rows, write_inventory
@@ -63,11 +68,39 @@ def test_spark_requests_driver_and_executors_agree_with_the_server(operation: st
     executors = out["details"]["executorRequests"]
     assert out["details"]["requestsCounted"] == "driver and executors"
     assert executors.get("get", 0) > 0 and executors["total"] < mine["total"]
-    # bounded: the in-process count, plus the Spark job's own lease (6 requests: existence check,
-    # PUT, read, release) and the metadata each of the 2 workers reads again (lists, schema)
-    assert in_process["total"] <= mine["total"] <= in_process["total"] + 6 + 2 * 20
-    assert mine.get("bulk_delete", 0) == in_process.get("bulk_delete", 0) or operation == "expire"
-    print(operation, "spark", mine, "executors", executors, "in-process", in_process)
+    # each manifest list and manifest read exactly once in the run
+    metadata = {key: n for (kind, key), n in counts.by_key.items() if kind == "get" and "/manifest/manifest-" in key}
+    assert len(metadata) == 15 and set(metadata.values()) == {1}, metadata  # 10 lists, 5 manifests
+    # no listing of a bucket directory (orphans: one flat listing of the prefix; deletes: none)
+    assert not [page for page in counts.list_pages if "bucket-" in page[0]]
+    if operation == "clean-orphans":
+        assert [page for page in counts.list_pages if page[0].endswith("orders/&delimiter=")]
+    assert mine.get("bulk_delete", 0) == in_process.get("bulk_delete", 0)
+    # bounded: the in-process count, plus the driver's own openings of the table (the dispatcher's
+    # lease, the job's re-entry, its decision: a schema listing and read each) and the lease's
+    # renewals (a GET and a PUT every ttl/3) of a slow run
+    renewals = 2 * (mine.get("put", 0) - in_process.get("put", 0))
+    assert in_process["total"] <= mine["total"] <= in_process["total"] + 6 + renewals, (mine, in_process)
+    print(operation, "spark", mine, "executors", executors, "in-process", in_process, "timings", out["timings"])
+
+
+def test_spark_deletes_fill_batches_across_tasks_and_directories(spark: Any, s3_table: str, s3_endpoint: str,
+                                                                  s3_bucket: str, s3count: ModuleType) -> None:
+    prefix = "wh/db.db/orders"
+    planted = [f"{prefix}/dt={day}/bucket-0/data-orphan-{i}.parquet"
+               for i, day in enumerate(["20260101", "20260102", "20260119", "20260119", "20260102"], start=1)]
+    s3support.put_objects(s3_bucket, dict.fromkeys(planted, b"junk"))
+    for key in planted:
+        s3support.backdate(s3_bucket, key, timedelta(days=3))
+    with s3count.counting_proxy(s3_endpoint) as counts:
+        request = job_request.JobRequest(operation="clean-orphans", warehouse=s3_table, table="db.orders",
+                                         options=s3support.paimon_s3_options(counts.url), parallelism=2, batch_size=4)
+        result = dispatch.run(request, engine="spark", spark=spark)
+    assert result.status == "Succeeded" and result.deleted == {"data": 6}  # 5 planted + the scenario's own
+    # one stage of 6 keys over 2 tasks and 4 directories: ceil(6 / 4) DeleteObjects, full but the last
+    assert result.requests["bulk_delete"] == 2
+    assert counts.snapshot()["bulk_delete"] == 2 + 1 and counts.deleted_keys == 6 + 1  # + the lease's release
+    assert not set(s3support.snapshot_bucket(s3_bucket)) & {*planted, f"{prefix}/dt=20260118/bucket-0/data-orphan-0.parquet"}
 
 
 def test_spark_clean_orphans_from_an_s3_inventory(spark: Any, mixed_template: str, s3: s3fs.S3FileSystem,

@@ -337,6 +337,12 @@ class FileIO:
             is_dir=info.get("type") == "directory",
         )
 
+    @property
+    def lists_flat(self) -> bool:
+        """Whether :meth:`flat_listing` lists a prefix at once here (object stores; not local
+        disk or HDFS, whose directories are real and listed one by one)."""
+        return not self.is_local and self.store is not Store.HDFS
+
     @contextmanager
     def flat_listing(self, root: str, *, segments_max: int = segmented.SEGMENTS_MAX,
                      page_keys: int = segmented.PAGE_KEYS) -> Iterator[None]:
@@ -347,7 +353,7 @@ class FileIO:
         candidates are listed before the roots are read, so a stale entry is only too young or
         gone, and both are checked again before deleting). S3/OSS list a large prefix in up to
         ``segments_max`` segments at once (:mod:`.segmented`); ``page_keys``: keys per page."""
-        if self.is_local or self.store is Store.HDFS or self._flat is not None:
+        if not self.lists_flat or self._flat is not None:
             yield
             return
         raw_root = self._raw(root).rstrip("/")
