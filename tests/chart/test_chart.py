@@ -234,6 +234,10 @@ def test_dockerfile_matches_the_chart() -> None:
     assert re.search(r'^ENTRYPOINT \["tablekeeper", "operator"\]$', dockerfile, re.MULTILINE)
     assert re.search(r"^USER 65532:65532$", dockerfile, re.MULTILINE)  # = podSecurityContext.runAsUser
     assert re.search(r"^EXPOSE 8080 9090$", dockerfile, re.MULTILINE)
+    # the native manifest decoder is built (a compiler before the install) and checked in the image
+    install = dockerfile.index('pip install ".[operator]"')
+    assert -1 < dockerfile.find("apt-get install -y --no-install-recommends gcc") < install
+    assert dockerfile.find("import tablekeeper.core.paimon._avro_native") > install
 
 
 def _operator_env(objects: list[dict[str, Any]]) -> dict[str, str]:
