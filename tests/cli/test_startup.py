@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -76,11 +75,8 @@ def orphaned(tmp_path: Path) -> tuple[str, Path, dict[str, Any]]:
     """A pypaimon-written table with one planted orphan data file, two days old."""
     warehouse = tmp_path / "wh"
     P.build_history(str(warehouse), commits=3)
-    bucket = next((warehouse / "db.db" / "orders").glob("dt=*/bucket-*"))
-    orphan = bucket / "data-00000000-0000-0000-0000-000000000000-0.parquet"
-    orphan.write_bytes(b"not referenced by any snapshot")
-    past = time.time() - 2 * 86_400
-    os.utime(orphan, (past, past))
+    orphan = P.plant_orphan(warehouse / "db.db" / "orders", "data-00000000-0000-0000-0000-000000000000-0.parquet",
+                            b"not referenced by any snapshot")
     return str(warehouse), orphan, P.snapshot_views(str(warehouse), "db.orders")
 
 

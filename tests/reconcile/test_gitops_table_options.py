@@ -5,8 +5,6 @@ pypaimon; a second plan has nothing to do."""
 from __future__ import annotations
 
 import json
-import os
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -98,11 +96,8 @@ def plan_kinds(wh: Path, tmp_path: Path, now: datetime, **config: Any) -> list[t
 def test_both_leaves_expiration_to_active_writers_but_cleans_orphans(tmp_path: Path) -> None:
     wh = tmp_path / "wh"
     P.build_history(str(wh), commits=3)
-    bucket = next((wh / "db.db" / "orders").rglob("bucket-0"))
-    orphan = bucket / "data-0a0a0a0a-0a0a-0a0a-0a0a-0a0a0a0a0a0a-0.parquet"
-    orphan.write_bytes(b"orphan")
-    old = time.time() - 3 * 86_400
-    os.utime(orphan, (old, old))
+    P.plant_orphan(wh / "db.db" / "orders", "data-0a0a0a0a-0a0a-0a0a-0a0a-0a0a0a0a0a0a-0.parquet", b"orphan",
+                   age_s=3 * 86_400)
     acts = plan_kinds(wh, tmp_path, datetime.now(UTC))
     assert ("Skipped", "maintenance") in acts and ("CleanOrphans", "") in acts
     assert not [k for k, _ in acts if k in ("ExpireSnapshots", "ExpireChangelog", "ExpirePartitions")]

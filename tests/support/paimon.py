@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tarfile
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -170,3 +171,15 @@ def files_under(root: str | os.PathLike[str], *, exclude_dirs: Iterable[str] = (
         for name in files:
             out.add(os.path.relpath(os.path.join(dirpath, name), root))
     return out
+
+
+def plant_orphan(table_root: str | os.PathLike[str], name: str, content: bytes = b"x", *,
+                 age_s: float = 2 * 86_400) -> Path:
+    """A data file no snapshot references, in the table's first bucket directory, ``age_s`` old
+    (older than the usual ``--older-than`` thresholds)."""
+    bucket = next(Path(table_root).rglob("bucket-*"))
+    orphan = bucket / name
+    orphan.write_bytes(content)
+    past = time.time() - age_s
+    os.utime(orphan, (past, past))
+    return orphan

@@ -4,7 +4,6 @@ the whole test ran, or a test forced a verdict, its verdict holds for lists too.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -31,11 +30,7 @@ def _plan_paths(warehouse: str) -> list[str]:
 def test_orphan_planning_runs_only_the_list_self_test(warehouse: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(manifest_decoding, "_fast_enabled", None)
     monkeypatch.setattr(manifest_decoding, "_fast_lists_enabled", None)
-    bucket = next(Path(warehouse, "db.db", "orders").glob("dt=*/bucket-*"))
-    orphan = bucket / "data-00000000-0000-0000-0000-000000000000-0.parquet"
-    orphan.write_bytes(b"x")
-    past = time.time() - 2 * 86_400
-    os.utime(orphan, (past, past))
+    orphan = P.plant_orphan(Path(warehouse, "db.db", "orders"), "data-00000000-0000-0000-0000-000000000000-0.parquet")
     assert _plan_paths(warehouse) == [str(orphan)]
     assert manifest_decoding._fast_lists_enabled is True and manifest_decoding._fast_enabled is None
     # the fastavro.reader path (compiled decoders off) finds the same orphans
