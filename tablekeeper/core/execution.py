@@ -14,15 +14,25 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tablekeeper.core import hint_writes, plans, safety, seams
 from tablekeeper.core.paimon import hints
-from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, basename, parent
+from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, basename, native_unlink, parent
 
 __all__ = ["ExecutionResult", "execute", "default_parallelism", "delete_batch", "delete_batch_size", "Progress",
            "FaultInjector"]
 
+#: Files a batch of a local delete step when the caller names no batch size: one native call
+#: each (its threads need several directories in one call to share them out); progress is told
+#: per batch.
+LOCAL_BATCH = 8192
+#: FileIO's own ``delete_files``: the executor deletes local files through
+#: ``FileIO.delete_files_failing`` (no result object per deleted file) only where ``delete_files``
+#: is this one, so a subclass or a test wrapping ``delete_files`` still sees every batch.
+_PLAIN_DELETE_FILES = FileIO.delete_files
+
+_T = TypeVar("_T")
 #: progress(step_kind, done, total)
 Progress = Callable[[str, int, int], None]
 #: Called before each deletion batch with the paths; may raise to simulate a crash (tests).
@@ -80,6 +90,21 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
     leaves a state a rerun of the same planner finishes."""
     result = ExecutionResult()
     workers = max(1, parallelism or default_parallelism(file_io))
+    failing: Callable[[list[str]], list[tuple[int, DeleteResult]]]
+    if file_io.is_local and type(file_io).delete_files is _PLAIN_DELETE_FILES:
+        # local files: one native call a batch, unlinking on `threads` threads, when it was built
+        threads = 1
+        if native_unlink.native_usable():  # its threads, not the pool's (each takes whole directories)
+            threads = min(workers, native_unlink.MAX_THREADS) if parallelism else native_unlink.NATIVE_THREADS
+            workers = 1
+        if batch_size is None and fault is None:
+            batch_size = LOCAL_BATCH
+
+        def failing(paths: list[str]) -> list[tuple[int, DeleteResult]]:
+            return file_io.delete_files_failing(paths, threads=threads)
+    else:
+        def failing(paths: list[str]) -> list[tuple[int, DeleteResult]]:
+            return [(i, r) for i, r in enumerate(delete_batch(file_io, paths)) if r.outcome != DeleteOutcome.DELETED]
     batch_size = delete_batch_size(file_io, batch_size)
     for step in plan.steps:
         seams.point(f"before:{_label(step)}")
@@ -112,6 +137,7 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
             continue
         kind = step.kind.value
         sizes = {f.path: f.size or 0 for f in step.files}
+        size_of = sizes.__getitem__
         label = _label(step)
         files = list(step.files)
         # With a test listening, the step runs in two halves with a point between them.
@@ -119,32 +145,34 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
             else [files]
         done = 0
 
-        def run(batch: list[plans.PlannedFile]) -> list[DeleteResult]:
+        def run(batch: list[plans.PlannedFile]) -> tuple[list[str], list[tuple[int, DeleteResult]]]:
             paths = [f.path for f in batch]
             if fault is not None:
                 fault(paths)
-            return delete_batch(file_io, paths)
+            return paths, failing(paths)
 
         for i, part in enumerate(halves):
             if i:
                 seams.point(f"mid:{label}")
             with ThreadPoolExecutor(max_workers=workers) if workers > 1 else _Inline() as pool:
-                for outcomes in pool.map(run, _batches(part, batch_size)):
-                    deleted = missing = deleted_bytes = 0
-                    for r in outcomes:
-                        if r.outcome == DeleteOutcome.DELETED:
-                            deleted += 1
-                            deleted_bytes += sizes.get(r.path, 0)
-                        elif r.outcome == DeleteOutcome.MISSING:
+                for paths, failures in pool.map(run, _batches(part, batch_size)):
+                    # one result per path: DELETED unless listed in failures (the same counts,
+                    # bytes and failure list as one result object per file gave)
+                    missing = 0
+                    deleted_bytes = sum(map(size_of, paths))
+                    for j, r in failures:
+                        deleted_bytes -= size_of(paths[j])
+                        if r.outcome == DeleteOutcome.MISSING:
                             missing += 1
                         else:
                             result.failed.append(r)
+                    deleted = len(paths) - len(failures)
                     if deleted:  # counters gain a kind only when a file of it was deleted (or missing)
                         result.deleted[kind] += deleted
                         result.deleted_bytes[kind] += deleted_bytes
                     if missing:
                         result.missing[kind] += missing
-                    done += len(outcomes)
+                    done += len(paths)
                     if progress is not None:
                         progress(kind, done, len(step.files))
         result.order.append(f"delete:{kind}")
@@ -173,7 +201,7 @@ class _Inline:
         return None
 
     @staticmethod
-    def map(fn: Callable[[Any], list[DeleteResult]], items: Iterable[Any]) -> Iterator[list[DeleteResult]]:
+    def map(fn: Callable[[Any], _T], items: Iterable[Any]) -> Iterator[_T]:
         return (fn(item) for item in items)
 
 

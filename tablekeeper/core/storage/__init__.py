@@ -7,7 +7,8 @@ Every backend's "not found" is mapped to ``FileNotFoundError``; mtimes are UTC e
 Modules: :mod:`.stores` (schemes and Paimon option names -> fsspec arguments), :mod:`.fileio`
 (the contract every store meets), :mod:`.retry` (transient failures and backoff),
 :mod:`.secrets` (which options are credentials, masking), :mod:`.segmented` (the flat listing
-of a large S3/OSS prefix in segments listed at once).
+of a large S3/OSS prefix in segments listed at once), :mod:`.native_unlink` (local batch deletes,
+in the optional C module ``_fs_native`` when it was built).
 """
 
 from __future__ import annotations

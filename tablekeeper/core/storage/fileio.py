@@ -32,8 +32,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar, cast
 
 from tablekeeper.core import errors, safety
+from tablekeeper.core.storage import native_unlink, segmented
 from tablekeeper.core.storage import retry as retries
-from tablekeeper.core.storage import segmented
 from tablekeeper.core.storage.paths import basename, parent
 from tablekeeper.core.storage.requests import Pacer, RequestKind, RequestLayer, pacing_from_options
 from tablekeeper.core.storage.secrets import redact_text
@@ -1032,26 +1032,44 @@ class FileIO:
             return self._delete_local_many(paths)
         return self._delete_remote(paths, tell_missing or not self.bulk_deletes)
 
+    @_changes_view
+    def delete_files_failing(self, paths: list[str], *, tell_missing: bool = True,
+                             threads: int = 1) -> list[tuple[int, DeleteResult]]:
+        """:meth:`delete_files`, returning only the outcomes that are not DELETED, as
+        ``(index in paths, result)`` in index order: a plan's execution deletes ~100k local files
+        and needs counts, not a result object per deleted file (issue 13). Local files are
+        unlinked in one batch (:mod:`.native_unlink`: native code on up to ``threads`` threads,
+        each taking whole directories, when it was built); other stores answer as
+        :meth:`delete_files` does (``threads`` unused: their requests are parallel already)."""
+        if not self.is_local:
+            results = self._delete_remote(paths, tell_missing or not self.bulk_deletes)
+            return [(i, r) for i, r in enumerate(results) if r.outcome is not DeleteOutcome.DELETED]
+        return self._delete_local_failing(paths, threads)
+
     def _delete_local_many(self, paths: list[str]) -> list[DeleteResult]:
         """``_delete_local`` for each path, with the per-file overhead cut (an expiration unlinks
-        ~100k files, issue 13): the requests are counted in one step when nothing paces them
-        (each is still one ``unlink``, as counted), and the loop does nothing else."""
+        ~100k files, issue 13): see :meth:`_delete_local_failing`."""
+        out = [DeleteResult(p, DeleteOutcome.DELETED) for p in paths]
+        for i, r in self._delete_local_failing(paths, 1):
+            out[i] = r
+        return out
+
+    def _delete_local_failing(self, paths: list[str], threads: int) -> list[tuple[int, DeleteResult]]:
+        """The outcomes of ``_delete_local`` for each path that are not DELETED. Without pacing,
+        the requests are counted in one step (each is still one ``unlink``, as counted) and the
+        batch goes to :func:`.native_unlink.unlink_all`; paced (a test's store), one by one."""
         if self._http_counted or self.requests.pacer is not None:
-            return [self._delete_local(p) for p in paths]
+            return [(i, r) for i, r in enumerate(self._delete_local(p) for p in paths)
+                    if r.outcome is not DeleteOutcome.DELETED]
         self.requests.counts.add(RequestKind.DELETE, len(paths))
-        raw, unlink, deleted = self._raw, os.unlink, DeleteOutcome.DELETED
-        out: list[DeleteResult] = []
-        append = out.append
-        for path in paths:
-            try:
-                unlink(raw(path))
-            except FileNotFoundError:
-                append(DeleteResult(path, DeleteOutcome.MISSING))
-                continue
-            except OSError as e:
-                append(self._refused(path, raw(path), e))
-                continue
-            append(DeleteResult(path, deleted))
+        raw = self._raw
+        raws = [raw(p) for p in paths]
+        out: list[tuple[int, DeleteResult]] = []
+        for i, e in native_unlink.unlink_all(raws, threads):
+            if isinstance(e, FileNotFoundError):
+                out.append((i, DeleteResult(paths[i], DeleteOutcome.MISSING)))
+            else:
+                out.append((i, self._refused(paths[i], raws[i], e)))
         return out
 
     @property
