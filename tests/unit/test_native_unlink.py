@@ -267,3 +267,13 @@ def test_a_read_only_directory_gives_eacces_both_ways(python_loop: Callable[[boo
             if os.path.isdir(f"{base}/{name}"):
                 os.chmod(f"{base}/{name}", 0o755)
         shutil.rmtree(base)
+
+
+def test_file_uris_are_unlinked_as_their_paths(tmp_path: Path) -> None:
+    io = FileIO.for_uri(str(tmp_path))
+    for name in ("a", "b"):
+        (tmp_path / name).write_bytes(b"")
+    paths = [f"file://{tmp_path}/a", str(tmp_path / "b"), f"file:{tmp_path}/gone"]
+    assert [(r.path, r.outcome) for r in io.delete_files(paths)] == [
+        (paths[0], DeleteOutcome.DELETED), (paths[1], DeleteOutcome.DELETED), (paths[2], DeleteOutcome.MISSING)]
+    assert not any(tmp_path.iterdir())

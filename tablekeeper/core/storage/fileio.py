@@ -66,6 +66,17 @@ def _changes_view(method: Callable[Concatenate[FileIO, P], R]) -> Callable[Conca
 
     return changing
 
+def _local_raws(paths: list[str], raw: Callable[[str], str]) -> list[str]:
+    """``[raw(p) for p in paths]`` for local paths, checked in one pass over the joined batch
+    instead of a call per path (~0.5 us each over an expiration's 100k files): a local path is
+    its own raw path unless it starts with ``file:`` or holds ``://`` (``stores.split_scheme``);
+    NUL, which no path can hold, keeps the joined paths apart."""
+    joined = "\0" + "\0".join(paths)
+    if "://" in joined or "\0file:" in joined:
+        return [raw(p) for p in paths]
+    return paths
+
+
 #: Concurrent single-file deletes on stores without a bulk delete (GCS, Azure, HDFS).
 PARALLEL_DELETES = 16
 #: Sub-requests per GCS batch request (Google's limit is 100; gcsfs uses 20 for its own ``rm``).
@@ -1062,8 +1073,7 @@ class FileIO:
             return [(i, r) for i, r in enumerate(self._delete_local(p) for p in paths)
                     if r.outcome is not DeleteOutcome.DELETED]
         self.requests.counts.add(RequestKind.DELETE, len(paths))
-        raw = self._raw
-        raws = [raw(p) for p in paths]
+        raws = _local_raws(paths, self._raw)
         out: list[tuple[int, DeleteResult]] = []
         for i, e in native_unlink.unlink_all(raws, threads):
             if isinstance(e, FileNotFoundError):
