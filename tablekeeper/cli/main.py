@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sys
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
     from tablekeeper.core import execution, plans
     from tablekeeper.core.paimon.table import Table
 
-__all__ = ["main", "cli"]
+__all__ = ["main", "entry", "cli"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_INPUT_ERROR = 2
@@ -792,5 +791,14 @@ def main(argv: list[str] | None = None) -> int:
     return rv if isinstance(rv, int) else 0  # click returns an Exit's code here (plan: 2 = changes pending)
 
 
+def entry() -> None:
+    """The ``tablekeeper`` console script: :func:`main`, then the process ends without freeing
+    its heap (``cli/process_exit.py``: threads, atexit handlers and output first)."""
+    code = main()
+    from tablekeeper.cli import process_exit
+
+    process_exit.exit_now(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
