@@ -29,7 +29,9 @@ with open(sys.argv[1], "w") as f:
 #: Never needed by a command on a local table.
 HEAVY = ("fsspec", "asyncio", "aiohttp", "s3fs", "aiobotocore", "botocore", "pyarrow", "pandas", "numpy",
          "pypaimon", "importlib.metadata", "email", "multiprocessing", "pyspark", "kopf", "kubernetes", "rich",
-         "tablekeeper.spark", "tablekeeper.reconcile", "tablekeeper.operator")
+         "tablekeeper.spark", "tablekeeper.reconcile", "tablekeeper.operator",
+         # manifest lists are decoded natively, trusted on a self-test encoded without fastavro
+         "fastavro", "cramjam")
 #: Needed by no command's start-up either; loaded by the commands that use them.
 ENGINE = ("fastavro", "zstandard", "tablekeeper.core.orphans", "tablekeeper.core.expire", "tablekeeper.core.tags",
           "tablekeeper.core.branches", "tablekeeper.core.inventory", "tablekeeper.core.paimon.manifests")
