@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -800,5 +801,5 @@ def entry() -> None:
     process_exit.exit_now(code)
 
 
-if __name__ == "__main__":
-    entry()
+if __name__ == "__main__":  # (an ordinary exit: profilers such as ``python -m cProfile`` write on return)
+    sys.exit(main())

@@ -12,8 +12,9 @@ observable, in the same order, then ends the process with ``os._exit``:
 3. flush ``sys.stdout`` and ``sys.stderr``; a flush that fails (a closed pipe) ends with
    exit code 120, as the interpreter does.
 
-Only the console script (``tablekeeper``) and ``python -m tablekeeper.cli.main`` end this way;
-:func:`tablekeeper.cli.main.main` returns its exit code as before (tests, embedding callers)."""
+Only the console script (``tablekeeper``) ends this way: :func:`tablekeeper.cli.main.main`
+returns its exit code as before (tests, embedding callers), and ``python -m
+tablekeeper.cli.main`` exits normally, so ``python -m cProfile`` still writes its profile."""
 
 from __future__ import annotations
 
