@@ -24,8 +24,8 @@ __all__ = ["ExecutionResult", "execute", "default_parallelism", "delete_batch", 
            "FaultInjector"]
 
 #: Files a batch of a local delete step when the caller names no batch size: one native call
-#: each (its threads need several directories in one call to share them out); progress is told
-#: per batch.
+#: each (fewer calls, and helper threads that start once unlinks wait have work to share);
+#: progress is told per batch.
 LOCAL_BATCH = 8192
 #: FileIO's own ``delete_files``: the executor deletes local files through
 #: ``FileIO.delete_files_failing`` (no result object per deleted file) only where ``delete_files``
@@ -94,7 +94,7 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
     if file_io.is_local and type(file_io).delete_files is _PLAIN_DELETE_FILES:
         # local files: one native call a batch, unlinking on `threads` threads, when it was built
         threads = 1
-        if native_unlink.native_usable():  # its threads, not the pool's (each takes whole directories)
+        if native_unlink.native_usable():  # its threads, not the pool's
             threads = min(workers, native_unlink.MAX_THREADS) if parallelism else native_unlink.NATIVE_THREADS
             workers = 1
         if batch_size is None and fault is None:
