@@ -92,10 +92,10 @@ def decode_shared(file_io: FileIO, manifest_dir: str, names: Sequence[str],
             return 0
     finally:
         helper.cancel()
-    handed = 0
+    handed, make = 0, manifests.FileRef._make
     with gc_paused():
         for i, refs in rows:
-            store(names[i], [manifests.FileRef._make(r) for r in refs])
+            store(names[i], list(map(make, refs)))
             handed += 1
     for _ in range(handed):  # the helper's reads count as this command's requests
         file_io._note(RequestKind.GET)

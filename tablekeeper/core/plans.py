@@ -5,6 +5,7 @@ objects; dry run = the same plan, executed by nothing."""
 from __future__ import annotations
 
 import enum
+import operator
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -55,8 +56,8 @@ def _in_rank_order(files: list[PlannedFile]) -> tuple[PlannedFile, ...]:
     return tuple(sorted(files, key=lambda p: _manifest_rank(p.path)))
 
 
-def _path_of(f: PlannedFile) -> str:
-    return f.path
+#: The sort key of path order (C-level: ~100k data files are sorted by it).
+_path_of = operator.attrgetter("path")
 
 
 def stage_of(kind: FileKind | str, path: str) -> int:
