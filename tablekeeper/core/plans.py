@@ -119,13 +119,16 @@ class Plan:
 
     @staticmethod
     def ordered_deletes(files: Iterable[PlannedFile]) -> tuple[DeleteStep, ...]:
-        """Group files into delete steps in Paimon's stage order, de-duplicated by path."""
-        seen: set[str] = set()
+        """Group files into delete steps in Paimon's stage order, de-duplicated by path (the
+        first file of a path wins; each step is sorted, so the input order is irrelevant)."""
+        listed = files if isinstance(files, list) else list(files)
+        unique = {f.path: f for f in reversed(listed)}  # the last assignment is the first file
+        kinds = {f.kind for f in unique.values()}
+        if len(kinds) == 1:  # the usual call: ~100k data files, or the metadata files
+            kind = kinds.pop()
+            return (DeleteStep(kind, _in_rank_order(list(unique.values()))),)
         by_kind: dict[FileKind, list[PlannedFile]] = {}
-        for f in files:
-            if f.path in seen:
-                continue
-            seen.add(f.path)
+        for f in unique.values():
             by_kind.setdefault(f.kind, []).append(f)
         return tuple(DeleteStep(k, _in_rank_order(by_kind[k])) for k in STAGE_ORDER if by_kind.get(k))
 
