@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from tablekeeper.core import hint_writes, plans, safety, seams
@@ -33,6 +34,8 @@ LOCAL_BATCH = 8192
 _PLAIN_DELETE_FILES = FileIO.delete_files
 
 _T = TypeVar("_T")
+_path = attrgetter("path")
+_size = attrgetter("size")
 #: progress(step_kind, done, total)
 Progress = Callable[[str, int, int], None]
 #: Called before each deletion batch with the paths; may raise to simulate a crash (tests).
@@ -136,8 +139,10 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
             result.order.append(f"write:{step.path}")
             continue
         kind = step.kind.value
-        sizes = {f.path: f.size or 0 for f in step.files}
-        size_of = sizes.__getitem__
+        # a file's bytes count once it is deleted; a path planned twice counts its last planned
+        # size (the one rule of a per-path table), which only a step with repeated paths needs
+        repeated = len(set(map(_path, step.files))) != len(step.files)
+        sizes = {f.path: f.size or 0 for f in step.files} if repeated else {}
         label = _label(step)
         files = list(step.files)
         # With a test listening, the step runs in two halves with a point between them.
@@ -145,23 +150,30 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
             else [files]
         done = 0
 
-        def run(batch: list[plans.PlannedFile]) -> tuple[list[str], list[tuple[int, DeleteResult]]]:
-            paths = [f.path for f in batch]
+        def run(batch: list[plans.PlannedFile]) -> tuple[list[plans.PlannedFile], list[str],
+                                                        list[tuple[int, DeleteResult]]]:
+            paths = list(map(_path, batch))
             if fault is not None:
                 fault(paths)
-            return paths, failing(paths)
+            return batch, paths, failing(paths)
 
         for i, part in enumerate(halves):
             if i:
                 seams.point(f"mid:{label}")
             with ThreadPoolExecutor(max_workers=workers) if workers > 1 else _Inline() as pool:
-                for paths, failures in pool.map(run, _batches(part, batch_size)):
+                for batch, paths, failures in pool.map(run, _batches(part, batch_size)):
                     # one result per path: DELETED unless listed in failures (the same counts,
                     # bytes and failure list as one result object per file gave)
                     missing = 0
-                    deleted_bytes = sum(map(size_of, paths))
-                    for j, r in failures:
-                        deleted_bytes -= size_of(paths[j])
+                    if repeated:
+                        deleted_bytes = sum(map(sizes.__getitem__, paths))
+                        for j, _ in failures:
+                            deleted_bytes -= sizes[paths[j]]
+                    else:  # None and 0 sizes add nothing
+                        deleted_bytes = sum(filter(None, map(_size, batch)))
+                        for j, _ in failures:
+                            deleted_bytes -= batch[j].size or 0
+                    for _, r in failures:
                         if r.outcome == DeleteOutcome.MISSING:
                             missing += 1
                         else:

@@ -150,9 +150,12 @@ def test_delete_files_results_are_equal_with_and_without_the_module(tmp_path: Pa
     assert ("is a directory: never deleted") in [e for _, _, e in results[0]]
 
 
-def _plan(root: Path) -> plans.Plan:
+def _plan(root: Path, repeated: bool = True) -> plans.Plan:
+    """Every odd case; ``repeated``: d0/f3 twice, with two sizes (the last one counts)."""
     raws = _tree(root)
-    data = [plans.PlannedFile(p, plans.FileKind.DATA, i) for i, p in enumerate(raws)]
+    data = [plans.PlannedFile(p, plans.FileKind.DATA, None if i == 60 else i) for i, p in enumerate(raws)]
+    if not repeated:
+        data = [f for i, f in enumerate(data) if not f.path.endswith("/d0/f3") or i < 50]
     meta = [plans.PlannedFile(str(root / "m" / f"manifest-{i}"), plans.FileKind.MANIFEST, 3) for i in range(5)]
     (root / "m").mkdir()
     for f in meta[1:]:
@@ -169,9 +172,9 @@ class _Wrapped(FileIO):
 
 
 @needs_native
-@pytest.mark.parametrize("batch_size", [None, 7])
+@pytest.mark.parametrize("batch_size, repeated", [(None, True), (7, True), (None, False)])
 def test_the_executor_counts_the_same_with_and_without_the_module(tmp_path: Path, python_loop: Callable[[bool], None],
-                                                                  batch_size: int | None) -> None:
+                                                                  batch_size: int | None, repeated: bool) -> None:
     seen = []
     for how in ("python", "native", "per-file results"):
         python_loop(how == "native")
@@ -181,19 +184,24 @@ def test_the_executor_counts_the_same_with_and_without_the_module(tmp_path: Path
         if how == "per-file results":
             io = _Wrapped(io.scheme, io.fs)
         calls: list[tuple[str, int, int]] = []
-        plan = _plan(root)
+        plan = _plan(root, repeated)
         result = execution.execute(plan, io, batch_size=batch_size,
                                    progress=lambda k, d, t, calls=calls: calls.append((k, d, t)))
         failed = [(r.path.replace(str(root), "R"), r.outcome, (r.error or "").replace(str(root), "R"))
                   for r in result.failed]
+        # the bytes rule, computed here: each deleted path once, at its last planned size
+        last = {f.path: f.size or 0 for f in plan.files if f.kind is plans.FileKind.DATA}
+        kept = {str(root / n) for n in ("gone", "dir", "plain/child", "x" * 300)}
+        assert result.deleted_bytes["data"] == sum(size for path, size in last.items() if path not in kept)
         seen.append((json.dumps({**result.as_dict(), "failed": []}, sort_keys=True), failed, calls[-1],
                      io.requests.counts.snapshot().get("delete"), _remaining(root), len(plan.files)))
     assert seen[0] == seen[1] == seen[2]
     summary = json.loads(seen[0][0])
-    assert summary["deleted"] == {"data": 124, "manifest": 4} and summary["missing"] == {"data": 2, "manifest": 1}
+    assert summary["deleted"] == {"data": 124, "manifest": 4}
+    assert summary["missing"] == {"data": 2 if repeated else 1, "manifest": 1}
     assert [f[1] for f in seen[0][1]] == [DeleteOutcome.FAILED] * 3
     assert seen[0][2] == ("manifest", 5, 5)
-    assert seen[0][3] == seen[0][5] == 134  # one unlink request per file
+    assert seen[0][3] == seen[0][5] == (134 if repeated else 133)  # one unlink request per file
 
 
 def test_a_wrapped_delete_files_still_sees_every_batch(tmp_path: Path) -> None:
