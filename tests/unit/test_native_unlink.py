@@ -285,3 +285,4 @@ def test_file_uris_are_unlinked_as_their_paths(tmp_path: Path) -> None:
     assert [(r.path, r.outcome) for r in io.delete_files(paths)] == [
         (paths[0], DeleteOutcome.DELETED), (paths[1], DeleteOutcome.DELETED), (paths[2], DeleteOutcome.MISSING)]
     assert not any(tmp_path.iterdir())
+
