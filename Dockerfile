@@ -11,13 +11,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY tablekeeper ./tablekeeper
-# gcc only for the build: the native manifest decoder (an optional C extension; without it the
-# Python decoders run: same results, manifest decoding 4-10x slower) is compiled, then the compiler goes
+# gcc only for the build: the native manifest decoder and name scan (optional C extensions; without them the
+# Python code runs: same results, manifest decoding 4-10x slower) are compiled, then the compiler goes
 # in the same layer.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends gcc libc6-dev \
     && pip install ".[operator]" \
-    && (cd / && python -c "import tablekeeper.core.paimon._avro_native") \
+    && (cd / && python -c "import tablekeeper.core.paimon._avro_native, tablekeeper.core._name_scan_native") \
     && apt-get purge -y --auto-remove gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/* /src \
     && groupadd --gid 65532 tablekeeper \

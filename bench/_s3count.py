@@ -11,20 +11,25 @@ requests wait concurrently, as against a real store).
 
 from __future__ import annotations
 
-import http.client
 import re
+import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
+
+if __package__ in (None, ""):  # run as a script, or loaded by file path from a test
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.support.loopback_proxy import ProxyServer, forward, serving  # noqa: E402
 
 __all__ = ["Counts", "counting_proxy", "classify", "breakdown", "service_ms"]
 
-_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
 _KEYS = re.compile(rb"<Key>")
 
 
@@ -45,7 +50,7 @@ class Counts:
     #: from the injected ``latency_s``
     upstream_s: float = 0.0
     #: the same by request kind (moto's own service time per kind)
-    upstream_by_kind: Counter[str] = field(default_factory=Counter)
+    upstream_by_kind: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reset(self) -> None:
@@ -127,7 +132,7 @@ class _Handler(BaseHTTPRequestHandler):
         if counts.latency_s > 0:
             time.sleep(counts.latency_s)
         t0 = time.perf_counter()
-        status, headers, payload = self._forward(body)
+        status, headers, payload = forward(self, self.server.upstream, body, timeout=300, head_length=True)
         took = time.perf_counter() - t0
         with counts.lock:
             counts.upstream_s += took
@@ -141,32 +146,12 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(payload)
 
-    def _forward(self, body: bytes) -> tuple[int, dict[str, str], bytes]:
-        host, port = self.server.upstream
-        conn = http.client.HTTPConnection(host, port, timeout=300)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP and k.lower() != "content-length"}
-        headers["Content-Length"] = str(len(body))
-        try:
-            conn.request(self.command, self.path, body=body if body or self.command in ("PUT", "POST") else None,
-                         headers=headers)
-            response = conn.getresponse()
-            payload = response.read()
-            out = {k: v for k, v in response.getheaders() if k.lower() not in _HOP
-                   and (k.lower() != "content-length" or self.command == "HEAD")}
-            return response.status, out, payload
-        finally:
-            conn.close()
-
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def __init__(self, upstream: tuple[str, int], counts: Counts) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.upstream = upstream
+class _Server(ProxyServer):
+    def __init__(self, upstream_url: str, counts: Counts) -> None:
+        super().__init__(_Handler, upstream_url)
         self.counts = counts
 
 
@@ -174,18 +159,11 @@ class _Server(ThreadingHTTPServer):
 def counting_proxy(upstream_url: str, latency_s: float = 0.0) -> Iterator[Counts]:
     """A proxy on ``127.0.0.1:<free port>`` forwarding to ``upstream_url``; stopped on exit.
     Change ``counts.latency_s`` at any time."""
-    parts = urlsplit(upstream_url)
     counts = Counts(latency_s=latency_s)
-    server = _Server((parts.hostname or "127.0.0.1", parts.port or 80), counts)
-    counts.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, name="count-proxy", daemon=True)
-    thread.start()
-    try:
+    server = _Server(upstream_url, counts)
+    counts.url = server.url
+    with serving(server, "count-proxy"):
         yield counts
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 def _category(key: str) -> str:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from tablekeeper.core import execution, plans
     from tablekeeper.core.paimon.table import Table
 
-__all__ = ["main", "cli"]
+__all__ = ["main", "entry", "cli"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_INPUT_ERROR = 2
@@ -792,5 +792,14 @@ def main(argv: list[str] | None = None) -> int:
     return rv if isinstance(rv, int) else 0  # click returns an Exit's code here (plan: 2 = changes pending)
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The ``tablekeeper`` console script: :func:`main`, then the process ends without freeing
+    its heap (``cli/process_exit.py``: threads, atexit handlers and output first)."""
+    code = main()
+    from tablekeeper.cli import process_exit
+
+    process_exit.exit_now(code)
+
+
+if __name__ == "__main__":  # (an ordinary exit: profilers such as ``python -m cProfile`` write on return)
     sys.exit(main())

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import platform
 import threading
 import time
 import uuid
@@ -146,7 +146,7 @@ def _free(record: LeaseRecord, now_ms: int) -> bool:
     if record.expires_ms <= now_ms:
         return True
     pid = record.pid
-    return record.host == socket.gethostname() and pid is not None and pid != os.getpid() and not _pid_alive(pid)
+    return record.host == platform.node() and pid is not None and pid != os.getpid() and not _pid_alive(pid)
 
 
 class Lease:
@@ -238,7 +238,7 @@ _held_lock = threading.Lock()
 
 
 def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:16]}"
+    return f"{platform.node()}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:16]}"
 
 
 def _take_over(io: FileIO, directory: str, dead: LeaseRecord, mine: LeaseRecord, ttl: timedelta, now_ms: int) -> bool:

@@ -14,9 +14,10 @@ the caller decodes entries instead.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Iterable, Iterator
-from typing import Final
+from typing import Any, Final
 
 __all__ = ["KeyFinder", "NameScanner", "MAX_LITERAL_NAMES"]
 
@@ -32,6 +33,29 @@ _KEY_TAIL: Final = rb"[0-9a-f-]{36}-[0-9]+\."
 _TAIL: Final = re.compile(_KEY_TAIL)
 #: Every character a key's tail can contain.
 _TAIL_ALPHABET: Final = frozenset(b"0123456789abcdef-.")
+
+
+def _load_native() -> Any:
+    """The native scan (``_name_scan_native.c``, an optional extension built by the install),
+    trusted only if it finds what the regex path finds on a sample with nested, overlapping and
+    broken keys; else None and the regex path scans."""
+    try:
+        native = importlib.import_module("tablekeeper.core._name_scan_native")
+    except ImportError:
+        return None
+    tail = b"0123456789abcdef-0123456789abcdef-ab"
+    sample = (b"\x00data-" + tail + b"-12.parquet data-data-" + tail + b"-0.orc data-" + tail + b"-x. "
+              b"changelog-" + tail[:-1] + b"g-3.avro data-" + tail + b"-7")
+    try:
+        for prefix in (b"data-", b"changelog-"):
+            want = set(_keys_one_by_one(sample, prefix))
+            unseen = want | {prefix + b"x"}
+            bits = native.make_filter(b"\n".join(sorted(unseen)))
+            if native.discard_keys(sample, prefix, unseen, bits) != len(want) or unseen != {prefix + b"x"}:
+                return None
+    except Exception:
+        return None
+    return native
 
 
 def _borderless(prefix: bytes) -> bool:
@@ -137,6 +161,8 @@ class NameScanner:
         self._literal = [(n, n.encode("utf-8")) for n in literal]
         #: keys not seen yet: shrinks as blocks are fed (cheaper than collecting every key seen)
         self._unseen_keys = set(keys)
+        #: the native scan's bit filter of the keys (None: the regex path scans)
+        self._filter: bytes | None = _NATIVE.make_filter(b"\n".join(keys)) if _NATIVE is not None else None
         self._seen_literal: set[str] = set()
 
     @property
@@ -145,7 +171,11 @@ class NameScanner:
         return len(self._literal) <= MAX_LITERAL_NAMES
 
     def feed(self, block: bytes) -> None:
-        self._unseen_keys.difference_update(self.finder.find(block))
+        if self._filter is not None:  # each key found is dropped at once, no list of every key
+            for prefix in self.finder.prefixes:
+                _NATIVE.discard_keys(block, prefix, self._unseen_keys, self._filter)
+        else:
+            self._unseen_keys.difference_update(self.finder.find(block))
         for name, raw in self._literal:
             if name not in self._seen_literal and raw in block:
                 self._seen_literal.add(name)
@@ -174,3 +204,7 @@ class NameScanner:
         out = {n for n, k in zip(self._names, self._keys, strict=True) if k in unseen} if unseen else set()
         out.update(name for name, _raw in self._literal if name not in self._seen_literal)
         return out
+
+
+#: The native scan, or None (not built, or not trusted): the regex path then scans.
+_NATIVE: Any = _load_native()

@@ -23,15 +23,18 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
-from tablekeeper.core import child_process, decisions, errors
+from tablekeeper.core import decisions, errors
 from tablekeeper.core.name_scan import NameScanner
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.reachability import Reachability
 from tablekeeper.core.storage import join
+
+if TYPE_CHECKING:  # forking helpers (mmap, signal) is loaded only when a scan forks
+    from tablekeeper.core import child_process
 
 __all__ = ["Root", "References", "find_references", "default_processes"]
 
@@ -79,9 +82,10 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
     joined = "\n".join(data_names).encode("utf-8")
     helpers: list[child_process.ForkedCall] = []
     claims: child_process.SharedClaims | None = None
-    if processes > 1 and len(data_names) >= MIN_NAMES_TO_FORK and main.file_io.is_local and child_process.available():
+    if processes > 1 and len(data_names) >= MIN_NAMES_TO_FORK and main.file_io.is_local and _forking().available():
         # forked before this process builds its scanner: the first helper walks the roots
         # meanwhile and hands its walk over; then every process claims manifests as it goes
+        child_process = _forking()
         claims = child_process.SharedClaims()
         helpers = [child_process.ForkedCall(functools.partial(_helper_scan, main, roots, meta_names, data_names, prefixes,
                                                        joined, claims)) for _ in range(processes - 1)]
@@ -103,6 +107,13 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
         for helper in helpers:
             helper.cancel()
     return References(frozenset(walk.used), frozenset(walk.scanner.missing() - walk.used), tuple(walk.vanished))
+
+
+def _forking() -> Any:
+    """:mod:`tablekeeper.core.child_process`, imported when a scan forks helpers."""
+    from tablekeeper.core import child_process
+
+    return child_process
 
 
 #: Manifests a process claims at a time.
@@ -167,7 +178,7 @@ class _Walk:
         time (this process then walks itself, and meets any error there)."""
         try:
             final, message = helper.receive(HELPER_TIMEOUT_FLOOR_S)
-        except child_process.ForkedCallError:
+        except _forking().ForkedCallError:
             return None
         if final:
             return None
@@ -281,7 +292,7 @@ class _Walk:
         for helper in helpers:
             try:
                 helper_digest, claimed, state, deferred = pickle.loads(helper.result(timeout))  # noqa: S301 - our child
-            except child_process.ForkedCallError:
+            except _forking().ForkedCallError:
                 continue
             if helper_digest != digest or not self.scanner.merge_state(state):
                 continue  # (a helper with another walk claims nothing)

@@ -12,7 +12,6 @@ Faults are drawn from a seeded generator: a run is reproducible.
 
 from __future__ import annotations
 
-import http.client
 import random
 import re
 import socket
@@ -21,14 +20,15 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import unquote, urlsplit
 from xml.sax.saxutils import escape, unescape
+
+from tests.support.loopback_proxy import ProxyServer, forward, serving
 
 __all__ = ["FaultPlan", "FaultProxy", "fault_proxy"]
 
 _OBJECT = re.compile(r"<Object>\s*<Key>(.*?)</Key>.*?</Object>", re.DOTALL)
-_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
 
 
 @dataclass
@@ -112,7 +112,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.command == "DELETE" and "/" in parts.path.lstrip("/"):
             with self.server.lock:
                 self.server.state.deleted_keys[unquote(parts.path.lstrip("/"))] += 1
-        status, headers, payload = self._forward(body)
+        status, headers, payload = forward(self, self.server.upstream, body, timeout=60,
+                                           drop_request_headers=("x-amz-checksum", "content-md5"))
         if is_bulk_delete and held_back and status == 200:
             payload = self._add_key_errors(payload, held_back)
         self._reply(status, payload, headers)
@@ -142,31 +143,12 @@ class _Handler(BaseHTTPRequestHandler):
         text = payload.decode()
         return text.replace("</DeleteResult>", errors + "</DeleteResult>").encode()
 
-    def _forward(self, body: bytes) -> tuple[int, dict[str, str], bytes]:
-        host, port = self.server.upstream
-        conn = http.client.HTTPConnection(host, port, timeout=60)
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP and k.lower() != "content-length"
-                   and not k.lower().startswith("x-amz-checksum") and k.lower() != "content-md5"}
-        headers["Content-Length"] = str(len(body))
-        try:
-            conn.request(self.command, self.path, body=body if body or self.command in ("PUT", "POST") else None,
-                         headers=headers)
-            response = conn.getresponse()
-            payload = response.read()
-            out = {k: v for k, v in response.getheaders() if k.lower() not in _HOP and k.lower() != "content-length"}
-            return response.status, out, payload
-        finally:
-            conn.close()
-
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, upstream: tuple[str, int], state: FaultProxy) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.upstream = upstream
+class _Server(ProxyServer):
+    def __init__(self, upstream_url: str, state: FaultProxy) -> None:
+        super().__init__(_Handler, upstream_url)
         self.state = state
         self.lock = threading.Lock()
         self.rng = random.Random(state.plan.seed)
@@ -176,15 +158,8 @@ class _Server(ThreadingHTTPServer):
 def fault_proxy(upstream_url: str, plan: FaultPlan) -> Iterator[FaultProxy]:
     """A proxy on ``127.0.0.1:<free port>`` forwarding to ``upstream_url``; stopped on exit.
     Change ``proxy.plan`` (rates) at any time; the generator keeps its sequence."""
-    parts = urlsplit(upstream_url)
     state = FaultProxy(url="", plan=plan)
-    server = _Server((parts.hostname or "127.0.0.1", parts.port or 80), state)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, name="fault-proxy", daemon=True)
-    thread.start()
-    try:
+    server = _Server(upstream_url, state)
+    state.url = server.url
+    with serving(server, "fault-proxy"):
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)

@@ -1,6 +1,9 @@
 """The manifest-list decoders can be trusted on their part of the self-test alone (issue 13, CLI
 start-up): orphan cleanup decodes lists only and never pays for the entry decoders' test; once
-the whole test ran, or a test forced a verdict, its verdict holds for lists too."""
+the whole test ran, or a test forced a verdict, its verdict holds for lists too. The native
+list programs' part runs on records encoded without fastavro (core/paimon/avro_encode.py), so
+orphan cleanup does not import fastavro at all; the generated Python decoders' part (machines
+without the native module) and fastavro's reader find the same orphans."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tablekeeper.core import orphans
-from tablekeeper.core.paimon import manifest_decoding
+from tablekeeper.core.paimon import manifest_decoding, manifest_native
 from tablekeeper.core.paimon.table import open_table
 from tests.support import paimon as P
 
@@ -30,8 +33,16 @@ def _plan_paths(warehouse: str) -> list[str]:
 def test_orphan_planning_runs_only_the_list_self_test(warehouse: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(manifest_decoding, "_fast_enabled", None)
     monkeypatch.setattr(manifest_decoding, "_fast_lists_enabled", None)
+    monkeypatch.setattr(manifest_native, "_enabled", None)
+    monkeypatch.setattr(manifest_native, "_lists_enabled", None)
     orphan = P.plant_orphan(Path(warehouse, "db.db", "orders"), "data-00000000-0000-0000-0000-000000000000-0.parquet")
     assert _plan_paths(warehouse) == [str(orphan)]
+    if manifest_native._NATIVE is not None:  # the native lists' test only
+        assert manifest_native._lists_enabled is True and manifest_native._enabled is None
+        assert manifest_decoding._fast_lists_enabled is None and manifest_decoding._fast_enabled is None
+        # without the native module: the generated Python list decoders' test only
+        monkeypatch.setattr(manifest_native, "_enabled", False)
+        assert _plan_paths(warehouse) == [str(orphan)]
     assert manifest_decoding._fast_lists_enabled is True and manifest_decoding._fast_enabled is None
     # the fastavro.reader path (compiled decoders off) finds the same orphans
     monkeypatch.setattr(manifest_decoding, "_fast_enabled", False)

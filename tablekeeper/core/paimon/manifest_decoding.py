@@ -10,6 +10,7 @@ both.
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import io
@@ -19,8 +20,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple, cast
-
-import fastavro
 
 from tablekeeper.core import errors
 from tablekeeper.core.paimon import manifest_native
@@ -36,6 +35,7 @@ from tablekeeper.core.paimon.manifest_records import (
 from tablekeeper.core.storage import FileIO
 
 __all__ = [
+    "fastavro_module",
     "Container",
     "SchemaInfo",
     "FastDecodeError",
@@ -63,6 +63,7 @@ __all__ = [
     "fast_usable",
     "fast_lists_usable",
     "list_by_reader",
+    "list_row",
     "entries_by_reader",
     "refs_by_reader",
     "decode_by_reader",
@@ -70,18 +71,32 @@ __all__ = [
 ]
 
 
+def fastavro_module() -> Any:
+    """fastavro, imported on first use: the judge of unusual files and the primitives of the
+    generated decoders, but a local orphan cleanup decodes its lists natively and never needs
+    it (its import is ~40 ms of a CLI process; tests/cli/test_startup.py)."""
+    import fastavro
+
+    return fastavro
+
+
 # -- Avro container handling ------------------------------------------------------------------
 _MAGIC: Final = b"Obj\x01"
-#: The Avro object container header (Avro spec, "Object Container Files").
-_HEADER_SCHEMA: Final = fastavro.parse_schema({
-    "type": "record",
-    "name": "org.apache.avro.file.Header",
-    "fields": [
-        {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 4}},
-        {"name": "meta", "type": {"type": "map", "values": "bytes"}},
-        {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": 16}},
-    ],
-})
+
+
+@functools.cache
+def _header_schema() -> Any:
+    """The Avro object container header (Avro spec, "Object Container Files"), parsed."""
+    return fastavro_module().parse_schema({
+        "type": "record",
+        "name": "org.apache.avro.file.Header",
+        "fields": [
+            {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 4}},
+            {"name": "meta", "type": {"type": "map", "values": "bytes"}},
+            {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": 16}},
+        ],
+    })
+
 _PRIMITIVES: Final = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 
 ENTRY_TOP_REQUIRED: Final = ("_VERSION", "_KIND", "_PARTITION", "_BUCKET", "_TOTAL_BUCKETS", "_FILE")
@@ -202,7 +217,7 @@ def parse_container(data: bytes, path: str, what: str) -> tuple[Container, Schem
         raise format_error(path, what, "no Avro container magic (empty, truncated or another format)")
     buf = io.BytesIO(data)
     try:
-        header = cast(dict[str, Any], fastavro.schemaless_reader(buf, _HEADER_SCHEMA, None))
+        header = cast(dict[str, Any], fastavro_module().schemaless_reader(buf, _header_schema(), None))
         schema_json = bytes(header["meta"]["avro.schema"]).decode("utf-8")
     except Exception as e:  # fastavro raises EOFError/ValueError/KeyError... on damaged headers
         raise format_error(path, what, f"damaged Avro header ({type(e).__name__}: {e})") from e
@@ -214,10 +229,10 @@ def plain_bytes(container: Container, info: SchemaInfo) -> bytes:
     if info.stripped_json is None:
         return container.data
     buf = io.BytesIO(container.data)
-    header = cast(dict[str, Any], fastavro.schemaless_reader(buf, _HEADER_SCHEMA, None))
+    header = cast(dict[str, Any], fastavro_module().schemaless_reader(buf, _header_schema(), None))
     header["meta"] = {**header["meta"], "avro.schema": info.stripped_json}
     out = io.BytesIO()
-    fastavro.schemaless_writer(out, _HEADER_SCHEMA, header)
+    fastavro_module().schemaless_writer(out, _header_schema(), header)
     return out.getvalue() + container.data[container.header_end:]
 
 
@@ -269,7 +284,7 @@ def decode_records(data: bytes, path: str, what: str,
              reader_schema: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
     """Records decoded by fastavro.reader; any decoder failure becomes a FormatError."""
     try:
-        for record in fastavro.reader(io.BytesIO(data), reader_schema=reader_schema):
+        for record in fastavro_module().reader(io.BytesIO(data), reader_schema=reader_schema):
             yield cast(dict[str, Any], record)
     except errors.FormatError:
         raise
@@ -408,9 +423,11 @@ class _FastAvro(NamedTuple):
     skip_data: Callable[..., None]
 
 
-def _load_fastavro_primitives() -> _FastAvro | None:
-    """fastavro's compiled decoding primitives, or None for a build without them (they are
-    internal API: their use is verified by a self-test before it is trusted)."""
+@functools.cache
+def _fast() -> _FastAvro | None:
+    """fastavro's compiled decoding primitives (imported on first use), or None for a build
+    without them (they are internal API: their use is verified by a self-test before it is
+    trusted)."""
     try:
         mod = importlib.import_module("fastavro._read")
         if not getattr(mod, "CYTHON_MODULE", 0):
@@ -421,7 +438,6 @@ def _load_fastavro_primitives() -> _FastAvro | None:
         return None
 
 
-_FAST: _FastAvro | None = _load_fastavro_primitives()
 #: None until the first compiled decode runs the self-test; tests set False to force fallback.
 _fast_enabled: bool | None = None
 #: The same for the manifest-list decoders alone, when only they were needed (orphan cleanup).
@@ -439,10 +455,11 @@ def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _De
     """Generate the straight-line decoder of one (logical-type-free) writer schema; None when
     the schema has a shape it does not handle (named-type references, a spec'd record that is
     not a plain record), in which case fastavro.reader serves the file."""
-    if _FAST is None or _has_named_reference(schema):
+    fast = _fast()
+    if fast is None or _has_named_reference(schema):
         return None
     try:
-        parsed = cast(dict[str, Any], fastavro.parse_schema(dict(schema), _write_hint=False))
+        parsed = cast(dict[str, Any], fastavro_module().parse_schema(dict(schema), _write_hint=False))
     except Exception:
         return None
     types: list[Any] = []
@@ -533,10 +550,10 @@ def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _De
     lines += [f"    {var} = None" for var in absent]
     lines += ["    for _ in range(n):"] + [f"        {line}" for line in body]
     lines += [f"        if v != {MANIFEST_VERSION}: raise Version(v)", f"        append({output})"]
-    arrays = _array_readers(_FAST.read_long)
+    arrays = _array_readers(fast.read_long)
     env: dict[str, Any] = {
-        "RL": _FAST.read_long, "RB": _FAST.read_bytes, "RU": _FAST.read_utf8, "SL": _FAST.skip_long,
-        "SB": _FAST.skip_bytes, "RD": _FAST.read_data, "SD": _FAST.skip_data,
+        "RL": fast.read_long, "RB": fast.read_bytes, "RU": fast.read_utf8, "SL": fast.skip_long,
+        "SB": fast.skip_bytes, "RD": fast.read_data, "SD": fast.skip_data,
         "ARR": arrays[0], "ARRN": arrays[1], "NS": {"writer": {}, "reader": {}}, "OPT": {},
         "Bad": FastDecodeError, "Version": VersionMismatch,
         "Entry": ManifestEntry, "Meta": DataFileMeta, "Stats": SimpleStats, "Ref": FileRef,
@@ -598,7 +615,7 @@ def decode_compiled(decode: _Decoder, data: bytes) -> list[Any]:
     """Run a compiled decoder over every block; each block must be consumed exactly."""
     out: list[Any] = []
     try:
-        for block in fastavro.block_reader(io.BytesIO(data)):
+        for block in fastavro_module().block_reader(io.BytesIO(data)):
             stream = getattr(block, "bytes_")  # noqa: B009 - untyped attribute of fastavro's Block
             decode(stream, block.num_records, out.append)
             if stream.tell() != stream.getbuffer().nbytes:
@@ -612,9 +629,13 @@ def decode_compiled(decode: _Decoder, data: bytes) -> list[Any]:
 
 def native_program(info: SchemaInfo, kind: str) -> manifest_native.Program | None:
     """The native program of decoder ``kind`` for this writer schema when the native decoder is
-    built and trusted (tests force fastavro.reader by setting _fast_enabled False: that turns
-    off both fast decoders)."""
-    return info.native(kind) if _fast_enabled is not False and manifest_native.usable() else None
+    built and trusted: the list kinds on the lists' own self-test (no fastavro), the others on
+    the whole one (tests force fastavro.reader by setting _fast_enabled False: that turns off
+    both fast decoders)."""
+    if _fast_enabled is False:
+        return None
+    trusted = manifest_native.lists_usable() if kind in manifest_native.LIST_KINDS else manifest_native.usable()
+    return info.native(kind) if trusted else None
 
 
 def decode_fast(info: SchemaInfo, kind: str, data: bytes) -> list[Any] | None:
@@ -663,7 +684,7 @@ def _self_test(only: tuple[str, ...] | None = None) -> bool:
     """Compiled decoders against fastavro.reader on files covering every shape they handle
     (both union orders, logical types, arrays, nested and skipped records, absent fields);
     ``only``: just these decoder kinds."""
-    if _FAST is None:
+    if _fast() is None:
         return False
     try:
         for schema, records, all_kinds in self_test_files():
@@ -671,6 +692,7 @@ def _self_test(only: tuple[str, ...] | None = None) -> bool:
             if not kinds:
                 continue
             buf = io.BytesIO()
+            fastavro = fastavro_module()
             fastavro.writer(buf, fastavro.parse_schema(schema), records, codec="deflate", sync_interval=512)
             data = buf.getvalue()
             info = SchemaInfo(schema)
@@ -690,7 +712,7 @@ def decode_by_reader(kind: str, data: bytes, info: SchemaInfo) -> list[Any]:
         metas = list_by_reader(data, "", "")
         return metas if kind == "list" else [(m.file_name, m.extra_files) for m in metas]
     buf = io.BytesIO(data)
-    fastavro.schemaless_reader(buf, _HEADER_SCHEMA, None)
+    fastavro_module().schemaless_reader(buf, _header_schema(), None)
     container = Container(data, buf.tell())
     return entries_by_reader(container, info, "", "") if kind == "entry" else refs_by_reader(container, info, "", "")
 
@@ -764,19 +786,25 @@ def self_test_files() -> list[tuple[dict[str, Any], list[dict[str, Any]], tuple[
 
 
 # -- the fastavro.reader path (the final judge) -----------------------------------------------
+def list_row(r: Mapping[str, Any]) -> ManifestFileMeta:
+    """The row of one manifest-list record (as fastavro's reader makes it, or a self-test
+    record): what every faster list decoder must build."""
+    extra = r.get("_EXTRA_FILES")
+    return ManifestFileMeta(
+        r["_FILE_NAME"], r["_FILE_SIZE"], r["_NUM_ADDED_FILES"], r["_NUM_DELETED_FILES"],
+        simple_stats(r["_PARTITION_STATS"]), r["_SCHEMA_ID"],
+        r.get("_MIN_BUCKET"), r.get("_MAX_BUCKET"), r.get("_MIN_LEVEL"), r.get("_MAX_LEVEL"),
+        r.get("_MIN_ROW_ID"), r.get("_MAX_ROW_ID"), r.get("_TOTAL_BUCKETS"),
+        () if extra is None else tuple(extra),
+    )
+
+
 def list_by_reader(data: bytes, path: str, what: str) -> list[ManifestFileMeta]:
     out: list[ManifestFileMeta] = []
     for r in decode_records(data, path, what):
         if r["_VERSION"] != MANIFEST_LIST_VERSION:
             raise bad_version(path, what, r["_VERSION"], MANIFEST_LIST_VERSION)
-        extra = r.get("_EXTRA_FILES")
-        out.append(ManifestFileMeta(
-            r["_FILE_NAME"], r["_FILE_SIZE"], r["_NUM_ADDED_FILES"], r["_NUM_DELETED_FILES"],
-            simple_stats(r["_PARTITION_STATS"]), r["_SCHEMA_ID"],
-            r.get("_MIN_BUCKET"), r.get("_MAX_BUCKET"), r.get("_MIN_LEVEL"), r.get("_MAX_LEVEL"),
-            r.get("_MIN_ROW_ID"), r.get("_MAX_ROW_ID"), r.get("_TOTAL_BUCKETS"),
-            () if extra is None else tuple(extra),
-        ))
+        out.append(list_row(r))
     return out
 
 

@@ -21,8 +21,6 @@ import io
 from collections.abc import Mapping
 from typing import Any, Final, NamedTuple, cast
 
-import fastavro
-
 from tablekeeper.core.paimon import avro_container
 from tablekeeper.core.paimon.manifest_records import (
     MANIFEST_LIST_VERSION,
@@ -34,7 +32,8 @@ from tablekeeper.core.paimon.manifest_records import (
     SimpleStats,
 )
 
-__all__ = ["Program", "compile_program", "decode", "decode_block", "usable", "NativeBad", "NativeVersion"]
+__all__ = ["Program", "compile_program", "decode", "decode_block", "usable", "lists_usable", "LIST_KINDS",
+           "NativeBad", "NativeVersion"]
 
 # op codes of _avro_native.c
 _LONG, _BYTES, _STR, _FIXED, _UNION, _ARRAY, _MAP = range(7)
@@ -91,6 +90,10 @@ def _load() -> Any:
 _NATIVE: Final = _load()
 #: None until :func:`usable` ran the self-test; tests set False to force the Python decoders.
 _enabled: bool | None = None
+#: The same for the manifest-list programs alone (:func:`lists_usable`).
+_lists_enabled: bool | None = None
+#: The decoder kinds of manifest lists.
+LIST_KINDS: Final = frozenset({"list", "list-names"})
 
 
 def _primitive(t: Any) -> str | None:
@@ -220,15 +223,15 @@ def decode(program: Program, data: bytes) -> list[Any] | None:
     return out
 
 
-def decode_block(program: Program, block: bytes, count: int, out: list[Any]) -> None:
-    """Append the ``count`` records of one decompressed block to ``out``; the block must be
-    consumed exactly.
+def decode_block(program: Program, block: bytes, count: int, out: list[Any], start: int = 0) -> None:
+    """Append the ``count`` records of one decompressed block, from byte ``start`` on, to
+    ``out``; the block must be consumed exactly.
 
     Raises:
         NativeBad: the block does not decode exactly.
         NativeVersion: a record's version is not the program's.
     """
-    end = _NATIVE.decode(block, 0, count, program.ops, program.slots, program.template, program.version_slot,
+    end = _NATIVE.decode(block, start, count, program.ops, program.slots, program.template, program.version_slot,
                          program.version, NativeBad, NativeVersion, out)
     if end != len(block):
         raise NativeBad("block not consumed exactly")
@@ -243,10 +246,56 @@ def usable() -> bool:
     return _enabled
 
 
+def lists_usable() -> bool:
+    """Whether the manifest-list programs are trusted: the whole self-test's verdict once it ran
+    (or a test forced one), else the lists' part alone, on records encoded by
+    :mod:`.avro_encode` and compared with the rows fastavro's reader would build
+    (``manifest_decoding.list_row``): orphan cleanup decodes lists only and so never imports
+    fastavro."""
+    global _lists_enabled
+    if _enabled is not None:
+        return _enabled
+    if _lists_enabled is None:
+        _lists_enabled = _NATIVE is not None and _lists_self_test()
+    return _lists_enabled
+
+
+#: Records per block of the lists' self-test (several blocks, the last one partial).
+_SELF_TEST_BLOCK: Final = 23
+
+
+def _lists_self_test() -> bool:
+    from tablekeeper.core.paimon import avro_encode
+    from tablekeeper.core.paimon import manifest_decoding as md
+
+    try:
+        for schema, records, kinds in md.self_test_files():
+            list_kinds = [k for k in kinds if k in LIST_KINDS]
+            if not list_kinds:
+                continue
+            info = md.SchemaInfo(schema)
+            blocks = avro_encode.encode_blocks(schema, records, _SELF_TEST_BLOCK)
+            expected = [md.list_row(r) for r in records]
+            for kind in list_kinds:
+                program = info.native(kind)
+                if program is None:
+                    return False
+                rows: list[Any] = []
+                for block, count in blocks:
+                    decode_block(program, block, count, rows)
+                want = expected if kind == "list" else [(m.file_name, m.extra_files) for m in expected]
+                if rows != want:
+                    return False
+        return True
+    except Exception:
+        return False
+
+
 def _self_test() -> bool:
     from tablekeeper.core.paimon import manifest_decoding as md
 
     try:
+        fastavro = md.fastavro_module()
         for schema, records, kinds in md.self_test_files():
             buf = io.BytesIO()
             fastavro.writer(buf, fastavro.parse_schema(schema), records, codec="deflate", sync_interval=512)

@@ -9,8 +9,6 @@ import io
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
-import fastavro
-
 from tablekeeper.core.paimon import avro_container, manifest_native
 from tablekeeper.core.paimon.manifest_decoding import (
     ENTRY_FILE_REQUIRED,
@@ -28,6 +26,7 @@ from tablekeeper.core.paimon.manifest_decoding import (
     decode_records,
     entries_by_reader,
     fast_lists_usable,
+    fastavro_module,
     format_error,
     gc_paused,
     list_by_reader,
@@ -100,10 +99,20 @@ def read_list_block_names(schema_json: bytes, data: bytes, count: int, path: str
     except UnicodeDecodeError:
         return None
     require_fields(info, path, what, LIST_REQUIRED)
+    out: list[tuple[str, tuple[str, ...]]] = []
+    program = native_program(info, "list-names")
+    if program is not None:  # (trusted without fastavro: a local orphan cleanup never imports it)
+        try:
+            with gc_paused():
+                manifest_native.decode_block(program, data, count, out, start=start)
+        except manifest_native.NativeVersion as e:
+            raise bad_version(path, what, e.version, MANIFEST_LIST_VERSION) from None
+        except manifest_native.NativeBad:
+            return None
+        return out
     decoder = info.decoder("list-names") if fast_lists_usable() else None
     if decoder is None:
         return None
-    out: list[tuple[str, tuple[str, ...]]] = []
     stream = io.BytesIO(data)
     stream.seek(start)
     try:
@@ -232,7 +241,7 @@ def read_manifest_payload(file_io: FileIO, path: str) -> list[bytes] | None:
         return None
     try:
         return [getattr(block, "bytes_").getvalue()  # noqa: B009 - untyped attribute of fastavro's Block
-                for block in fastavro.block_reader(io.BytesIO(container.data))]
+                for block in fastavro_module().block_reader(io.BytesIO(container.data))]
     except Exception as e:  # codec errors, bad sync markers, truncation
         raise format_error(path, what, f"{type(e).__name__}: {e}") from e
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from tablekeeper.core import durations, errors
@@ -54,6 +53,8 @@ def encode_duration(value: timedelta) -> jackson.RawNumber:
 def decode_duration(value: Any) -> timedelta | None:
     if value is None:
         return None
+    from decimal import Decimal  # (only tags with a retention need it)
+
     if isinstance(value, (int, float)):
         return timedelta(seconds=float(Decimal(str(value))))
     if isinstance(value, str):
