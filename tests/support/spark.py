@@ -18,8 +18,8 @@ the operator's Spark-run tests (``tests/operator/test_spark_runs.py``) share one
   the same results. Adaptive execution stays on (the production default; turning it off measured
   slower here, as every join then shuffles), and the spark-submit test
   (``tests/spark/test_launch.py``) runs the job with Spark's defaults in its own JVM.
-  Measured on the build_mixed expiration (``/tmp``-free A/B on one session, see the report of
-  the suite-time work): roughly a quarter less wall time per job run.
+  Measured by alternating both settings on one session (2 rounds of expire + clean-orphans on
+  copies of ``build_mixed``, load 6-8 on 2 cores): expire 128 s -> 94 s, orphans 22 s -> 16 s.
 """
 
 from __future__ import annotations
