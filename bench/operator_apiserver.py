@@ -1,4 +1,4 @@
-"""``bench/operator.py --apiserver``: the operator benchmark against a real kube-apiserver + etcd.
+"""``bench/operator_scale.py --apiserver``: the operator benchmark against a real kube-apiserver + etcd.
 
 Same workload as the emulator mode (N PaimonTags over M copies of a small pypaimon table, the
 operator as ``tablekeeper operator`` in a subprocess), but the API is a real kube-apiserver started

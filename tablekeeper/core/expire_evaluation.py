@@ -22,7 +22,7 @@ planned.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tablekeeper.core import decisions, errors, plans
 from tablekeeper.core.decisions import ListRole, ReadOutcome, RootUse
@@ -51,8 +51,8 @@ def _prefetch(reach: Reachability, roots: Sequence[RootUse]) -> None:
         lists = {ListRole.BASE: use.snapshot.base_manifest_list, ListRole.DELTA: use.snapshot.delta_manifest_list,
                  ListRole.CHANGELOG: use.snapshot.changelog_manifest_list}
         names.extend(lists[role] for role in sorted(use.entry_roles))
-    reach.prefetch(names, with_paths=any(use.cand_delta or use.cand_changelog for use in roots))
-    reach.prefetch([n for use in roots for n in use.snapshot.manifest_lists], manifests_too=False)
+    reach.prefetch(names, with_paths=any(use.cand_delta or use.cand_changelog for use in roots),
+                   then_lists=[n for use in roots for n in use.snapshot.manifest_lists])
 
 
 def _kept(reach: Reachability, roots: Sequence[RootUse]) -> tuple[set[DataKey], set[DataKey], set[str]]:
@@ -101,9 +101,24 @@ def evaluate(table: object, decision: decisions.ExpirationDecision, reach: Reach
     files: list[plans.PlannedFile] = []
     skipped: list[int] = []
 
-    data_paths, planned, append = reach.data_paths_of(), plans.PlannedFile, files.append
+    planned, append = plans.PlannedFile, files.append
+    sole_path: Callable[[manifests.FileRef], str | None]
+    data_paths: Callable[[manifests.FileRef], list[str]]
+
+    def resolve(ref: manifests.FileRef) -> str | None:
+        """The first call builds the path resolver (only plans that delete data need it) and
+        rebinds ``sole_path`` and ``data_paths`` to its own functions."""
+        nonlocal sole_path, data_paths
+        sole_path, data_paths = reach.path_functions()
+        return sole_path(ref)
+
+    sole_path, data_paths = resolve, reach.data_paths
 
     def add(ref: manifests.FileRef, kind: plans.FileKind, use: RootUse, reason: str) -> None:
+        path = sole_path(ref)
+        if path is not None:
+            append(planned(path, kind, ref.file_size if use.cand_sizes else None, reason))
+            return
         paths = data_paths(ref)
         append(planned(paths[0], kind, ref.file_size if use.cand_sizes else None, reason))
         for path in paths[1:]:

@@ -18,6 +18,7 @@ Only for local files on Linux (fork is well defined and cheap there, see
 
 from __future__ import annotations
 
+import functools
 import marshal
 import os
 import time
@@ -92,10 +93,10 @@ def decode_shared(file_io: FileIO, manifest_dir: str, names: Sequence[str],
             return 0
     finally:
         helper.cancel()
-    handed = 0
+    handed, make = 0, functools.partial(tuple.__new__, manifests.FileRef)  # FileRef._make without its checks
     with gc_paused():
         for i, refs in rows:
-            store(names[i], [manifests.FileRef._make(r) for r in refs])
+            store(names[i], list(map(make, refs)))
             handed += 1
     for _ in range(handed):  # the helper's reads count as this command's requests
         file_io._note(RequestKind.GET)
@@ -106,13 +107,17 @@ def _helper(file_io: FileIO, manifest_dir: str, names: Sequence[str],
             claims: child_process.SharedClaims) -> bytes:
     """In the forked helper: claim and decode manifests until none is left; return the
     decoded ones as marshalled ``(index, [ref tuple, ...])`` pairs (plain tuples of ints,
-    bytes, strings and None, which marshal round-trips exactly)."""
+    bytes, strings and None, which marshal round-trips exactly). Equal partition bytes are
+    handed back as one object (marshal then writes each once: a smaller payload, and the
+    caller hashes each partition once)."""
     out: list[tuple[int, list[tuple[object, ...]]]] = []
+    partitions: dict[bytes, bytes] = {}
+    canonical = partitions.setdefault
     while batch := claims.claim(len(names), CLAIM_BATCH):
         for i in batch:
             try:
                 refs = manifests.read_manifest_refs(file_io, join(manifest_dir, names[i]))
             except Exception:  # noqa: BLE001 - not handed back: the caller's sequential read decides
                 continue
-            out.append((i, [tuple(r) for r in refs]))
+            out.append((i, [(r[0], canonical(r[1], r[1]), *r[2:]) for r in refs]))
     return marshal.dumps(out)

@@ -286,11 +286,14 @@ class Reachability:
         return not self.file_io.is_local or forked_refs.usable(self.file_io)
 
     def prefetch(self, list_names: Iterable[str | None], *, manifests_too: bool = True,
-                 workers: int = PREFETCH_WORKERS, with_paths: bool = False) -> None:
+                 workers: int = PREFETCH_WORKERS, with_paths: bool = False,
+                 then_lists: Iterable[str | None] = ()) -> None:
         """Read manifest lists (and the manifests they name) into the caches with a thread pool.
 
         ``with_paths``: the plan will resolve data paths; on local files the path resolver
-        (pypaimon's import, ~0.3 s of CPU) is built while the forked helper decodes.
+        (pypaimon's import for partition types it alone renders) is built while the forked
+        helper decodes. ``then_lists``: lists whose names only are needed (read after the rest;
+        on local files while the forked helper decodes).
 
         Purely an optimisation: every error is swallowed, so the planner's own sequential
         reads meet (and raise) it exactly where and as they always did."""
@@ -298,7 +301,7 @@ class Reachability:
             return
         names = [n for n in dict.fromkeys(list_names) if n and n not in self._list_blocks]
         if self.file_io.is_local:
-            self._prefetch_forked(names, manifests_too, with_paths)
+            self._prefetch_forked(names, manifests_too, with_paths, then_lists)
             return
 
         def quietly(fn: Callable[[str], object]) -> Callable[[str], None]:
@@ -313,6 +316,8 @@ class Reachability:
             list(pool.map(quietly(self.manifest_list_blocks), names))
             if manifests_too:
                 list(pool.map(quietly(self.manifest_refs), self._unread_manifests(names)))
+            later = [n for n in dict.fromkeys(then_lists) if n and n not in self._list_blocks]
+            list(pool.map(quietly(self.manifest_list_blocks), later))
 
     def _unread_manifests(self, list_names: Iterable[str]) -> list[str]:
         """The manifests the (already read) manifest lists ``list_names`` name and not decoded yet, once each."""
@@ -324,25 +329,42 @@ class Reachability:
                         wanted[meta.file_name] = None
         return list(wanted)
 
-    def _prefetch_forked(self, names: list[str], manifests_too: bool, with_paths: bool = False) -> None:
+    def _prefetch_forked(self, names: list[str], manifests_too: bool, with_paths: bool = False,
+                         then_lists: Iterable[str | None] = ()) -> None:
         """Local files: the lists read here (their blocks are shared between lists, so one
         process reads them), then the manifests they name decoded here and in a forked helper
-        (:func:`.forked_refs.decode_shared`). Errors are swallowed as in :meth:`prefetch`."""
-        for name in names:
-            try:
-                self.manifest_list_blocks(name)
-            except Exception:
-                pass
+        (:func:`.forked_refs.decode_shared`), which meanwhile lets this process build the path
+        resolver and read ``then_lists`` (work of the plan's later steps, done while the
+        helper decodes). Errors are swallowed as in :meth:`prefetch`."""
+        self._read_lists_quietly(names)
         if not manifests_too:
+            self._read_lists_quietly(then_lists)
             return
         wanted = self._unread_manifests(names)
+        ran: list[bool] = []
 
         def store(name: str, refs: list[manifests.FileRef]) -> None:
             with self._lock:
                 self._refs.setdefault(name, refs)
 
+        def meanwhile() -> None:
+            ran.append(True)
+            if with_paths:
+                self._warm_paths()
+            self._read_lists_quietly(then_lists)
+
         forked_refs.decode_shared(self.file_io, self.manifest_dir, wanted, self.manifest_refs, store,
-                                  meanwhile=self._warm_paths if with_paths else None)
+                                  meanwhile=meanwhile)
+        if not ran:  # no helper was used: read them now, as before
+            self._read_lists_quietly(then_lists)
+
+    def _read_lists_quietly(self, names: Iterable[str | None]) -> None:
+        for name in dict.fromkeys(names):
+            if name and name not in self._list_blocks:
+                try:
+                    self.manifest_list_blocks(name)
+                except Exception:
+                    pass
 
     def _warm_paths(self) -> None:
         """Build the path resolver now (errors swallowed: the first real use raises them)."""
@@ -477,6 +499,12 @@ class Reachability:
             return resolved[0](ref)
 
         return paths
+
+    def path_functions(self) -> tuple[Callable[[manifests.FileRef], str | None],
+                                      Callable[[manifests.FileRef], list[str]]]:
+        """The resolver's ``sole_path`` and ``file_paths`` (building it now: call this when a
+        path is first needed)."""
+        return self._paths.sole_path, self._paths.file_paths
 
     def index_path(self, entry: manifests.IndexManifestEntry) -> str:
         return self._paths.index_file_path(entry)

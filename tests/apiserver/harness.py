@@ -109,7 +109,7 @@ class RealHarness(Harness):
         return list((found or {}).get("items") or [])
 
     def writes(self, plural: str) -> int:
-        raise NotImplementedError("per-request records exist only in the emulator; see bench/operator.py")
+        raise NotImplementedError("per-request records exist only in the emulator; see bench/operator_scale.py")
 
     def add_namespace(self, name: str, labels: dict[str, str] | None = None) -> None:
         self.testenv.ensure_namespace(name, labels)

@@ -95,3 +95,26 @@ def test_local_clean_orphans_loads_no_remote_store_or_pypaimon(
         assert _loaded(loaded, HEAVY + ORPHANS_UNUSED) == []
         assert "tablekeeper.core.orphans" in loaded and "tablekeeper.core.expire" not in loaded
     assert P.snapshot_views(warehouse, "db.orders") == views  # pypaimon reads every snapshot as before
+
+
+def test_local_expire_of_common_partition_types_loads_no_pypaimon(tmp_path: Path) -> None:
+    """Data paths of STRING (and the other common) partitions are rendered without pypaimon
+    (``core/paimon/partition_paths.py``): a local expiration that deletes data files of
+    overwritten partitions, escaping-worthy values included, never imports it."""
+    warehouse = tmp_path / "wh"
+    t = P.append_table(str(warehouse))
+    for i, dt in enumerate(["2026-01-01", "a b/c:d", "", "2026-01-01", "a b/c:d", ""]):
+        P.overwrite(t, P.rows(dt, i * 10, 2), {"dt": dt})
+    root = warehouse / "db.db" / "orders"
+    before = P.files_under(root)
+    latest = P.snapshot_views(str(warehouse), "db.orders")["main@latest"]
+    code, modules = _modules(tmp_path, "expire", "-w", str(warehouse), "db.orders", "--retain-min", "1",
+                             "--retain-max", "1", "--time-retained", "0 s", "-o", "json")
+    assert code == 0
+    gone = before - P.files_under(root)
+    assert {p.split("/", 1)[0] for p in gone if "/bucket-" in p} == {
+        "dt=2026-01-01", "dt=a b%2Fc%3Ad", "dt=__DEFAULT_PARTITION__"}, gone  # data of every partition went
+    assert _loaded(modules, ("pypaimon", "pyarrow", "numpy", "pandas", "fsspec", "pyspark")) == []
+    assert "tablekeeper.core.expire" in modules
+    views = P.snapshot_views(str(warehouse), "db.orders")
+    assert views["main@latest"] == latest and len([k for k in views if "@snapshot-" in k]) == 1

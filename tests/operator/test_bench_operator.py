@@ -1,4 +1,4 @@
-"""``bench/operator.py`` runs end to end on a small cluster and prints its report lines (numbers are
+"""``bench/operator_scale.py`` runs end to end on a small cluster and prints its report lines (numbers are
 the benchmark's business, not asserted)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 pytestmark = pytest.mark.k8s
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "operator.py"
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "operator_scale.py"
 
 
 def test_operator_bench_prints_its_report(capsys: pytest.CaptureFixture[str]) -> None:

@@ -716,7 +716,7 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
                 and (request.name is None or name == request.name))
 
 
-#: The name the operator tests and ``bench/operator.py`` use (the fixes it once added live above).
+#: The name the operator tests and ``bench/operator_scale.py`` use (the fixes it once added live above).
 OperatorEmulator = ApiServerEmulator
 
 

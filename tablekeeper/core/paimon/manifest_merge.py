@@ -4,6 +4,7 @@ applies) and streamed over a snapshot's entries (``merge_entries``, ``merge_live
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Final
@@ -24,6 +25,10 @@ def entry_identifier(ref: FileRef) -> FileIdentifier:
     """Java's ``FileEntry.Identifier`` of an entry: the key ADD and DELETE entries cancel by."""
     return (ref.partition, ref.bucket, ref.level, ref.file_name, ref.extra_files, ref.embedded_index,
             ref.external_path)
+
+
+#: ``entry_identifier`` as one C-level call (FileRef field positions), for ~100k-entry merges.
+_identifier: Final = operator.itemgetter(1, 2, 3, 4, 5, 8, 6)
 
 
 def merge_step(state: int | None, kind: int, file_name: str = "?", bucket: int = 0, level: int = 0) -> int | None:
@@ -66,10 +71,18 @@ def merge_entries(refs: Iterable[FileRef]) -> list[FileRef]:
         FormatError: an ADD for an identifier that is already present.
     """
     merged: dict[FileIdentifier, FileRef] = {}
+    get = merged.get
     for ref in refs:
-        key = (ref.partition, ref.bucket, ref.level, ref.file_name, ref.extra_files, ref.embedded_index,
-               ref.external_path)
-        present = merged.get(key)
+        key = _identifier(ref)
+        present, kind = get(key), ref.kind
+        # the two common steps inline (merge_step's answers for them), every other via merge_step
+        if present is None:
+            if kind == ADD:
+                merged[key] = ref
+                continue
+        elif kind == DELETE:
+            del merged[key]
+            continue
         state = merge_step(None if present is None else present.kind, ref.kind, ref.file_name, ref.bucket,
                            ref.level)
         if state is None:

@@ -2,13 +2,17 @@
 
 pypaimon 2.1.0 renders partition directories exactly as Java does (Hive escaping, type-aware
 value strings, legacy date/timestamp names, ``partition.default-name``, ``data-file.path-
-directory``); re-implementing that would be a second place for the rules to drift. Its internals
-are not public API, so they are used here only, behind a small typed surface, and pinned by the
-compatibility tests in ``tests/compat``.
+directory``) and stays the reference for them. Its internals are not public API, so they are used
+here only, behind a small typed surface, and pinned by the compatibility tests in ``tests/compat``.
 
-pypaimon is imported when a resolver is built, not with this module: it pulls in pyarrow, numpy
-and requests (about half a second), which a CLI command that never resolves a data path (orphan
-cleanup, tag and branch commands, ``--help``) should not pay.
+pypaimon is imported only when it is needed, not with this module: it pulls in pyarrow, numpy and
+requests (about half a second). The common partition types (strings, integers, booleans, dates)
+are rendered by :mod:`.partition_paths` without it; that renderer declines everything it is not
+sure of (then pypaimon renders), and ``tests/unit/test_partition_paths.py`` compares it with
+pypaimon's path factory over generated values and on Java-written tables, so the rules have one
+reference and a checked copy rather than two places to drift. A CLI command that never resolves
+a data path (orphan cleanup, tag and branch commands, ``--help``), and an expiration of a table
+with common partition types, never import pypaimon.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tablekeeper.core import errors
-from tablekeeper.core.paimon import manifests
+from tablekeeper.core.paimon import manifests, partition_paths
 from tablekeeper.core.paimon.layout import INDEX_DIR
 from tablekeeper.core.paimon.schema import TableSchema
 from tablekeeper.core.paimon.table import Table, open_table_path
@@ -51,11 +55,6 @@ class PartitionPathResolver:
 
     def __init__(self, table: Table | str, *, schema: TableSchema | None = None,
                  options: Mapping[str, Any] | None = None, file_io: FileIO | None = None) -> None:
-        from pypaimon.common.options.core_options import CoreOptions
-        from pypaimon.common.options.options import Options
-        from pypaimon.schema.table_schema import TableSchema as PyTableSchema
-        from pypaimon.utils.file_store_path_factory import FileStorePathFactory
-
         if isinstance(table, Table):
             root = table.root
             schema = schema or table.schema()
@@ -65,6 +64,33 @@ class PartitionPathResolver:
                 schema = open_table_path(root, options=options, file_io=file_io).schema()
         self.root = root
         self.schema = schema
+        self._values: dict[bytes, tuple[Any, ...]] = {}
+        self._relative: dict[tuple[bytes, int], str] = {}
+        self._dirs: dict[tuple[bytes, int], str] = {}
+        self._factory: Any = None
+        columns = {f.get("name") for f in schema.raw.get("fields") or () if isinstance(f, dict)}
+        missing = [k for k in schema.partition_keys if k not in columns]
+        if missing:
+            raise errors.FormatError(f"partition key {missing[0]!r} of {root} is not a column",
+                                     fix="check the schema file")
+        self._fast = partition_paths.PartitionRenderer.of(schema)
+        self._under_root = self._fast is not None and partition_paths.renders_under(root)
+        if self._fast is None:
+            self._build_factory()  # pypaimon renders every directory (and judges the schema now)
+            self.index_file_in_data_file_dir: bool = self._index_in_data_dir
+        else:
+            self.index_file_in_data_file_dir = self._fast.index_in_data_dir
+
+    def _build_factory(self) -> Any:
+        """pypaimon's path factory for this schema (built once, on first need)."""
+        if self._factory is not None:
+            return self._factory
+        from pypaimon.common.options.core_options import CoreOptions
+        from pypaimon.common.options.options import Options
+        from pypaimon.schema.table_schema import TableSchema as PyTableSchema
+        from pypaimon.utils.file_store_path_factory import FileStorePathFactory
+
+        root, schema = self.root, self.schema
         try:
             py_schema = PyTableSchema.from_json(json.dumps(dict(schema.raw)))
         except Exception as e:  # pypaimon wraps every parse problem in RuntimeError
@@ -77,7 +103,7 @@ class PartitionPathResolver:
             raise errors.FormatError(f"partition key {e} of {root} is not a column",
                                      fix="check the schema file") from e
         core = CoreOptions(Options(dict(schema.options)))
-        self._factory = FileStorePathFactory(
+        factory = FileStorePathFactory(
             root=root,
             partition_keys=list(schema.partition_keys),
             partition_types=[f.type for f in self._partition_fields],
@@ -91,15 +117,15 @@ class PartitionPathResolver:
             data_file_path_directory=core.data_file_path_directory(),
             index_file_in_data_file_dir=bool(core.index_file_in_data_file_dir()),
         )
-        self.index_file_in_data_file_dir: bool = bool(core.index_file_in_data_file_dir())
-        self._values: dict[bytes, tuple[Any, ...]] = {}
-        self._relative: dict[tuple[bytes, int], str] = {}
-        self._dirs: dict[tuple[bytes, int], str] = {}
+        self._index_in_data_dir = bool(core.index_file_in_data_file_dir())
+        self._factory = factory
+        return factory
 
     def partition_values(self, partition: bytes) -> tuple[Any, ...]:
         """Python values of a serialized partition row (pypaimon's BinaryRow decoding)."""
         cached = self._values.get(partition)
         if cached is None:
+            self._build_factory()
             if not self._partition_fields:
                 cached = ()
             else:
@@ -121,21 +147,32 @@ class PartitionPathResolver:
         key = (partition, bucket)
         cached = self._relative.get(key)
         if cached is None:
-            rel = self._factory.relative_bucket_path(self.partition_values(partition), bucket,
-                                                     canonical_partition=True)
-            cached = str(rel).removeprefix("./")
+            cached = self._fast.relative_bucket_dir(partition, bucket) if self._fast is not None else None
+            if cached is None:
+                cached = self.pypaimon_relative_bucket_dir(partition, bucket)
             self._relative[key] = cached
         return cached
+
+    def pypaimon_relative_bucket_dir(self, partition: bytes, bucket: int) -> str:
+        """:meth:`relative_bucket_dir` as pypaimon renders it (the reference; not cached)."""
+        rel = self._build_factory().relative_bucket_path(self.partition_values(partition), bucket,
+                                                         canonical_partition=True)
+        return str(rel).removeprefix("./")
 
     def bucket_dir(self, partition: bytes, bucket: int) -> str:
         """Absolute bucket directory in the form our FileIO uses."""
         key = (partition, bucket)
         cached = self._dirs.get(key)
         if cached is None:
-            absolute = self._factory.bucket_path(self.partition_values(partition), bucket, canonical_partition=True)
-            cached = _local_form(str(absolute)) if not self.root.startswith("file:") else str(absolute)
+            relative = self._fast.relative_bucket_dir(partition, bucket) if self._under_root and self._fast else None
+            cached = self.root + "/" + relative if relative is not None else self.pypaimon_bucket_dir(partition, bucket)
             self._dirs[key] = cached
         return cached
+
+    def pypaimon_bucket_dir(self, partition: bytes, bucket: int) -> str:
+        """:meth:`bucket_dir` as pypaimon renders it (the reference; not cached)."""
+        absolute = self._build_factory().bucket_path(self.partition_values(partition), bucket, canonical_partition=True)
+        return _local_form(str(absolute)) if not self.root.startswith("file:") else str(absolute)
 
     def data_file_path(self, ref: manifests.FileRef) -> str:
         """Where the data file is: its external path when set, else ``bucket dir/name``."""
@@ -155,6 +192,18 @@ class PartitionPathResolver:
             directory = self._dirs.get((ref.partition, ref.bucket)) or self.bucket_dir(ref.partition, ref.bucket)
             return [join(directory, ref.file_name)]
         return [self.data_file_path(ref), *self.extra_file_paths(ref)]
+
+    def sole_path(self, ref: manifests.FileRef) -> str | None:
+        """``file_paths(ref)[0]`` when that is the only path (no external path, no extra files:
+        almost every data file), else None; without building a list per file (planners ask
+        this ~100k times per large expiration)."""
+        if ref.external_path or ref.extra_files:
+            return None
+        name = ref.file_name
+        directory = self._dirs.get((ref.partition, ref.bucket)) or self.bucket_dir(ref.partition, ref.bucket)
+        if name and name[0] != "/" and name[-1] != "/" and directory[-1:] != "/":
+            return directory + "/" + name  # what join() gives for these
+        return join(directory, name)
 
     def index_file_path(self, entry: manifests.IndexManifestEntry) -> str:
         """Where an index file is: its external path when set; HASH and deletion-vector files in

@@ -9,7 +9,7 @@ one is ``Ready`` (tag created in storage, status written).
 Prints: table and tag reconcile throughput, API requests the operator made per tag, the operator's
 peak RSS (VmHWM), and a check that storage holds exactly the tags. Nothing is asserted.
 
-    .venv/bin/python bench/operator.py [--tables 100] [--tags-per-table 10] [--apiserver]
+    .venv/bin/python bench/operator_scale.py [--tables 100] [--tags-per-table 10] [--apiserver]
 
 ``--apiserver`` then runs the same workload against a real kube-apiserver (bench/operator_apiserver.py)
 and prints its numbers with the ratios against this emulator run; ``--audit LOG`` adds the server's
