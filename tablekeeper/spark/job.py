@@ -265,10 +265,7 @@ def _delete_stages(ctx: _Ctx, planned: DataFrame, stages: Stages, spec: Mapping[
             offsets[str(pid)] = total
             total += per_task[pid]
         stage_spec = {**spec, "fault": fault} if fault else spec
-        part = planned.filter(F.col("stage") == stage).select(
-            *[n for n, _ in ex.DELETE_FIELDS], F.spark_partition_id().alias("pid"))
-        numbered = part.mapInArrow(ctx.tally.bind(ex.number_batches, {"offsets": offsets, "batch_size": batch}),
-                                   ex.ddl(ex.BATCHED_FIELDS))
+        numbered = _numbered(planned.filter(F.col("stage") == stage), offsets, batch)
         tasks = max(1, min(ctx.n, -(-total // batch)))
         numbered = numbered.repartition(tasks, "batch").sortWithinPartitions("batch")
         try:
@@ -279,6 +276,22 @@ def _delete_stages(ctx: _Ctx, planned: DataFrame, stages: Stages, spec: Mapping[
                 f"deletion stage {stage} failed after Spark's task retries: {_short(e)}",
                 fix="rerun the same job: it plans again and finishes the work (deleted files count as missing)") from e
         _add_summary(ctx.result, rows)
+
+
+def _numbered(part: DataFrame, offsets: Mapping[str, int], batch: int) -> DataFrame:
+    """``ex.number_batches``'s rule as Spark expressions, without a Python stage: a row's batch
+    is ``(offsets[partition] + position in the partition) // batch``. ``part`` is a filter of
+    the materialised plan (no shuffle in between), so ``spark_partition_id`` is the partition
+    the driver counted, and the low 33 bits of ``monotonically_increasing_id`` are the row's
+    position among the filtered rows of that partition (Spark numbers them in the projection
+    right above the filter)."""
+    pid = F.spark_partition_id()
+    position = F.monotonically_increasing_id() - F.shiftleft(pid.cast("long"), 33)
+    pairs = sorted((int(p), int(n)) for p, n in offsets.items())
+    offset = F.create_map(*[F.lit(x) for pair in pairs for x in pair])[pid]
+    names = [n for n, _ in ex.DELETE_FIELDS]
+    return part.select(*names, (offset.cast("long") + position).alias("n")).select(
+        *names, F.expr(f"n div {max(1, batch)}").cast("long").alias("batch"))
 
 
 def _add_summary(result: result_artifact.RunResult, rows: Iterable[Any]) -> None:
