@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -78,7 +76,7 @@ def lease_dir(table_root: str) -> str:
 
 @dataclass(frozen=True)
 class LeaseRecord:
-    owner: str  # host:pid:thread:uuid
+    owner: str  # host:pid:thread:random (16 hex digits)
     operation: str
     acquired_ms: int
     expires_ms: int
@@ -146,7 +144,7 @@ def _free(record: LeaseRecord, now_ms: int) -> bool:
     if record.expires_ms <= now_ms:
         return True
     pid = record.pid
-    return record.host == platform.node() and pid is not None and pid != os.getpid() and not _pid_alive(pid)
+    return record.host == _host() and pid is not None and pid != os.getpid() and not _pid_alive(pid)
 
 
 class Lease:
@@ -237,8 +235,18 @@ _held: dict[tuple[str, int], Lease] = {}
 _held_lock = threading.Lock()
 
 
+def _host() -> str:
+    """This machine's name, as ``platform.node()`` gives it, without importing ``platform`` and
+    ``uuid`` at start-up (~7 ms of every CLI process)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import platform
+
+    return platform.node()
+
+
 def _owner() -> str:
-    return f"{platform.node()}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:16]}"
+    return f"{_host()}:{os.getpid()}:{threading.get_ident()}:{os.urandom(8).hex()}"
 
 
 def _take_over(io: FileIO, directory: str, dead: LeaseRecord, mine: LeaseRecord, ttl: timedelta, now_ms: int) -> bool:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from tablekeeper.core import decisions, forked_refs, root_metadata
@@ -311,6 +310,8 @@ class Reachability:
                 except Exception:
                     pass
             return run
+
+        from concurrent.futures import ThreadPoolExecutor  # lazily: ~12 ms of start-up
 
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tablekeeper-prefetch") as pool:
             list(pool.map(quietly(self.manifest_list_blocks), names))

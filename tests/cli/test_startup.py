@@ -32,8 +32,9 @@ HEAVY = ("fsspec", "asyncio", "aiohttp", "s3fs", "aiobotocore", "botocore", "pya
          "tablekeeper.spark", "tablekeeper.reconcile", "tablekeeper.operator",
          # manifest lists are decoded natively, trusted on a self-test encoded without fastavro
          "fastavro", "cramjam")
-#: Not on the path of a local clean-orphans either (a tag's retention, a host name by socket).
-ORPHANS_UNUSED = ("decimal", "socket")
+#: Not on the path of a local clean-orphans either (a tag's retention, a host name by socket, thread
+#: pools with logging: one delete thread on local disk; URLs of remote stores).
+ORPHANS_UNUSED = ("decimal", "socket", "concurrent.futures", "logging", "urllib.parse")
 #: Needed by no command's start-up either; loaded by the commands that use them.
 ENGINE = ("fastavro", "zstandard", "tablekeeper.core.orphans", "tablekeeper.core.expire", "tablekeeper.core.tags",
           "tablekeeper.core.branches", "tablekeeper.core.inventory", "tablekeeper.core.paimon.manifests")

@@ -22,10 +22,8 @@ import os
 import re
 import stat as stat_module
 import threading
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -176,6 +174,8 @@ def _write_temp_beside(raw: str, payload: bytes) -> str:
     (created if needed) and return the temp file's path, for an atomic link or replace."""
     directory, name = os.path.split(raw)
     os.makedirs(directory, exist_ok=True)
+    import uuid  # lazily: with platform, ~7 ms of every start-up
+
     tmp = os.path.join(directory, f".{name}.{uuid.uuid4()}.tmp")
     with open(tmp, "wb") as f:
         f.write(payload)
@@ -804,6 +804,8 @@ class FileIO:
                     kept[path] = data
                     self._kept_budget -= len(data)
 
+        from concurrent.futures import ThreadPoolExecutor  # lazily: ~12 ms of start-up
+
         with ThreadPoolExecutor(max_workers=threads) as pool:
             list(pool.map(fetch, todo))
 
@@ -822,6 +824,8 @@ class FileIO:
             if data is not None:
                 with self._kept_lock:
                     self._ahead[path] = data
+
+        from concurrent.futures import ThreadPoolExecutor  # lazily: ~12 ms of start-up
 
         with ThreadPoolExecutor(max_workers=threads) as pool:
             try:
@@ -1154,6 +1158,8 @@ class FileIO:
         if not hasattr(self.fs, "call_s3"):  # no bulk delete: one request per file, in parallel
             if len(batch) == 1:
                 return [self._delete_one(batch[0])]
+            from concurrent.futures import ThreadPoolExecutor  # lazily: ~12 ms of start-up
+
             with ThreadPoolExecutor(max_workers=min(PARALLEL_DELETES, len(batch))) as pool:
                 return list(pool.map(self._delete_one, batch))
         by_bucket: dict[str, dict[str, str]] = defaultdict(dict)
@@ -1188,6 +1194,8 @@ class FileIO:
         results = {p: DeleteResult(p, DeleteOutcome.DELETED) for p in batch if self._raw(p) in confirmed}
         rest = [p for p in batch if p not in results]
         if rest:
+            from concurrent.futures import ThreadPoolExecutor  # lazily: ~12 ms of start-up
+
             with ThreadPoolExecutor(max_workers=min(PARALLEL_DELETES, len(rest))) as pool:
                 results.update(zip(rest, pool.map(self._delete_one, rest), strict=True))
         return [results[p] for p in batch]

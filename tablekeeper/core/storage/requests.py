@@ -28,7 +28,6 @@ import enum
 import re
 import threading
 import time
-import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -242,6 +241,8 @@ def prefix_of_request(url: str, body: Any = None) -> str:
     bulk deletes group keys by directory). With path-style addressing the bucket leads
     (``bucket/db.db/t/dt=1/bucket-0/``); virtual-hosted, the key alone (the bucket is the host);
     either way one FileIO's prefixes are consistent."""
+    import urllib.parse  # remote stores only (start-up of local commands)
+
     parts = urllib.parse.urlsplit(url)
     path = urllib.parse.unquote(parts.path).strip("/")
     query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)

@@ -22,9 +22,11 @@ for the whole listing is listed, and all segments are done before the caller get
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["PageRequest", "ListPage", "list_prefix", "cut_points", "SEGMENTS_MAX", "PAGES_PER_SEGMENT", "PAGE_KEYS"]
 
@@ -100,7 +102,7 @@ def _estimate_pages(first: Sequence[Mapping[str, Any]], directories: Sequence[st
 
 def list_prefix(send: Callable[[PageRequest], ListPage], prefix: str, *, page_keys: int = PAGE_KEYS,
                 segments_max: int = SEGMENTS_MAX, pages_per_segment: int = PAGES_PER_SEGMENT,
-                pool: Callable[[int], ThreadPoolExecutor] = ThreadPoolExecutor) -> list[Mapping[str, Any]]:
+                pool: Callable[[int], ThreadPoolExecutor] | None = None) -> list[Mapping[str, Any]]:
     """Every key below ``prefix`` (ending in ``/``), in key order, listed as the module says.
     ``send`` makes one ListObjectsV2 request (with tablekeeper's retries and counting)."""
     first = send(PageRequest(prefix, max_keys=page_keys))
@@ -126,6 +128,10 @@ def list_prefix(send: Callable[[PageRequest], ListPage], prefix: str, *, page_ke
             return _pages(send, prefix, start, stop, page_keys)
         return [c for c in _pages(send, prefix, start[:-1], stop, page_keys) if str(c["Key"]) >= start]
 
+    if pool is None:
+        from concurrent.futures import ThreadPoolExecutor  # lazily: ~12 ms of every start-up
+
+        pool = ThreadPoolExecutor
     with pool(len(bounds)) as executor:
         for part in executor.map(segment, range(len(bounds))):
             keys.extend(part)

@@ -23,7 +23,6 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from tablekeeper.core import errors
 
@@ -258,6 +257,8 @@ def _oss(scheme: str, options: Mapping[str, Any]) -> Connection:
             f"{scheme}:// needs OSS credentials",
             fix="set fs.oss.accessKeyId and fs.oss.accessKeySecret (in the catalog's Secret) or the environment "
                 "variables OSS_ACCESS_KEY_ID and OSS_ACCESS_KEY_SECRET")
+    from urllib.parse import urlsplit  # remote stores only (start-up of local commands)
+
     host = urlsplit(endpoint).hostname or ""
     found = {"endpoint": endpoint, "key": key, "secret": secret}
     if token:
@@ -334,6 +335,8 @@ def _hdfs(scheme: str, uri: str, options: Mapping[str, Any]) -> Connection:
         default_fs = get("fs.defaultFS", "fs.default.name")
         if not default_fs:
             raise errors.InvalidInputError(f"{uri!r} names no NameNode", fix="write hdfs://namenode:8020/path or set fs.defaultFS")
+        from urllib.parse import urlsplit  # remote stores only (start-up of local commands)
+
         authority = urlsplit(default_fs).netloc
     host, _, port_text = authority.partition(":")
     use_https = (get("dfs.http.policy") or "").upper() == "HTTPS_ONLY"
