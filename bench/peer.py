@@ -21,7 +21,9 @@ Same retention on both: ``retain_min 10``, ``retain_max R``, time retained 0, no
 orphans older than one fixed epoch-ms threshold (one day before the run). Before and after each
 operation the table's files are listed on each copy; the benchmark prints both times, the ratio
 (goal: tablekeeper >= 3x faster) and whether both deleted the same files, listing any difference
-by directory. Timings are printed, never asserted.
+by directory. Orphan cleanup takes under a second on both sides, so it runs ``--orphan-rounds``
+times per side (alternating, each on a fresh hard-link copy of that side's expired table) and
+the medians are compared. Timings are printed, never asserted.
 
     .venv/bin/python bench/peer.py [--snapshots N] [--files N] [--retain-max R] [--scale X]
 """
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -136,6 +139,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--retain-max", type=int, default=200, help="snapshots kept by both (default 200)")
     parser.add_argument("--orphans", type=int, default=2_000, help="planted orphan data files (default 2000)")
     parser.add_argument("--orphan-manifests", type=int, default=20, help="planted orphan manifests (default 20)")
+    parser.add_argument("--orphan-rounds", type=int, default=5,
+                        help="orphan cleanup runs per side, medians compared (default 5)")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply snapshots, files, retain-max, orphans")
     parser.add_argument("--writer", choices=("pypaimon", "java"), default="java",
                         help="manifest layout: java (merged, default) or pypaimon (never merged)")
@@ -150,13 +155,14 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
     os.makedirs(workdir, exist_ok=True)
     classpath = javapaimon.setup_classpath(args.version)
     try:
-        return _run(workdir, spec, retain_max, classpath, args.version)
+        return _run(workdir, spec, retain_max, classpath, args.version, max(1, args.orphan_rounds))
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _run(workdir: str, spec: _synth.SynthSpec, retain_max: int, classpath: str, version: str) -> dict[str, Any]:
+def _run(workdir: str, spec: _synth.SynthSpec, retain_max: int, classpath: str, version: str,
+         orphan_rounds: int = 5) -> dict[str, Any]:
     started = time.perf_counter()
     wh_java, wh_tk, wh_warm, wh_keep = (os.path.join(workdir, n) for n in ("wh-java", "wh-tk", "wh-warm", "wh-keep"))
     built = build(wh_java, spec)
@@ -195,15 +201,40 @@ def _run(workdir: str, spec: _synth.SynthSpec, retain_max: int, classpath: str, 
         mid_t = files_of(root_tk)
         results["expire"] = compare("expire (ExpireSnapshots vs tablekeeper expire)", t_java, t_tk,
                                     before_j - mid_j, before_t - mid_t)
-        os.sync()
-        t_java, _ = java_call(java, "remove_orphan_files", warehouse=wh_java, table=ident,
-                              older_than_epoch_ms=threshold_ms)
-        after_j = files_of(root_java)
-        os.sync()
-        t_tk = tk_cli("clean-orphans", "-w", wh_tk, ident, "--older-than", str(threshold_ms))
+        # orphan cleanup takes under a second on both sides, where one run is mostly the shared VM's
+        # noise: it runs ``orphan_rounds`` times on each side, alternating, each round on a fresh
+        # hard-link copy of that side's expired warehouse (round 0 on the warehouses themselves),
+        # and the medians are compared; every round must delete the same files on both sides
+        copies = [tuple(os.path.join(workdir, f"{side}-orphans-{i}") for side in ("java", "tk"))
+                  for i in range(1, orphan_rounds)]
+        for cj, ct in copies:
+            split_copy(wh_java, cj)
+            split_copy(wh_tk, ct)
+        times_java: list[float] = []
+        times_tk: list[float] = []
+        same_every_round = True
+        deleted_j: set[str] = set()
+        deleted_t: set[str] = set()
+        for i, (wj, wt) in enumerate([(wh_java, wh_tk), *copies]):
+            rj, rt = (os.path.join(w, f"{_synth.DB}.db", _synth.TABLE) for w in (wj, wt))
+            start_j, start_t = files_of(rj), files_of(rt)
+            os.sync()
+            t, _ = java_call(java, "remove_orphan_files", warehouse=wj, table=ident, older_than_epoch_ms=threshold_ms)
+            times_java.append(t)
+            os.sync()
+            times_tk.append(tk_cli("clean-orphans", "-w", wt, ident, "--older-than", str(threshold_ms)))
+            gone_j, gone_t = start_j - files_of(rj), start_t - files_of(rt)
+            if i == 0:
+                deleted_j, deleted_t = gone_j, gone_t
+            same_every_round = same_every_round and gone_j == deleted_j and gone_t == deleted_t
+        print(f"\norphan cleanup, {orphan_rounds} rounds each (alternating; fresh copies): "
+              f"Java {' '.join(f'{t:.2f}' for t in times_java)} s; "
+              f"tablekeeper {' '.join(f'{t:.2f}' for t in times_tk)} s; medians compared below")
+        results["orphans"] = compare("orphans (LocalOrphanFilesClean vs tablekeeper clean-orphans)",
+                                     statistics.median(times_java), statistics.median(times_tk), deleted_j, deleted_t)
+        results["orphans"].update(rounds_java=times_java, rounds_tk=times_tk, same_every_round=same_every_round)
+        print(f"  every round deleted the same files as round 0, on both sides: {same_every_round}")
         after_t = files_of(root_tk)
-        results["orphans"] = compare("orphans (LocalOrphanFilesClean vs tablekeeper clean-orphans)", t_java, t_tk,
-                                     mid_j - after_j, mid_t - after_t)
         planted = {os.path.relpath(p, root_java) for p in built.orphan_paths}
         results["orphans"]["planted_deleted_by_tk"] = planted <= (mid_t - after_t)
         # Java's own orphan clean (dry run) reads every manifest of every retained snapshot and tag of
