@@ -39,4 +39,5 @@ def test_peer_bench_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     expire, orphans = result["expire"], result["orphans"]
     assert expire["same"] and expire["deleted_tk"] > 0, out
     assert orphans["same"] and orphans["planted_deleted_by_tk"] and orphans["deleted_tk"] == 41, out
+    assert orphans["same_every_round"] and len(orphans["rounds_tk"]) == len(orphans["rounds_java"]) >= 1, out
     assert result["java_after_tk"]["orphans_left"] == 0 and result["java_after_tk"]["latest"] == 24
