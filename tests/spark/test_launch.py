@@ -284,7 +284,10 @@ def test_a_real_spark_submit_process_runs_the_job(tmp_path: Path) -> None:
     argv = submit.spark_submit_argv(r, spark_submit=submit.default_spark_submit(), master="local[2]",
                                     py_files=[submit.build_pyfiles_zip(tmp_path)],
                                     conf={"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
-                                          "spark.driver.bindAddress": "127.0.0.1"})
+                                          "spark.driver.bindAddress": "127.0.0.1",
+                                          # a JIT setting only (tests/support/spark.py): the job's
+                                          # Spark settings stay Spark's defaults
+                                          "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"})
     done = subprocess.run(argv, capture_output=True, text=True, env=submit.local_submit_env(), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     artifact = result_artifact.read_result(str(result))
