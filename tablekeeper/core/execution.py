@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, TypeVar
 
-from tablekeeper.core import hint_writes, plans, safety, seams
+from tablekeeper.core import plans, safety, seams
 from tablekeeper.core.paimon import hints
 from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, basename, native_unlink, parent
 
@@ -123,6 +123,8 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
         if isinstance(step, plans.WriteStep):
             if fault is not None:
                 fault([step.path])
+            from tablekeeper.core import hint_writes  # plans with writes only (start-up)
+
             target = hint_writes.hint_target(step.path)
             planned = hints.decode_hint(step.content) if target is not None else None
             if target is not None and planned is not None and not step.create_only:

@@ -30,15 +30,16 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar, cast
 
 from tablekeeper.core import errors, safety
-from tablekeeper.core.storage import native_unlink, segmented
+from tablekeeper.core.storage import native_unlink
 from tablekeeper.core.storage import retry as retries
 from tablekeeper.core.storage.paths import basename, parent
 from tablekeeper.core.storage.requests import Pacer, RequestKind, RequestLayer, pacing_from_options
-from tablekeeper.core.storage.secrets import redact_text
 from tablekeeper.core.storage.stores import SCHEMES, Connection, Store, connect, split_scheme
 
 if TYPE_CHECKING:  # fsspec (with asyncio and importlib.metadata) is imported for remote stores only
     import fsspec
+
+    from tablekeeper.core.storage import segmented
 
 __all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult", "FileIO", "PARALLEL_DELETES"]
 
@@ -136,6 +137,13 @@ def _mtime_ms(info: Mapping[str, Any]) -> int:
         if isinstance(value, (int, float)):
             return int(value * 1000) if value < 1e11 else int(value)
     return 0
+
+
+def redact_text(text: str, options: Mapping[str, object]) -> str:
+    """:func:`.secrets.redact_text`, imported when an error is reported (start-up)."""
+    from tablekeeper.core.storage import secrets
+
+    return secrets.redact_text(text, options)
 
 
 def _is_marker(info: Mapping[str, Any]) -> bool:
@@ -355,15 +363,16 @@ class FileIO:
         return not self.is_local and self.store is not Store.HDFS
 
     @contextmanager
-    def flat_listing(self, root: str, *, segments_max: int = segmented.SEGMENTS_MAX,
-                     page_keys: int = segmented.PAGE_KEYS) -> Iterator[None]:
+    def flat_listing(self, root: str, *, segments_max: int | None = None,
+                     page_keys: int | None = None) -> Iterator[None]:
         """Within the block, listings of directories below ``root`` are answered from one flat
         listing of the prefix made on entry (S3, OSS, GCS, Azure: ``ceil(objects / 1000)`` LIST
         pages instead of one listing per directory, the orphan scan's floor). Other stores list
         as usual. The entries are as old as the block: callers use it for one scan (orphan
         candidates are listed before the roots are read, so a stale entry is only too young or
         gone, and both are checked again before deleting). S3/OSS list a large prefix in up to
-        ``segments_max`` segments at once (:mod:`.segmented`); ``page_keys``: keys per page."""
+        ``segments_max`` segments at once (:mod:`.segmented`; default ``SEGMENTS_MAX``); ``page_keys``:
+        keys per page (default ``PAGE_KEYS``)."""
         if not self.lists_flat or self._flat is not None:
             yield
             return
@@ -400,9 +409,12 @@ class FileIO:
         finally:
             self._flat = None
 
-    def _segmented_find(self, raw_root: str, segments_max: int, page_keys: int) -> dict[str, dict[str, Any]]:
+    def _segmented_find(self, raw_root: str, segments_max: int | None, page_keys: int | None
+                        ) -> dict[str, dict[str, Any]]:
         """Every object below ``raw_root`` (S3/OSS), as ``fs.find(detail=True)`` answers, listed
         by :func:`.segmented.list_prefix`: each page one request, retried and counted."""
+        from tablekeeper.core.storage import segmented  # object stores only (start-up)
+
         bucket, _, key = raw_root.lstrip("/").partition("/")
         fs: Any = self.fs
 
@@ -418,8 +430,10 @@ class FileIO:
             return page
 
         found: dict[str, dict[str, Any]] = {}
-        for item in segmented.list_prefix(send, f"{key}/" if key else "", page_keys=page_keys,
-                                          segments_max=segments_max):
+        for item in segmented.list_prefix(
+                send, f"{key}/" if key else "",
+                page_keys=segmented.PAGE_KEYS if page_keys is None else page_keys,
+                segments_max=segmented.SEGMENTS_MAX if segments_max is None else segments_max):
             name = f"{bucket}/{item['Key']}"
             found[name] = {"name": name, "size": item.get("Size", 0), "LastModified": item.get("LastModified"),
                            "type": "file"}
