@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeV
 
 from tablekeeper.core import errors, safety
 from tablekeeper.core.storage import native_unlink
-from tablekeeper.core.storage import retry as retries
 from tablekeeper.core.storage.paths import basename, parent
 from tablekeeper.core.storage.requests import Pacer, RequestKind, RequestLayer, pacing_from_options
 from tablekeeper.core.storage.stores import SCHEMES, Connection, Store, connect, split_scheme
@@ -39,6 +38,7 @@ from tablekeeper.core.storage.stores import SCHEMES, Connection, Store, connect,
 if TYPE_CHECKING:  # fsspec (with asyncio and importlib.metadata) is imported for remote stores only
     import fsspec
 
+    from tablekeeper.core.storage import retry as retries
     from tablekeeper.core.storage import segmented
 
 __all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult", "FileIO", "PARALLEL_DELETES"]
@@ -213,13 +213,14 @@ class FileIO:
     local table never imports fsspec, asyncio or their dependencies (~0.1 s a process)."""
 
     def __init__(self, scheme: str, fs: fsspec.AbstractFileSystem | None, connection: Connection | None = None,
-                 retry: retries.RetryPolicy = retries.DEFAULT_POLICY, requests: RequestLayer | None = None,
+                 retry: retries.RetryPolicy | None = None, requests: RequestLayer | None = None,
                  http_counted: bool = False) -> None:
         self.scheme = scheme
         self._fs = fs
         self.connection = connection or _default_connection(scheme)
         self.store = self.connection.store
-        self.retry = retry
+        #: None: ``retry.DEFAULT_POLICY``, imported on first use (local files never retry: start-up)
+        self._retry = retry
         #: every request this FileIO makes, by kind (:mod:`.requests`); counted at the HTTP level
         #: when ``http_counted`` (s3fs with the ``before-send`` hook), else per call here
         self.requests = requests or RequestLayer()
@@ -234,6 +235,19 @@ class FileIO:
         self._kept_lock = threading.Lock()
         #: the open :meth:`one_view` of each thread: ("get" | "list" | "exists" | "is_dir", path) -> answer
         self._views = threading.local()
+
+    @property
+    def retry(self) -> retries.RetryPolicy:
+        """The retry policy of this FileIO's requests (:mod:`.retry`)."""
+        if self._retry is None:
+            from tablekeeper.core.storage import retry as retries
+
+            self._retry = retries.DEFAULT_POLICY
+        return self._retry
+
+    @retry.setter
+    def retry(self, policy: retries.RetryPolicy) -> None:
+        self._retry = policy
 
     @property
     def _view(self) -> dict[tuple[str, str], Any] | None:
@@ -262,7 +276,7 @@ class FileIO:
     # -- construction ------------------------------------------------------------------
     @classmethod
     def for_uri(cls, uri: str, options: Mapping[str, Any] | None = None,
-                retry: retries.RetryPolicy = retries.DEFAULT_POLICY) -> FileIO:
+                retry: retries.RetryPolicy | None = None) -> FileIO:
         """A FileIO for the store behind ``uri``. ``options`` are Paimon-style option names
         (``s3.endpoint``, ``fs.oss.endpoint``, ``fs.azure.account.key.<account>...`` ...) or raw
         fsspec keyword arguments (keys without dots). Bad input (an unknown scheme, missing
@@ -330,6 +344,8 @@ class FileIO:
         """One store request, retried while it fails transiently (:mod:`.retry`); every attempt
         is counted as ``kind`` (unless counted at the HTTP level). Missing or rejected credentials
         are bad input naming the options to set."""
+        from tablekeeper.core.storage import retry as retries
+
         def attempt() -> T:
             self._note(kind)
             return fn()
@@ -1219,6 +1235,8 @@ class FileIO:
         transiently (a failed request: all of them; ``SlowDown``/``InternalError`` per key: those
         keys). When the budget is spent the keys still pending are reported failed; keys the
         store confirmed are reported deleted, so the caller's counts are exact."""
+        from tablekeeper.core.storage import retry as retries
+
         outcome: dict[str, DeleteResult] = {}
         pending = list(keys)
         last_error: dict[str, str] = {}
@@ -1277,6 +1295,8 @@ class FileIO:
     def _delete_one(self, path: str) -> DeleteResult:
         """Delete one file with retries. A file that is gone on a retry after a transient failure
         was deleted by the attempt whose answer was lost: reported deleted, not missing."""
+        from tablekeeper.core.storage import retry as retries
+
         raw = self._raw(path)
         attempt = 0
         failed_before = False
