@@ -48,7 +48,7 @@ ORPHANS_UNUSED = ("decimal", "socket", "concurrent.futures", "logging", "urllib.
                   "tablekeeper.core.forked_refs", "tablekeeper.core.child_process", "mmap", "select", "signal",
                   "traceback", "tablekeeper.core.root_metadata", "tablekeeper.core.paimon.pypaimon_adapter",
                   "tablekeeper.core.paimon.partition_paths", "tablekeeper.core.paimon.consumer",
-                  "tablekeeper.core.hint_writes", "tablekeeper.core.durations") + REMOTE_ONLY
+                  "tablekeeper.core.hint_writes", "tablekeeper.core.durations", "tablekeeper.core.expire_decisions") + REMOTE_ONLY
 #: ``tag list`` reads tag files only: nothing that reads manifests or decides deletions.
 TAG_LIST_UNUSED = ("tablekeeper.core.reachability", "tablekeeper.core.decisions", "tablekeeper.core.paimon.manifests",
                    "tablekeeper.core.paimon.manifest_readers", "tablekeeper.core.paimon.avro_container",
