@@ -43,6 +43,9 @@ FaultInjector = Callable[[list[str]], None]
 
 @dataclass
 class ExecutionResult:
+    """What an execution did, per file kind and in order: deleted, missing and failed files, writes,
+    removed directories (the CLI and the Spark job report it)."""
+
     deleted: Counter[str] = field(default_factory=Counter)
     deleted_bytes: Counter[str] = field(default_factory=Counter)
     missing: Counter[str] = field(default_factory=Counter)

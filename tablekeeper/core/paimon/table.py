@@ -77,6 +77,8 @@ _TAG_READ_ATTEMPTS = 4
 
 @dataclass(frozen=True)
 class Table:
+    """One table on one branch: its root, branch and identifier, and the FileIO every read goes through."""
+
     file_io: FileIO
     root: str
     branch: str

@@ -69,6 +69,8 @@ def decode_duration(value: Any) -> timedelta | None:
 
 @dataclass(frozen=True)
 class Tag:
+    """A tag file: the snapshot it pins, with its creation time and retention when written."""
+
     name: str
     snapshot: Snapshot
     create_time: datetime | None = None

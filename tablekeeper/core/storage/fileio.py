@@ -84,6 +84,8 @@ GCS_BATCH_MAX = 100
 
 @dataclass(frozen=True)
 class FileStatus:
+    """A file or directory as the store reports it: size and modification time (UTC epoch ms)."""
+
     path: str
     size: int
     mtime_ms: int
@@ -115,6 +117,8 @@ class DeleteOutcome(enum.StrEnum):
 
 @dataclass(frozen=True)
 class DeleteResult:
+    """The outcome of deleting one path: deleted, missing (already gone) or failed, with the error."""
+
     path: str
     outcome: DeleteOutcome
     error: str | None = None
