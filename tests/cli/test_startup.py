@@ -1,5 +1,5 @@
-"""Start-up of a CLI process (issue 13, point 7): which modules ``tablekeeper --help`` and a local
-``clean-orphans`` load. A module-set assertion, never a time one: each command imports the
+"""Start-up of a CLI process (issue 13, point 7): which modules ``tablekeeper --help``, a local
+``clean-orphans``, ``expire`` and ``tag list`` load. A module-set assertion, never a time one: each command imports the
 engine modules it runs when it runs, and a local table is served by ``os`` alone, so fsspec,
 asyncio, pyarrow, pypaimon and friends (tenths of a second of every process) stay unloaded."""
 
@@ -48,7 +48,8 @@ ORPHANS_UNUSED = ("decimal", "socket", "concurrent.futures", "logging", "urllib.
                   "tablekeeper.core.forked_refs", "tablekeeper.core.child_process", "mmap", "select", "signal",
                   "traceback", "tablekeeper.core.root_metadata", "tablekeeper.core.paimon.pypaimon_adapter",
                   "tablekeeper.core.paimon.partition_paths", "tablekeeper.core.paimon.consumer",
-                  "tablekeeper.core.hint_writes", "tablekeeper.core.durations", "tablekeeper.core.expire_decisions") + REMOTE_ONLY
+                  "tablekeeper.core.hint_writes", "tablekeeper.core.durations",
+                  "tablekeeper.core.expire_decisions") + REMOTE_ONLY
 #: ``tag list`` reads tag files only: nothing that reads manifests or decides deletions.
 TAG_LIST_UNUSED = ("tablekeeper.core.reachability", "tablekeeper.core.decisions", "tablekeeper.core.paimon.manifests",
                    "tablekeeper.core.paimon.manifest_readers", "tablekeeper.core.paimon.avro_container",
