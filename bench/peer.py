@@ -126,7 +126,7 @@ def compile_bytecode() -> None:
 def tk_cli(*args: str, json_output: bool = True) -> float:
     exe = str(Path(sys.executable).parent / "tablekeeper")
     start = time.perf_counter()
-    subprocess.run([exe, *args, *(["-o", "json"] if json_output else [])], check=True, capture_output=True,
+    subprocess.run([exe, *args, *(["--output", "json"] if json_output else [])], check=True, capture_output=True,
                    text=True)
     return time.perf_counter() - start
 
@@ -208,7 +208,7 @@ def _run(workdir: str, spec: _synth.SynthSpec, retain_max: int, classpath: str, 
         t_java, _ = java_call(java, "expire_snapshots", warehouse=wh_java, table=ident, **expire_args)
         mid_j = files_of(root_java)
         os.sync()
-        t_tk = tk_cli("expire", "-w", wh_tk, ident, "--retain-min", "10", "--retain-max", str(retain_max),
+        t_tk = tk_cli("expire", "--warehouse", wh_tk, ident, "--retain-min", "10", "--retain-max", str(retain_max),
                       "--time-retained", "0 s", "--max-deletes", "2000000000")
         mid_t = files_of(root_tk)
         results["expire"] = compare("expire (ExpireSnapshots vs tablekeeper expire)", t_java, t_tk,
@@ -268,7 +268,7 @@ def orphan_rounds(java: javapaimon.JavaPaimon, label: str, wh_java: str, wh_tk: 
         t, _ = java_call(java, "remove_orphan_files", warehouse=wj, table=ident, older_than_epoch_ms=threshold_ms)
         times_java.append(t)
         os.sync()
-        times_tk.append(tk_cli("clean-orphans", "-w", wt, ident, "--older-than", str(threshold_ms)))
+        times_tk.append(tk_cli("clean-orphans", "--warehouse", wt, ident, "--older-than", str(threshold_ms)))
         gone_j, gone_t = start_j - files_of(rj), start_t - files_of(rt)
         if i == 0:
             deleted_j, deleted_t = gone_j, gone_t
