@@ -87,3 +87,33 @@ def test_hints_after_expire(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureF
     for hint in ("EARLIEST", "LATEST"):
         a, b = _rel(ours, W.DYN, "changelog", hint), _rel(theirs, W.DYN, "changelog", hint)
         assert a.exists() == b.exists() and (not a.exists() or a.read_bytes() == b.read_bytes()), hint
+
+
+def test_tag_rename_and_replace_files(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``tag rename`` and ``tag replace`` write the tag file Java's ``rename_tag`` and
+    ``replace_tag`` write."""
+    ours, theirs = _twins(wh)
+    judge.cli(capsys, "tag", "rename", "-w", ours, W.EVENTS, "manual", "renamed", "--force")
+    java.table_call("rename_tag", theirs, W.EVENTS, tag="manual", target="renamed")
+    assert not _rel(ours, W.EVENTS, "tag", "tag-manual").exists()
+    assert _masked(_rel(ours, W.EVENTS, "tag", "tag-renamed")) == _masked(_rel(theirs, W.EVENTS, "tag", "tag-renamed"))
+    sid = J.ids(_rel(ours, W.ORDERS, "snapshot"), "snapshot-")[-2]
+    judge.cli(capsys, "tag", "replace", "-w", ours, W.ORDERS, "t2", "--snapshot", str(sid), "--time-retained", "1 h")
+    java.table_call("replace_tag", theirs, W.ORDERS, tag="t2", snapshot=sid, time_retained_ms=3_600_000)
+    assert _masked(_rel(ours, W.ORDERS, "tag", "tag-t2")) == _masked(_rel(theirs, W.ORDERS, "tag", "tag-t2"))
+
+
+def test_fast_forward_files(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``branch fast-forward``: main's snapshot copies, schema copies and tags equal what Java's
+    ``fast_forward`` leaves (snapshot hints are compared where both sides have them)."""
+    ours, theirs = _twins(wh)
+    judge.cli(capsys, "branch", "fast-forward", "-w", ours, W.ORDERS, "dev")
+    java.table_call("fast_forward", theirs, W.ORDERS, branch="dev")
+    for sub in ("snapshot", "schema", "tag"):
+        mine, java_dir = _rel(ours, W.ORDERS, sub), _rel(theirs, W.ORDERS, sub)
+        files = {p.name for p in mine.iterdir() if p.is_file()}
+        java_files = {p.name for p in java_dir.iterdir() if p.is_file()}
+        hints = {"EARLIEST", "LATEST"}
+        assert files - hints == java_files - hints, sub
+        for name in sorted(files & java_files):
+            assert _masked(mine / name) == _masked(java_dir / name), f"{sub}/{name}"

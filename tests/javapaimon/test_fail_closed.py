@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -57,6 +58,23 @@ def _newer_manifest(wh: str) -> tuple[str, str]:
     return str(root / "manifest"), "_NEW_FIELD"
 
 
+def _unknown_kind(wh: str) -> Path:
+    """Every entry of every data manifest gets a file kind no Paimon version has written (Java
+    knows 0 = ADD and 1 = DELETE); one of those manifests is returned."""
+    root = J.table_root(wh, W.ORDERS)
+    manifests = [p for p in (root / "manifest").glob("manifest-*")
+                 if not p.name.startswith("manifest-list-") and "orphan" not in p.name]
+    for path in manifests:
+        with path.open("rb") as f:
+            reader = fastavro.reader(f)
+            schema, codec, records = copy.deepcopy(reader.writer_schema), reader.codec, list(reader)
+        for r in records:
+            r["_KIND"] = 7
+        with path.open("wb") as f:
+            fastavro.writer(f, schema, records, codec=codec)
+    return manifests[0]
+
+
 def _commands(wh: str) -> list[tuple[str, ...]]:
     t = W.ORDERS
     return [
@@ -99,3 +117,29 @@ def test_unknown_format_stops_every_destructive_command(java: J.JavaPaimon, wh: 
         assert code == 2, (args, err)
         assert "error: " in err and detail in err and (named in err or Path(named).name in err), (args, err)
     assert _listing(wh) == before
+
+
+@pytest.mark.newest_paimon  # the format checks do not depend on the writer version
+def test_unknown_entry_kind_stops_every_destructive_command(java: J.JavaPaimon, wh: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown manifest entry kind stops every command that decides a file's liveness from
+    entries, naming a manifest and the kind. clean-orphans scans manifests for file names without
+    decoding kinds (docs/compatibility.md): it keeps every file any manifest names, whatever its
+    kind, so it deletes only the planted orphan. Branch commands read no manifest."""
+    orphan = J.table_root(wh, W.ORDERS) / "manifest" / "manifest-orphan-0"
+    orphan.write_bytes(b"x")
+    old = time.time() - 3 * 86400
+    os.utime(orphan, (old, old))
+    _unknown_kind(wh)
+    before = _listing(wh)
+    for args in _commands(wh):
+        if args[0] in ("branch", "clean-orphans"):
+            continue
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        assert code == 2, (args, out, err)
+        assert re.search(r"/manifest/manifest-[0-9a-f-]+: unsupported manifest entry kind 7 ", err), (args, err)
+    assert _listing(wh) == before
+    [clean] = [c for c in _commands(wh) if c[0] == "clean-orphans"]
+    assert main(list(clean)) == 0, capsys.readouterr()
+    assert _listing(wh) == {k: v for k, v in before.items() if k != str(orphan)}

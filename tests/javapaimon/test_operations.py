@@ -63,10 +63,18 @@ def test_expire_changelog(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFix
     java.call("alter_table", warehouse=wh, table=W.DYN, changes=[["set_option", "changelog.num-retained.max", "3"]])
     changelogs = J.ids(J.table_root(wh, W.DYN) / "changelog", "changelog-")
     assert changelogs, "the Java-written table has no decoupled changelog"
+    shutil.copytree(wh, f"{wh}-before", copy_function=shutil.copy2)
     before, after = judge.judged(java, wh, W.DYN, lambda: judge.cli(capsys, "expire-changelog", "-w", wh, W.DYN))
     judge.unchanged_except(before, after)
     left = J.ids(J.table_root(wh, W.DYN) / "changelog", "changelog-")
     assert len(left) < len(changelogs) and set(left) <= set(changelogs)
+    # Java's own changelog expiration with the same retention (the table's options) on a twin
+    # copy keeps the same changelogs, and both read the same.
+    twin = f"{wh}-java"
+    shutil.copytree(f"{wh}-before", twin, copy_function=shutil.copy2)
+    java.table_call("expire_changelog", twin, W.DYN, retain_max=3, retain_min=1, older_than_ms=3_600_000)
+    assert J.ids(J.table_root(twin, W.DYN) / "changelog", "changelog-") == left
+    assert J.data_views(judge.readable(java.views(twin, W.DYN))) == J.data_views(after)
     judge.java_still_works(java, wh, W.DYN, after)
 
 
@@ -228,7 +236,6 @@ def test_branch_rename(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFixtur
 
 
 # ------------------------------------------------------------------------------ apply -f
-@pytest.mark.newest_paimon
 def test_apply_retention_policy(java: J.JavaPaimon, wh: str, tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     """examples/01 and examples/04 pointed at the Java-written warehouse: partitions older than
@@ -243,17 +250,20 @@ def test_apply_retention_policy(java: J.JavaPaimon, wh: str, tmp_path: Path,
             if isinstance(doc, dict) and doc.get("kind") in ("PaimonCatalog", "ClusterPaimonCatalog"):
                 doc["spec"]["warehouse"] = wh
         (manifests / name).write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    tables = (W.ORDERS, W.EVENTS)
+    tables = W.TABLES  # the policy's selector sales.* takes all three: together every feature of point 2
     before = {t: judge.readable(java.views(wh, t)) for t in tables}
     judge.cli(capsys, "apply", "-f", str(manifests))
     for t in tables:
         after = judge.readable(java.views(wh, t))
         judge.check_system_tables(wh, t, after)
-        assert after["main@latest"]["rows"] == [r for r in before[t]["main@latest"]["rows"] if r[0] != W.OLD], t
+        if t == W.DYN:  # not partitioned: nothing of its latest state expires
+            assert after["main@latest"] == before[t]["main@latest"]
+        else:
+            assert after["main@latest"]["rows"] == [r for r in before[t]["main@latest"]["rows"] if r[0] != W.OLD], t
         for key, value in J.data_views(before[t]).items():
-            if key.startswith("main@snapshot-") or key == "main@latest":
-                continue
-            assert after.get(key) == value, (t, key)
+            if key == "main@latest" or (key.startswith("main@snapshot-") and key not in after):
+                continue  # the latest state lost the old partition; expired snapshots are gone
+            assert after.get(key) == value, (t, key)  # every retained snapshot, tag and branch view
         new_tags = [k for k in after if k.startswith("main@tag-") and k not in before[t]]
         assert all(re.fullmatch(r"main@tag-\d{4}-\d{2}-\d{2}", k) for k in new_tags), new_tags
         judge.java_still_works(java, wh, t, after)
