@@ -137,6 +137,19 @@ def test_tag_delete(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFixture[s
     judge.java_still_works(java, wh, W.ORDERS, after)
 
 
+def test_tag_delete_compared_with_java(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A tag no branch was created from (Java's automatic daily tag of events): ``tag delete``
+    without --force reads and leaves the same files as Java's ``delete_tag``."""
+    twin = _copy(wh)
+    [auto] = [n for n in J.names(J.table_root(wh, W.EVENTS) / "tag", "tag-") if n != "manual"]
+    before, after = judge.judged(java, wh, W.EVENTS, lambda: judge.cli(
+        capsys, "tag", "delete", "-w", wh, W.EVENTS, auto))
+    judge.unchanged_except(before, after, removed=[f"main@tag-{auto}"])
+    _same_as_java(java, wh, W.EVENTS, after, "delete_tag", tag=auto)
+    assert J.all_files(wh) == J.all_files(twin), "tablekeeper and Java's delete_tag left different files"
+    judge.java_still_works(java, wh, W.EVENTS, after)
+
+
 def test_tag_rename(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFixture[str]) -> None:
     _copy(wh)
     before, after = judge.judged(java, wh, W.EVENTS, lambda: judge.cli(
