@@ -40,6 +40,11 @@ def _same_as_java(java: J.JavaPaimon, wh: str, table: str, ours: dict[str, Any],
     """Java's own procedure on a copy made before our operation reads the same as ours."""
     twin = f"{wh}-java"
     java.table_call(op, twin, table, **args)
+    _same_as_java_views(java, twin, table, ours, op)
+
+
+def _same_as_java_views(java: J.JavaPaimon, twin: str, table: str, ours: dict[str, Any], op: str = "procedure") -> None:
+    """Every data view of the twin Java changed reads as ours does."""
     theirs = judge.readable(java.views(twin, table))
     assert J.data_views(ours) == J.data_views(theirs), (
         f"tablekeeper and Java's {op} differ: only ours {sorted(set(ours) - set(theirs))}, "
@@ -79,6 +84,7 @@ def test_expire_changelog(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFix
 
 
 def test_expire_partitions(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _copy(wh)
     before, after = judge.judged(java, wh, W.ORDERS, lambda: judge.cli(
         capsys, "expire-partitions", "-w", wh, W.ORDERS, "--expiration-time", "30 d",
         "--timestamp-formatter", "yyyy-MM-dd"))
@@ -86,6 +92,12 @@ def test_expire_partitions(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFi
     judge.unchanged_except(before, after, changed=["main@latest"], added=[new])
     assert after["main@latest"]["rows"] == [r for r in before["main@latest"]["rows"] if r[0] != W.OLD]
     assert after[new] == after["main@latest"]
+    # Java's CALL sys.expire_partitions (values-time) on the twin: the same partition goes and
+    # every view, the new OVERWRITE snapshot included, reads the same.
+    expired = java.table_call("expire_partitions", f"{wh}-java", W.ORDERS, expiration_ms=30 * 86_400_000,
+                              timestamp_formatter="yyyy-MM-dd")
+    assert expired == [{"dt": W.OLD}]
+    _same_as_java_views(java, f"{wh}-java", W.ORDERS, after, "expire_partitions")
     judge.java_still_works(java, wh, W.ORDERS, after)
 
 
