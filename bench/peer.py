@@ -254,14 +254,20 @@ def orphan_rounds(java: javapaimon.JavaPaimon, label: str, wh_java: str, wh_tk: 
     same_every_round = True
     deleted_j: set[str] = set()
     deleted_t: set[str] = set()
-    # every copy is taken before the first round runs (round 0 may clean the warehouses themselves)
-    copies = [tuple(os.path.join(workdir, f"{side}-orphans-{tag}-{i}") for side in ("java", "tk"))
-              for i in range(1 if round_zero_in_place else 0, rounds)]
-    for cj, ct in copies:
-        split_copy(wh_java, cj)
-        split_copy(wh_tk, ct)
+    # round 0 may clean the warehouses themselves: then every copy is taken before it runs;
+    # otherwise each round's copies are taken just before it and removed after it (ext4 allows
+    # 65,000 links an inode, and the synthetic data files are links to a few template inodes)
+    names = [tuple(os.path.join(workdir, f"{side}-orphans-{tag}-{i}") for side in ("java", "tk"))
+             for i in range(1 if round_zero_in_place else 0, rounds)]
+    if round_zero_in_place:
+        for cj, ct in names:
+            split_copy(wh_java, cj)
+            split_copy(wh_tk, ct)
     in_place = [(wh_java, wh_tk)] if round_zero_in_place else []
-    for i, (wj, wt) in enumerate(in_place + copies):
+    for i, (wj, wt) in enumerate(in_place + names):
+        if not round_zero_in_place:
+            split_copy(wh_java, wj)
+            split_copy(wh_tk, wt)
         rj, rt = (os.path.join(w, f"{_synth.DB}.db", _synth.TABLE) for w in (wj, wt))
         start_j, start_t = files_of(rj), files_of(rt)
         os.sync()
