@@ -21,9 +21,14 @@ Same retention on both: ``retain_min 10``, ``retain_max R``, time retained 0, no
 orphans older than one fixed epoch-ms threshold (one day before the run). Before and after each
 operation the table's files are listed on each copy; the benchmark prints both times, the ratio
 (goal: tablekeeper >= 3x faster) and whether both deleted the same files, listing any difference
-by directory. Orphan cleanup takes under a second on both sides, so it runs ``--orphan-rounds``
-times per side (alternating, each on a fresh hard-link copy of that side's expired table) and
-the medians are compared. Timings are printed, never asserted.
+by directory. Timings are printed, never asserted.
+
+Order: orphan cleanup first on the table as built (the issue's size; ``--orphan-rounds`` rounds
+per side, alternating, each on fresh hard-link copies of the untouched warehouses, medians
+compared): this is the goal's measure. Then expiration on the two warehouses. Then orphan cleanup
+again on the expired table (13.5k files, 10 snapshots plus tags at full size), as many rounds:
+under a second on both sides and mostly tablekeeper's interpreter start-up, so it is reported
+beside the goal, not as it.
 
     .venv/bin/python bench/peer.py [--snapshots N] [--files N] [--retain-max R] [--scale X]
 """
@@ -121,7 +126,7 @@ def compile_bytecode() -> None:
 def tk_cli(*args: str, json_output: bool = True) -> float:
     exe = str(Path(sys.executable).parent / "tablekeeper")
     start = time.perf_counter()
-    subprocess.run([exe, *args, *(["-o", "json"] if json_output else [])], check=True, capture_output=True,
+    subprocess.run([exe, *args, *(["--output", "json"] if json_output else [])], check=True, capture_output=True,
                    text=True)
     return time.perf_counter() - start
 
@@ -162,7 +167,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def _run(workdir: str, spec: _synth.SynthSpec, retain_max: int, classpath: str, version: str,
-         orphan_rounds: int = 5) -> dict[str, Any]:
+         orphan_rounds_n: int = 5) -> dict[str, Any]:
     started = time.perf_counter()
     wh_java, wh_tk, wh_warm, wh_keep = (os.path.join(workdir, n) for n in ("wh-java", "wh-tk", "wh-warm", "wh-keep"))
     built = build(wh_java, spec)
@@ -193,50 +198,29 @@ def _run(workdir: str, spec: _synth.SynthSpec, retain_max: int, classpath: str, 
         results: dict[str, Any] = {}
         before_j, before_t = files_of(root_java), files_of(root_tk)
         assert before_j == before_t, "the copies differ"
+        # orphan cleanup on the table as built (the issue's size: >= 100k data files, >= 1,000
+        # snapshots), each round on fresh hard-link copies of the two untouched warehouses
+        results["orphans"] = orphan_rounds(
+            java, "orphans (LocalOrphanFilesClean vs tablekeeper clean-orphans, the table as built)",
+            wh_java, wh_tk, workdir, "full", orphan_rounds_n, threshold_ms, round_zero_in_place=False)
+        planted = {os.path.relpath(p, root_java) for p in built.orphan_paths}
+        results["orphans"]["planted_deleted_by_tk"] = planted <= results["orphans"].pop("deleted_tk_set")
         t_java, _ = java_call(java, "expire_snapshots", warehouse=wh_java, table=ident, **expire_args)
         mid_j = files_of(root_java)
         os.sync()
-        t_tk = tk_cli("expire", "-w", wh_tk, ident, "--retain-min", "10", "--retain-max", str(retain_max),
+        t_tk = tk_cli("expire", "--warehouse", wh_tk, ident, "--retain-min", "10", "--retain-max", str(retain_max),
                       "--time-retained", "0 s", "--max-deletes", "2000000000")
         mid_t = files_of(root_tk)
         results["expire"] = compare("expire (ExpireSnapshots vs tablekeeper expire)", t_java, t_tk,
                                     before_j - mid_j, before_t - mid_t)
-        # orphan cleanup takes under a second on both sides, where one run is mostly the shared VM's
-        # noise: it runs ``orphan_rounds`` times on each side, alternating, each round on a fresh
-        # hard-link copy of that side's expired warehouse (round 0 on the warehouses themselves),
-        # and the medians are compared; every round must delete the same files on both sides
-        copies = [tuple(os.path.join(workdir, f"{side}-orphans-{i}") for side in ("java", "tk"))
-                  for i in range(1, orphan_rounds)]
-        for cj, ct in copies:
-            split_copy(wh_java, cj)
-            split_copy(wh_tk, ct)
-        times_java: list[float] = []
-        times_tk: list[float] = []
-        same_every_round = True
-        deleted_j: set[str] = set()
-        deleted_t: set[str] = set()
-        for i, (wj, wt) in enumerate([(wh_java, wh_tk), *copies]):
-            rj, rt = (os.path.join(w, f"{_synth.DB}.db", _synth.TABLE) for w in (wj, wt))
-            start_j, start_t = files_of(rj), files_of(rt)
-            os.sync()
-            t, _ = java_call(java, "remove_orphan_files", warehouse=wj, table=ident, older_than_epoch_ms=threshold_ms)
-            times_java.append(t)
-            os.sync()
-            times_tk.append(tk_cli("clean-orphans", "-w", wt, ident, "--older-than", str(threshold_ms)))
-            gone_j, gone_t = start_j - files_of(rj), start_t - files_of(rt)
-            if i == 0:
-                deleted_j, deleted_t = gone_j, gone_t
-            same_every_round = same_every_round and gone_j == deleted_j and gone_t == deleted_t
-        print(f"\norphan cleanup, {orphan_rounds} rounds each (alternating; fresh copies): "
-              f"Java {' '.join(f'{t:.2f}' for t in times_java)} s; "
-              f"tablekeeper {' '.join(f'{t:.2f}' for t in times_tk)} s; medians compared below")
-        results["orphans"] = compare("orphans (LocalOrphanFilesClean vs tablekeeper clean-orphans)",
-                                     statistics.median(times_java), statistics.median(times_tk), deleted_j, deleted_t)
-        results["orphans"].update(rounds_java=times_java, rounds_tk=times_tk, same_every_round=same_every_round)
-        print(f"  every round deleted the same files as round 0, on both sides: {same_every_round}")
+        # orphan cleanup after the expiration: a table of 13.5k files and 10 snapshots (plus tags),
+        # under a second on both sides, so mostly tablekeeper's interpreter start-up and imports
+        results["orphans_after_expire"] = orphan_rounds(
+            java, "orphans-after-expire (LocalOrphanFilesClean vs tablekeeper clean-orphans, expired table)",
+            wh_java, wh_tk, workdir, "expired", orphan_rounds_n, threshold_ms)
         after_t = files_of(root_tk)
-        planted = {os.path.relpath(p, root_java) for p in built.orphan_paths}
-        results["orphans"]["planted_deleted_by_tk"] = planted <= (mid_t - after_t)
+        results["orphans_after_expire"].pop("deleted_tk_set")
+        results["orphans_after_expire"]["planted_deleted_by_tk"] = planted <= (mid_t - after_t)
         # Java's own orphan clean (dry run) reads every manifest of every retained snapshot and tag of
         # tablekeeper's copy: it must find every file it needs and nothing left to delete
         left = java.call("remove_orphan_files", warehouse=wh_tk, table=ident, older_than_epoch_ms=threshold_ms,
@@ -250,8 +234,62 @@ def _run(workdir: str, spec: _synth.SynthSpec, retain_max: int, classpath: str, 
     results["cli_startup_s"] = tk_cli("--help", json_output=False)
     print(f"for scale: a bare tablekeeper CLI process (--help) takes {results['cli_startup_s']:.2f}s "
           f"(interpreter and imports, included in tablekeeper's times above)")
+    print(f"\nsummary: expire {results['expire']['ratio']:.2f}x, orphan cleanup on the table as built "
+          f"{results['orphans']['ratio']:.2f}x (goal >= {GOAL:.0f}x, judged on the issue's table of >= 100k data "
+          f"files and >= 1,000 snapshots); orphan cleanup of the expired table "
+          f"{results['orphans_after_expire']['ratio']:.2f}x (start-up bound, reported, not the goal's measure)")
     print(f"bench wall time: {time.perf_counter() - started:.0f}s")
     return results
+
+
+def orphan_rounds(java: javapaimon.JavaPaimon, label: str, wh_java: str, wh_tk: str, workdir: str, tag: str,
+                  rounds: int, threshold_ms: int, *, round_zero_in_place: bool = True) -> dict[str, Any]:
+    """Orphan cleanup ``rounds`` times on each side, alternating, each round on a fresh hard-link
+    copy of that side's warehouse (round 0 on the warehouses themselves when
+    ``round_zero_in_place``); the medians are compared, and every round must delete the same
+    files on both sides. One run of a second or less is mostly the shared VM's noise."""
+    ident = _synth.IDENTIFIER
+    times_java: list[float] = []
+    times_tk: list[float] = []
+    same_every_round = True
+    deleted_j: set[str] = set()
+    deleted_t: set[str] = set()
+    # round 0 may clean the warehouses themselves: then every copy is taken before it runs;
+    # otherwise each round's copies are taken just before it and removed after it (ext4 allows
+    # 65,000 links an inode, and the synthetic data files are links to a few template inodes)
+    names = [tuple(os.path.join(workdir, f"{side}-orphans-{tag}-{i}") for side in ("java", "tk"))
+             for i in range(1 if round_zero_in_place else 0, rounds)]
+    if round_zero_in_place:
+        for cj, ct in names:
+            split_copy(wh_java, cj)
+            split_copy(wh_tk, ct)
+    in_place = [(wh_java, wh_tk)] if round_zero_in_place else []
+    for i, (wj, wt) in enumerate(in_place + names):
+        if not round_zero_in_place:
+            split_copy(wh_java, wj)
+            split_copy(wh_tk, wt)
+        rj, rt = (os.path.join(w, f"{_synth.DB}.db", _synth.TABLE) for w in (wj, wt))
+        start_j, start_t = files_of(rj), files_of(rt)
+        os.sync()
+        t, _ = java_call(java, "remove_orphan_files", warehouse=wj, table=ident, older_than_epoch_ms=threshold_ms)
+        times_java.append(t)
+        os.sync()
+        times_tk.append(tk_cli("clean-orphans", "--warehouse", wt, ident, "--older-than", str(threshold_ms)))
+        gone_j, gone_t = start_j - files_of(rj), start_t - files_of(rt)
+        if i == 0:
+            deleted_j, deleted_t = gone_j, gone_t
+        same_every_round = same_every_round and gone_j == deleted_j and gone_t == deleted_t
+        if wj != wh_java:
+            shutil.rmtree(wj)
+            shutil.rmtree(wt)
+    print(f"\n{label.split(' ', 1)[0]}, {rounds} rounds each (alternating; fresh copies): "
+          f"Java {' '.join(f'{t:.2f}' for t in times_java)} s; "
+          f"tablekeeper {' '.join(f'{t:.2f}' for t in times_tk)} s; medians compared below")
+    result = compare(label, statistics.median(times_java), statistics.median(times_tk), deleted_j, deleted_t)
+    result.update(rounds_java=times_java, rounds_tk=times_tk, same_every_round=same_every_round,
+                  deleted_tk_set=deleted_t)
+    print(f"  every round deleted the same files as round 0, on both sides: {same_every_round}")
+    return result
 
 
 def compare(label: str, t_java: float, t_tk: float, deleted_java: set[str], deleted_tk: set[str]) -> dict[str, Any]:

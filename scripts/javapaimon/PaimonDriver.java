@@ -222,6 +222,8 @@ public final class PaimonDriver {
                 return JSON.getNodeFactory().numberNode(expire(r, true));
             case "remove_orphan_files":
                 return removeOrphanFiles(r);
+            case "expire_partitions":
+                return expirePartitions(r);
             case "latest_snapshot": {
                 SnapshotManager sm = fileStoreTable(r).snapshotManager();
                 Long latest = sm.latestSnapshotId();
@@ -463,6 +465,21 @@ public final class PaimonDriver {
         b.changelogRetainMin(o.changelogNumRetainMin());
         b.changelogTimeRetain(o.changelogTimeRetain());
         return t.newExpireSnapshots().config(b.build()).expire();
+    }
+
+    /** What CALL sys.expire_partitions(table, expiration_time, timestamp_formatter) runs
+     *  (strategy values-time): the expired partitions' specs, in Java's order. */
+    private JsonNode expirePartitions(JsonNode r) throws Exception {
+        Map<String, String> dynamic = new HashMap<>();
+        dynamic.put("partition.timestamp-formatter", r.get("timestamp_formatter").asText());
+        FileStoreTable t = fileStoreTable(r).copy(dynamic);
+        org.apache.paimon.partition.PartitionExpireStrategy strategy =
+                new org.apache.paimon.partition.PartitionValuesTimeExpireStrategy(
+                        t.coreOptions(), t.schema().logicalPartitionType());
+        org.apache.paimon.operation.PartitionExpire expire = t.store().newPartitionExpire(
+                "", t, Duration.ofMillis(r.get("expiration_ms").asLong()), Duration.ZERO, strategy);
+        List<Map<String, String>> expired = expire.expire(Long.MAX_VALUE);
+        return JSON.valueToTree(expired == null ? new ArrayList<>() : expired);
     }
 
     private JsonNode removeOrphanFiles(JsonNode r) throws Exception {

@@ -153,9 +153,11 @@ def _emit(output: str, payload: Any, text: Callable[[], None]) -> None:
 
 
 def _duration(value: str | None, field: str) -> Any:
+    if value is None:  # (without importing the parser: every changing command asks for --wait)
+        return None
     from tablekeeper.core import durations
 
-    return durations.parse_duration(value, field=field) if value is not None else None
+    return durations.parse_duration(value, field=field)
 
 
 def _timestamp_ms(value: str | None) -> int | None:

@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tablekeeper.core import plans
 from tablekeeper.core.paimon import layout
 
 if TYPE_CHECKING:  # types only: the CLI imports what a command needs when it runs (start-up)
-    from tablekeeper.core import branches, execution
+    from tablekeeper.core import branches, execution, plans
     from tablekeeper.core.paimon.table import Table
 
 __all__ = ["rows", "plan", "change", "progress_callback", "build_timeline", "timeline"]
@@ -51,6 +50,8 @@ def rows(items: Sequence[Mapping[str, Any]], empty: str) -> None:
 
 
 def plan(p: plans.Plan, *, dry_run: bool, result: execution.ExecutionResult | None = None) -> None:
+    from tablekeeper.core import plans  # (loaded by the command that made ``p``)
+
     head = "would delete" if dry_run else "deleted"
     click.echo(f"{p.operation} on {p.table}{' (dry run)' if dry_run else ''}")
     for note in p.notes:

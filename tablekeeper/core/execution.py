@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, TypeVar
 
-from tablekeeper.core import hint_writes, plans, safety, seams
+from tablekeeper.core import plans, safety, seams
 from tablekeeper.core.paimon import hints
 from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, basename, native_unlink, parent
 
@@ -43,6 +43,9 @@ FaultInjector = Callable[[list[str]], None]
 
 @dataclass
 class ExecutionResult:
+    """What an execution did, per file kind and in order: deleted, missing and failed files, writes,
+    removed directories (the CLI and the Spark job report it)."""
+
     deleted: Counter[str] = field(default_factory=Counter)
     deleted_bytes: Counter[str] = field(default_factory=Counter)
     missing: Counter[str] = field(default_factory=Counter)
@@ -123,6 +126,8 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
         if isinstance(step, plans.WriteStep):
             if fault is not None:
                 fault([step.path])
+            from tablekeeper.core import hint_writes  # plans with writes only (start-up)
+
             target = hint_writes.hint_target(step.path)
             planned = hints.decode_hint(step.content) if target is not None else None
             if target is not None and planned is not None and not step.create_only:

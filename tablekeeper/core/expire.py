@@ -1,6 +1,6 @@
 """Snapshot and changelog expiration (paimon-semantics.md §2), decided as data.
 
-``decide_expire`` / ``decide_expire_changelog`` return a :class:`decisions.ExpirationDecision`
+``decide_expire`` / ``decide_expire_changelog`` return a :class:`expire_decisions.ExpirationDecision`
 (range, expiring ids, the roots with their uses, the tail); ``plan_expire`` /
 ``plan_expire_changelog`` evaluate it in process, the Spark job evaluates the same decision
 distributed.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from tablekeeper.core import decisions, errors, expire_evaluation, plans, retention_settings, safety
+from tablekeeper.core import decisions, errors, expire_decisions, expire_evaluation, plans, retention_settings, safety
 from tablekeeper.core.paimon import hints, layout
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
@@ -162,7 +162,7 @@ def previous_tag(tags: Sequence[Snapshot], sid: int) -> int | None:
     return max(before) if before else None
 
 
-def decide_expire(table: Table, config: ExpireConfig, now_ms: int) -> decisions.ExpirationDecision:
+def decide_expire(table: Table, config: ExpireConfig, now_ms: int) -> expire_decisions.ExpirationDecision:
     """Decide a snapshot expiration of ``table``'s branch: range, roots and their uses, tail.
 
     Roots: tags of every branch and every snapshot and tag of every *other* branch protect
@@ -181,11 +181,11 @@ def decide_expire(table: Table, config: ExpireConfig, now_ms: int) -> decisions.
         "expired_snapshots": 0, "stop_reason": rng.reason}
     earliest_hint = join(table.dir(layout.SNAPSHOT_DIR), hints.EARLIEST)
 
-    def decided(expiring: Sequence[Snapshot], missing: Sequence[int], roots: Sequence[decisions.RootUse],
-                tail: Sequence[plans.Step], notes: Sequence[str]) -> decisions.ExpirationDecision:
+    def decided(expiring: Sequence[Snapshot], missing: Sequence[int], roots: Sequence[expire_decisions.RootUse],
+                tail: Sequence[plans.Step], notes: Sequence[str]) -> expire_decisions.ExpirationDecision:
         details["expired_snapshots"] = len(expiring)
         depth = len(table.schema().partition_keys) if config.clean_empty_directories and roots else None
-        return decisions.ExpirationDecision(
+        return expire_decisions.ExpirationDecision(
             "expire-snapshots", table.identifier, table.branch, tuple(s.id for s in expiring), tuple(missing),
             tuple(roots), tuple(tail), tuple(notes), tuple(details.items()), empty_dirs_depth=depth)
 
@@ -210,19 +210,19 @@ def decide_expire(table: Table, config: ExpireConfig, now_ms: int) -> decisions.
         tag_roots, other_roots, changelog_roots = protecting_roots(table)
         own_tags = sorted((t.snapshot for t in table.tags()), key=lambda s: s.id)
     except FileNotFoundError as e:
-        raise decisions.abort_unreadable_protection("a root", e) from e
+        raise expire_decisions.abort_unreadable_protection("a root", e) from e
     decoupled = config.changelog_decoupled
     data, changelog = plans.FileKind.DATA, plans.FileKind.CHANGELOG_DATA
-    roots: list[decisions.RootUse] = []
-    roots.extend(decisions.RootUse(s, keep_changelog=True, keep_meta=True) for s in tag_roots)
-    roots.extend(decisions.RootUse(s, keep_live=True, keep_changelog=True, keep_meta=True) for s in other_roots)
-    roots.append(decisions.RootUse(end_snapshot, keep_changelog=True, keep_meta=True, cand_delta=data,
+    roots: list[expire_decisions.RootUse] = []
+    roots.extend(expire_decisions.RootUse(s, keep_changelog=True, keep_meta=True) for s in tag_roots)
+    roots.extend(expire_decisions.RootUse(s, keep_live=True, keep_changelog=True, keep_meta=True) for s in other_roots)
+    roots.append(expire_decisions.RootUse(end_snapshot, keep_changelog=True, keep_meta=True, cand_delta=data,
                                    prev_tag=previous_tag(own_tags, end_snapshot.id)))
     # decoupled: the expiring snapshots live on as changelog-N and protect what a changelog reads
-    roots.extend(decisions.RootUse(s, log_keep=True, log_reads=decisions.changelog_reads(s, config.changelog_producer))
+    roots.extend(expire_decisions.RootUse(s, log_keep=True, log_reads=decisions.changelog_reads(s, config.changelog_producer))
                  for s in [*changelog_roots, *(expiring if decoupled else [])])
     for i, s in enumerate(expiring):
-        roots.append(decisions.RootUse(s, cand_delta=data if i > 0 else None,
+        roots.append(expire_decisions.RootUse(s, cand_delta=data if i > 0 else None,
                                        prev_tag=previous_tag(own_tags, s.id) if i > 0 else None,
                                        cand_changelog=None if decoupled else changelog,
                                        cand_meta=True, cand_meta_changelog=not decoupled))
@@ -231,7 +231,7 @@ def decide_expire(table: Table, config: ExpireConfig, now_ms: int) -> decisions.
     for t in own_tags:
         if t.id in used_tags and t.id not in seen:
             seen.add(t.id)
-            roots.append(decisions.RootUse(t, tag_live=True))
+            roots.append(expire_decisions.RootUse(t, tag_live=True))
     tail: list[plans.Step] = []
     if decoupled:  # keep changelog-N copies before the snapshot files go
         for snap in expiring:
@@ -254,7 +254,7 @@ def plan_expire(table: Table, config: ExpireConfig, now_ms: int, reach: Reachabi
     return evaluate_expire(table, decide_expire(table, config, now_ms), reach)
 
 
-def evaluate_expire(table: Table, decision: decisions.ExpirationDecision, reach: Reachability | None = None
+def evaluate_expire(table: Table, decision: expire_decisions.ExpirationDecision, reach: Reachability | None = None
                     ) -> plans.Plan:
     """The in-process plan of a decided snapshot expiration (GC paused while planning)."""
     with gc_paused():
@@ -305,7 +305,7 @@ def changelog_range(table: Table, config: ChangelogConfig, now_ms: int) -> tuple
     return [i for i in ids if i < end], end
 
 
-def decide_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) -> decisions.ExpirationDecision:
+def decide_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) -> expire_decisions.ExpirationDecision:
     """Decide an expiration of long-lived ``changelog-N`` files (decoupled lifecycle, Java's
     ExpireChangelogImpl): the changelog files they added (producer other than ``none``) or the
     files their delta deleted (producer ``none``) and metadata no retained root uses are
@@ -319,9 +319,9 @@ def decide_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) 
     ids = table.changelog_ids()
     latest = table.latest_snapshot_id()
 
-    def decided(roots: Sequence[decisions.RootUse], expiring: Sequence[int], tail: Sequence[plans.Step],
-                notes: Sequence[str]) -> decisions.ExpirationDecision:
-        return decisions.ExpirationDecision(
+    def decided(roots: Sequence[expire_decisions.RootUse], expiring: Sequence[int], tail: Sequence[plans.Step],
+                notes: Sequence[str]) -> expire_decisions.ExpirationDecision:
+        return expire_decisions.ExpirationDecision(
             "expire-changelog", table.identifier, table.branch, tuple(expiring), (), tuple(roots), tuple(tail),
             tuple(notes), (("expired_changelogs", len(expiring)),))
 
@@ -343,18 +343,18 @@ def decide_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) 
     except (FileNotFoundError, errors.SnapshotNotFoundError) as e:
         raise errors.IncompleteProtectionSetError(f"cannot read a protecting root: {e}",
                                                   fix="repair the table; nothing was deleted") from e
-    roots: list[decisions.RootUse] = []
-    roots.extend(decisions.RootUse(s, keep_live=True) for s in [*other_roots, *tag_roots, earliest_snapshot])
-    roots.extend(decisions.RootUse(s, keep_meta=True)
+    roots: list[expire_decisions.RootUse] = []
+    roots.extend(expire_decisions.RootUse(s, keep_live=True) for s in [*other_roots, *tag_roots, earliest_snapshot])
+    roots.extend(expire_decisions.RootUse(s, keep_meta=True)
                  for s in [earliest_snapshot, *tag_roots, *other_roots, *all_snapshots])
-    roots.extend(decisions.RootUse(log, log_keep=True, log_reads=decisions.changelog_reads(log, config.changelog_producer))
+    roots.extend(expire_decisions.RootUse(log, log_keep=True, log_reads=decisions.changelog_reads(log, config.changelog_producer))
                  for log in kept_logs)
     for log in expiring:
         if log.changelog_manifest_list:
-            roots.append(decisions.RootUse(log, cand_changelog=plans.FileKind.CHANGELOG_DATA, changelog_vs_data=True,
+            roots.append(expire_decisions.RootUse(log, cand_changelog=plans.FileKind.CHANGELOG_DATA, changelog_vs_data=True,
                                            cand_sizes=False, cand_meta=True))
         else:
-            roots.append(decisions.RootUse(log, cand_delta=plans.FileKind.DATA, cand_sizes=False, cand_meta=True))
+            roots.append(expire_decisions.RootUse(log, cand_delta=plans.FileKind.DATA, cand_sizes=False, cand_meta=True))
     tail = (
         plans.DeleteStep(plans.FileKind.CHANGELOG_META, tuple(
             plans.PlannedFile(table.changelog_path(c.id), plans.FileKind.CHANGELOG_META, None, "expired")

@@ -41,7 +41,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
-from tablekeeper.core import commit_point, decisions, errors, execution, expire, expire_evaluation, lease, plans, seams
+from tablekeeper.core import (
+    commit_point,
+    errors,
+    execution,
+    expire,
+    expire_decisions,
+    expire_evaluation,
+    lease,
+    plans,
+    seams,
+)
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.reachability import Reachability, gc_paused
@@ -109,7 +119,7 @@ class _Subject:
 
     what: str  # "snapshots" | "changelogs"
     kind: plans.FileKind
-    decide: Callable[[Table], decisions.ExpirationDecision]
+    decide: Callable[[Table], expire_decisions.ExpirationDecision]
     path: Callable[[Table, int], str]
     exists: Callable[[Table, int], bool]
     view: Callable[[Table, Mapping[int, bytes]], Table]
@@ -148,7 +158,7 @@ class Evaluator(Generic[P]):
     :func:`local_evaluator`; the Spark job has its own, over the same decisions."""
 
     #: the files ``decision`` deletes on ``table``, without its tail (no side effect)
-    evaluate: Callable[[Table, decisions.ExpirationDecision], P]
+    evaluate: Callable[[Table, expire_decisions.ExpirationDecision], P]
     #: (the files of the second evaluation that the first deletes too, how many files of the
     #: first are kept); snapshot files are never among them (they are the decision's tail)
     agree: Callable[[P, P], tuple[P, int]]
@@ -164,19 +174,19 @@ class Expiration(Generic[P]):
     files it deleted (as the evaluator holds them), its notes, and the counts (the evaluator's
     deletes included, as far as it reports them through ``delete``)."""
 
-    decision: decisions.ExpirationDecision
+    decision: expire_decisions.ExpirationDecision
     planned: P
     notes: tuple[str, ...]
     result: execution.ExecutionResult
 
 
-def unpublishing(decision: decisions.ExpirationDecision) -> tuple[plans.DeleteStep, ...]:
+def unpublishing(decision: expire_decisions.ExpirationDecision) -> tuple[plans.DeleteStep, ...]:
     """The steps of ``decision``'s tail that delete the expiring snapshot or changelog files."""
     kinds = (plans.FileKind.SNAPSHOT, plans.FileKind.CHANGELOG_META)
     return tuple(s for s in decision.tail if isinstance(s, plans.DeleteStep) and s.kind in kinds)
 
 
-def _plan_of(decision: decisions.ExpirationDecision, steps: tuple[plans.Step, ...]) -> plans.Plan:
+def _plan_of(decision: expire_decisions.ExpirationDecision, steps: tuple[plans.Step, ...]) -> plans.Plan:
     return plans.Plan(decision.operation, decision.table, steps)
 
 
@@ -305,9 +315,9 @@ def local_evaluator(table: Table, run: Runner) -> Evaluator[plans.Plan]:
     """The in-process evaluator: ``expire_evaluation.evaluate``, executed by ``run``."""
 
     reach = Reachability(table)
-    evaluated: list[tuple[decisions.ExpirationDecision, plans.Plan]] = []
+    evaluated: list[tuple[expire_decisions.ExpirationDecision, plans.Plan]] = []
 
-    def evaluate(view: Table, decision: decisions.ExpirationDecision) -> plans.Plan:
+    def evaluate(view: Table, decision: expire_decisions.ExpirationDecision) -> plans.Plan:
         # an equal decision (same range, same roots with the same contents) evaluates to the
         # same plan: the evaluation is a pure function of the decision and immutable manifests;
         # otherwise the manifests the first evaluation decoded are reused (sharing_reads)

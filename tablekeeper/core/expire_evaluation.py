@@ -1,4 +1,4 @@
-"""The in-process evaluator of an :class:`~tablekeeper.core.decisions.ExpirationDecision`: reads
+"""The in-process evaluator of an :class:`~tablekeeper.core.expire_decisions.ExpirationDecision`: reads
 the manifests the decision's roots name and returns the frozen Plan (the Spark job evaluates the
 same decision distributed; neither decides anything).
 
@@ -16,7 +16,7 @@ Cost grows with what expires, not with the table's history:
 Why this is still safe: a block is skipped only after its identical bytes were decoded and their
 files considered for an earlier root (deletion is decided per path against the same kept set);
 prefetching swallows every error so the sequential reads meet and raise them exactly as
-:func:`decisions.judge_missing` says; the protection sets are built in full before anything is
+:func:`expire_decisions.judge_missing` says; the protection sets are built in full before anything is
 planned.
 """
 
@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tablekeeper.core import decisions, errors, plans
-from tablekeeper.core.decisions import ListRole, ReadOutcome, RootUse
+from tablekeeper.core import errors, expire_decisions, plans
+from tablekeeper.core.decisions import ListRole
+from tablekeeper.core.expire_decisions import ReadOutcome, RootUse
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.reachability import DataKey, MetaUnion, Reachability
 
@@ -35,9 +36,9 @@ _META_KINDS = {"manifest": plans.FileKind.MANIFEST, "index": plans.FileKind.INDE
 
 
 def _abort_if(use: RootUse, what: str, role: ListRole, error: BaseException) -> frozenset[ReadOutcome]:
-    outcomes = decisions.judge_missing(use, what, role)
+    outcomes = expire_decisions.judge_missing(use, what, role)
     if ReadOutcome.ABORT in outcomes:
-        raise decisions.abort_unreadable_protection(f"snapshot {use.sid} ({role})", error) from error
+        raise expire_decisions.abort_unreadable_protection(f"snapshot {use.sid} ({role})", error) from error
     return outcomes
 
 
@@ -73,11 +74,11 @@ def _kept(reach: Reachability, roots: Sequence[RootUse]) -> tuple[set[DataKey], 
                 keep_changelog |= log_data
                 keep_meta |= reach.changelog_root_meta(use.snapshot)
     except FileNotFoundError as e:
-        raise decisions.abort_unreadable_protection("a root", e) from e
+        raise expire_decisions.abort_unreadable_protection("a root", e) from e
     return keep_data, keep_changelog, keep_meta
 
 
-def evaluate(table: object, decision: decisions.ExpirationDecision, reach: Reachability | None = None) -> plans.Plan:
+def evaluate(table: object, decision: expire_decisions.ExpirationDecision, reach: Reachability | None = None) -> plans.Plan:
     """The plan of ``decision`` on ``table`` (a :class:`~tablekeeper.core.paimon.table.Table`).
     ``reach``: the metadata reads to use (``Reachability.sharing_reads`` of an earlier plan of
     the same table, whose manifests need not be decoded again); default a fresh one.
@@ -145,7 +146,7 @@ def evaluate(table: object, decision: decisions.ExpirationDecision, reach: Reach
                         f"cannot read tag at snapshot {tag.sid}: {e}", fix="repair the tag's manifests") from e
             protected = tag_live[use.prev_tag]
         reason = f"deleted in snapshot {use.sid}" if by_snapshot else f"changelog {use.sid} expired"
-        for ref in decisions.effectively_deleted(refs):
+        for ref in expire_decisions.effectively_deleted(refs):
             key = (ref.partition, ref.bucket, ref.file_name)
             if key in protected or key in keep_data:
                 continue

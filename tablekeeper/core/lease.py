@@ -76,6 +76,8 @@ def lease_dir(table_root: str) -> str:
 
 @dataclass(frozen=True)
 class LeaseRecord:
+    """The lease file's content: who holds the table's maintenance lease, for what, until when."""
+
     owner: str  # host:pid:thread:random (16 hex digits)
     operation: str
     acquired_ms: int

@@ -44,6 +44,8 @@ __all__ = ["OrphanConfig", "CandidateListing", "resolve_older_than", "data_roots
 
 @dataclass(frozen=True)
 class OrphanConfig:
+    """The options of one orphan cleanup: the age threshold and how candidates are found and scanned."""
+
     older_than_ms: int
     clean_empty_directories: bool = True
     #: processes that scan manifests while planning (local files; None: one per CPU, at most 4)

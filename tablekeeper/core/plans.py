@@ -73,6 +73,8 @@ def stage_of(kind: FileKind | str, path: str) -> int:
 
 @dataclass(frozen=True)
 class PlannedFile:
+    """One file a plan deletes, with its kind (its stage in Paimon's order), size if known and why."""
+
     path: str
     kind: FileKind
     size: int | None = None
@@ -111,6 +113,9 @@ Step = DeleteStep | WriteStep | RemoveEmptyDirsStep
 
 @dataclass(frozen=True)
 class Plan:
+    """What one operation changes, in order: the same object is printed by a dry run and carried
+    out by an executor."""
+
     operation: str
     table: str
     steps: tuple[Step, ...] = ()

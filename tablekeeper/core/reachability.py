@@ -23,14 +23,18 @@ import itertools
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from tablekeeper.core import decisions, forked_refs, root_metadata
+from tablekeeper.core import decisions
 from tablekeeper.core.decisions import ListRole
-from tablekeeper.core.paimon import avro_container, layout, manifests, pypaimon_adapter
+from tablekeeper.core.paimon import avro_container, layout, manifests
 from tablekeeper.core.paimon.manifest_decoding import gc_paused
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.storage import FileIO, join
+
+if TYPE_CHECKING:  # imported where used: a local orphan cleanup never forks, reads root metadata or paths
+    from tablekeeper.core.paimon import pypaimon_adapter
 
 __all__ = ["DataKey", "MetaFile", "MetaUnion", "Reachability", "gc_paused"]
 
@@ -282,7 +286,11 @@ class Reachability:
         """Whether ``prefetch`` does anything: on object stores (a thread pool), and on local
         files where a forked helper can decode half of the manifests (:mod:`.forked_refs`;
         threads cannot: local reads are CPU-bound under the GIL)."""
-        return not self.file_io.is_local or forked_refs.usable(self.file_io)
+        if not self.file_io.is_local:
+            return True
+        from tablekeeper.core import forked_refs
+
+        return forked_refs.usable(self.file_io)
 
     def prefetch(self, list_names: Iterable[str | None], *, manifests_too: bool = True,
                  workers: int = PREFETCH_WORKERS, with_paths: bool = False,
@@ -354,6 +362,8 @@ class Reachability:
                 self._warm_paths()
             self._read_lists_quietly(then_lists)
 
+        from tablekeeper.core import forked_refs
+
         forked_refs.decode_shared(self.file_io, self.manifest_dir, wanted, self.manifest_refs, store,
                                   meanwhile=meanwhile)
         if not ran:  # no helper was used: read them now, as before
@@ -386,6 +396,8 @@ class Reachability:
         ``tolerant`` is for roots being deleted: a list or index manifest that is already gone
         (an interrupted earlier run deletes manifests before lists, index files before the
         index manifest) contributes only its own name. Never use it for protecting roots."""
+        from tablekeeper.core import root_metadata
+
         out: set[MetaFile] = set()
         roles = [ListRole.BASE, ListRole.DELTA] + ([ListRole.CHANGELOG] if include_changelog else [])
         new_blocks: list[int] = []
@@ -479,6 +491,8 @@ class Reachability:
     def _paths(self) -> pypaimon_adapter.PartitionPathResolver:
         """Built on first use: orphan cleanup reads names only and never needs it."""
         if self._resolver is None:
+            from tablekeeper.core.paimon import pypaimon_adapter
+
             resolver = pypaimon_adapter.PartitionPathResolver(self.table)
             with self._lock:
                 if self._resolver is None:

@@ -59,6 +59,8 @@ def default_processes() -> int:
 
 @dataclass(frozen=True)
 class References:
+    """What the roots of an orphan cleanup use, as names: the basis of the orphan verdicts."""
+
     #: listed metadata names (lists, manifests, index manifests and files, statistics) some root references
     used_meta: frozenset[str]
     #: listed data names no reachable manifest references

@@ -16,7 +16,6 @@ operator and the Spark driver, which reach the executor through different call c
 from __future__ import annotations
 
 import os
-import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,6 +46,8 @@ def active() -> bool:
 def point(name: str) -> None:
     """Reached phase boundary ``name``: run the test hooks, or die here if asked to."""
     if os.environ.get(KILL_ENV) == name:
+        import signal  # (tests only: start-up)
+
         os.kill(os.getpid(), signal.SIGKILL)
     for hook in list(_hooks):  # what a test injects happened before this boundary's checks
         hook(name)

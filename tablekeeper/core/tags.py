@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tablekeeper.core import errors, fork_points, names, plans
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.paimon.tag import Tag
-from tablekeeper.core.reachability import DataKey, Reachability
+
+if TYPE_CHECKING:  # reads manifests: imported by the tag cleanup only (``tag list`` and ``create`` start faster)
+    from tablekeeper.core.reachability import DataKey
 
 __all__ = [
     "TagRow", "TagResult", "list_tags", "resolve_snapshot", "create_tag", "plan_delete_tag", "plan_tag_cleanup",
@@ -243,6 +245,8 @@ def plan_tag_cleanup(table: Table, tag: Tag, tag_files: tuple[plans.PlannedFile,
     if others_same:
         notes.append(f"tag {others_same[0].name!r} pins the same snapshot: only the tag file is removed")
         return plans.Plan("delete-tag", table.identifier, plans.Plan.ordered_deletes(tag_files), tuple(notes))
+    from tablekeeper.core.reachability import Reachability
+
     reach = Reachability(table)
     try:
         try:

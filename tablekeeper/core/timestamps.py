@@ -14,7 +14,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tablekeeper.core import durations, errors
+from tablekeeper.core import errors
 
 __all__ = ["now_ms", "epoch_ms", "from_epoch_ms", "iso_ms", "rfc3339", "rfc3339_ms", "parse_rfc3339",
            "parse_rfc3339_ms", "parse_instant_ms", "parse_time_or_age"]
@@ -92,4 +92,6 @@ def parse_time_or_age(value: str, *, flag: str) -> tuple[int | None, timedelta |
     """
     if value.isdigit() or "T" in value or value.count("-") >= 2:
         return parse_instant_ms(value, flag=flag), None
+    from tablekeeper.core import durations  # an age (a point in time, the bench's form, needs no parser)
+
     return None, durations.parse_duration(value, field=flag)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tablekeeper.core import durations, safety
+from tablekeeper.core import safety
 from tablekeeper.core.paimon.table import Table
 
 __all__ = ["latest_commit_ms", "forced_threshold_warning"]
@@ -34,6 +34,8 @@ def forced_threshold_warning(table: Table, older_than_ms: int, now_ms: int) -> s
     window = timedelta(milliseconds=now_ms - older_than_ms)
     if window >= safety.ORPHAN_AGE_FLOOR:
         return None
+    from tablekeeper.core import durations  # forced thresholds only (start-up)
+
     latest = latest_commit_ms(table)
     if latest is None:
         recent = "the table has no commit yet"

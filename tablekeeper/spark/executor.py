@@ -1,7 +1,7 @@
 """Executor-side functions of the tablekeeper Spark jobs: the I/O of evaluating core's
 decisions (``tablekeeper.core.decisions``) — listing, manifest reads, deletes — and core's
 per-file rules applied where the rows are (``decisions.is_candidate_name``,
-``decisions.effective_deletions``, ``manifests.merge_kinds``, ``core.root_metadata``). No rule
+``expire_decisions.effective_deletions``, ``manifests.merge_kinds``, ``core.root_metadata``). No rule
 is stated here.
 
 Rules (style.md §2.13, spark-jobs.md §6.4):
@@ -441,7 +441,7 @@ def index_key(file_name: str, external_path: str | None, partition: bytes | None
 
 
 def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """One row per root use of an expiration decision (``decisions.RootUse``) -> what the
+    """One row per root use of an expiration decision (``expire_decisions.RootUse``) -> what the
     evaluation needs from it, in one pass:
 
     - ``manifest`` rows (list role, manifest name, position in the list) for the lists in
@@ -452,7 +452,7 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
       keeps, located later). A list or index manifest that cannot be read contributes its own
       name only;
     - ``error`` rows for lists and index manifests that are missing or unreadable: the driver
-      judges them with ``decisions.judge_missing``.
+      judges them with ``expire_decisions.judge_missing``.
 
     The lists are not read here: ``lists`` carries the rows :func:`read_lists` returned for the
     root's lists (each list read once per run by the driver's list cache, whichever roots share
@@ -534,12 +534,12 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
 
 def effective_deletions(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(rid, file key, the kinds of its entries within that root's delta) -> the keys the delta
-    really deletes (``decisions.effective_deletions``)."""
-    from tablekeeper.core import decisions
+    really deletes (``expire_decisions.effective_deletions``)."""
+    from tablekeeper.core import expire_decisions
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
         rid, partition, bucket, file_name, kinds = row
-        if decisions.effective_deletions(kinds):
+        if expire_decisions.effective_deletions(kinds):
             out.add(rid, partition, bucket, file_name)
 
     return _map(batches, ("rid", "partition", "bucket", "file_name", "kinds"), KEYED_FIELDS, one)

@@ -29,9 +29,9 @@ Expiration evaluates ``expire.decide_expire`` / ``decide_expire_changelog`` (§5
 ``RootUse`` of the decision is one row; manifest lists, manifests and index manifests are read in
 executors, each manifest list and manifest once per run (``_Ctx.lists``, ``_Ctx.entries``), in two passes (the candidates' deltas and changelogs first, then the protecting uses,
 scoped to candidate names). Core's rules are applied where the data is: deletions within one
-delta by ``decisions.effective_deletions``, live files by ``manifests.merge_kinds`` in manifest
+delta by ``expire_decisions.effective_deletions``, live files by ``manifests.merge_kinds`` in manifest
 order, a root's metadata by ``core.root_metadata``, every read error by
-``decisions.judge_missing`` (abort, skip a cleaned delta, or a broken tag). Deletes run stage by
+``expire_decisions.judge_missing`` (abort, skip a cleaned delta, or a broken tag). Deletes run stage by
 stage in executors, then the decision's tail (changelog copies, snapshot or changelog files,
 EARLIEST) through core's executor on the driver.
 """
@@ -59,6 +59,7 @@ from tablekeeper.core import (
     expire,
     expire_batches,
     expire_commit,
+    expire_decisions,
     inventory,
     orphans,
     plans,
@@ -68,7 +69,8 @@ from tablekeeper.core import (
     seams,
     timestamps,
 )
-from tablekeeper.core.decisions import ListRole, ReadOutcome, RootUse
+from tablekeeper.core.decisions import ListRole
+from tablekeeper.core.expire_decisions import ReadOutcome, RootUse
 from tablekeeper.core.paimon import layout, manifests
 from tablekeeper.core.paimon.pypaimon_adapter import PartitionPathResolver
 from tablekeeper.core.paimon.table import Table, open_table
@@ -556,16 +558,16 @@ _LIST_ORDER = {ListRole.BASE.value: 0, ListRole.DELTA.value: 1, ListRole.CHANGEL
 
 @dataclass
 class _Judgement:
-    """What the read errors met so far mean, as ``decisions.judge_missing`` says."""
+    """What the read errors met so far mean, as ``expire_decisions.judge_missing`` says."""
 
     skip_delta: set[int] = field(default_factory=set)
     skip_changelog: set[int] = field(default_factory=set)
     broken_tags: dict[int, str] = field(default_factory=dict)  # tag_live rid -> error
 
     def missing(self, rid: int, use: RootUse, what: str, role: str, label: str, error: str) -> None:
-        outcomes = decisions.judge_missing(use, what, ListRole(role))
+        outcomes = expire_decisions.judge_missing(use, what, ListRole(role))
         if ReadOutcome.ABORT in outcomes:
-            raise decisions.abort_unreadable_protection(label, error)
+            raise expire_decisions.abort_unreadable_protection(label, error)
         if ReadOutcome.BREAKS_TAG in outcomes:
             self.broken_tags.setdefault(rid, f"{label}: {error}")
         if ReadOutcome.SKIP_DELTA in outcomes:
@@ -580,7 +582,7 @@ def _use_row(rid: int, u: RootUse) -> tuple[Any, ...]:
             u.changelog_vs_data, u.cand_sizes, u.prev_tag, u.cand_meta, u.log_role.value)
 
 
-def _plan_expiration(ctx: _Ctx, table: Table, decision: decisions.ExpirationDecision
+def _plan_expiration(ctx: _Ctx, table: Table, decision: expire_decisions.ExpirationDecision
                      ) -> tuple[DataFrame, dict[str, Any]]:
     """Distributed evaluation of ``decision``'s roots; returns (planned delete rows, spec),
     materialised, not yet counted (:func:`_record_planned`)."""
@@ -644,7 +646,7 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: decisions.ExpirationDeci
     key = ["partition", "bucket", "file_name"]
     size = F.when(F.col("cand_sizes"), F.col("file_size")).otherwise(F.lit(0)).cast("long").alias("size")
     deltas = cand_entries.filter((F.col("list_role") == ListRole.DELTA.value) & F.col("cand_delta").isNotNull())
-    # core's rule (decisions.effective_deletions) on each file's entry kinds within one delta
+    # core's rule (expire_decisions.effective_deletions) on each file's entry kinds within one delta
     effective = ctx.io(deltas.groupBy("rid", *key).agg(F.collect_set("kind").alias("kinds")),
                        ex.effective_deletions, ex.KEYED_FIELDS, spec)
     deletions = deltas.filter(F.col("kind") == manifests.DELETE).join(effective, ["rid", *key], "left_semi").select(
@@ -761,7 +763,7 @@ def _judge_manifest_errors(judged: _Judgement, by_rid: Mapping[int, RootUse], us
                        f"missing {names[:5]}")
 
 
-def _evaluate(ctx: _Ctx, table: Table, decision: decisions.ExpirationDecision, t0: float) -> None:
+def _evaluate(ctx: _Ctx, table: Table, decision: expire_decisions.ExpirationDecision, t0: float) -> None:
     """Evaluate ``decision`` and carry it out in Paimon's order (a dry run, or a decision run
     under core's commit-point re-check): nothing to read (hints only) -> core's executor runs
     its tail; otherwise distributed planning, then the deletes and the tail."""
@@ -793,7 +795,7 @@ def _evaluator(ctx: _Ctx, table: Table, t0: float) -> expire_commit.Evaluator[_E
     delete) with this job evaluating the decisions: core decides, orders and re-checks; the
     job reads manifests, intersects the two evaluations and deletes, distributed."""
 
-    def evaluate(view: Table, decision: decisions.ExpirationDecision) -> _Evaluated:
+    def evaluate(view: Table, decision: expire_decisions.ExpirationDecision) -> _Evaluated:
         unpublish = expire_commit.unpublishing(decision)
         if not decision.reads_manifests:
             return _Evaluated(None, {}, None, unpublish)
@@ -858,14 +860,14 @@ def _report(ctx: _Ctx, done: expire_commit.Expiration[_Evaluated]) -> None:
     ctx.result.notes.extend((*done.decision.notes, *done.notes))
 
 
-def _checked(ctx: _Ctx, table: Table, decide: Callable[[], decisions.ExpirationDecision], t0: float) -> None:
+def _checked(ctx: _Ctx, table: Table, decide: Callable[[], expire_decisions.ExpirationDecision], t0: float) -> None:
     """Run a decision under core's commit-point re-check (``commit_point.run_checked_with``):
     tags, branches and consumers are compared before every delete stage; when they grew, the
     decision is made again (a re-plan counts only what it finally planned)."""
     result = ctx.result
     counted = (dict(result.planned_files), dict(result.planned_bytes), list(result.sample), list(result.notes))
 
-    def run(decision: decisions.ExpirationDecision) -> None:
+    def run(decision: expire_decisions.ExpirationDecision) -> None:
         result.planned_files, result.planned_bytes = dict(counted[0]), dict(counted[1])
         result.sample, result.notes = list(counted[2]), list(counted[3])
         _evaluate(ctx, table, decision, t0)

@@ -1,5 +1,5 @@
-"""Start-up of a CLI process (issue 13, point 7): which modules ``tablekeeper --help`` and a local
-``clean-orphans`` load. A module-set assertion, never a time one: each command imports the
+"""Start-up of a CLI process (issue 13, point 7): which modules ``tablekeeper --help``, a local
+``clean-orphans``, ``expire`` and ``tag list`` load. A module-set assertion, never a time one: each command imports the
 engine modules it runs when it runs, and a local table is served by ``os`` alone, so fsspec,
 asyncio, pyarrow, pypaimon and friends (tenths of a second of every process) stay unloaded."""
 
@@ -32,9 +32,28 @@ HEAVY = ("fsspec", "asyncio", "aiohttp", "s3fs", "aiobotocore", "botocore", "pya
          "tablekeeper.spark", "tablekeeper.reconcile", "tablekeeper.operator",
          # manifest lists are decoded natively, trusted on a self-test encoded without fastavro
          "fastavro", "cramjam")
+#: Not loaded by ``--help`` (nor by a bad command line): the storage layer and the plan types come
+#: with the first table a command opens.
+HELP_UNUSED = ("tablekeeper.core.storage", "tablekeeper.core.plans", "tablekeeper.core.paimon.table")
+#: Object-store support a local table never needs: retries and their jitter (local calls are not
+#: retried), segmented S3 listings, credential masking (error messages of remote stores).
+REMOTE_ONLY = ("tablekeeper.core.storage.retry", "tablekeeper.core.storage.segmented",
+               "tablekeeper.core.storage.secrets", "tablekeeper.core.storage.oss_headers", "random")
 #: Not on the path of a local clean-orphans either (a tag's retention, a host name by socket, thread
-#: pools with logging: one delete thread on local disk; URLs of remote stores).
-ORPHANS_UNUSED = ("decimal", "socket", "concurrent.futures", "logging", "urllib.parse")
+#: pools with logging: one delete thread on local disk; URLs of remote stores; the forked manifest
+#: decoder and its pipes, signals and tracebacks; root metadata, partition paths, consumers and
+#: hint writes, which only expirations read or write; the duration parser: the thresholds are
+#: points in time or defaults; the crash-test kill switch's signal module).
+ORPHANS_UNUSED = ("decimal", "socket", "concurrent.futures", "logging", "urllib.parse",
+                  "tablekeeper.core.forked_refs", "tablekeeper.core.child_process", "mmap", "select", "signal",
+                  "traceback", "tablekeeper.core.root_metadata", "tablekeeper.core.paimon.pypaimon_adapter",
+                  "tablekeeper.core.paimon.partition_paths", "tablekeeper.core.paimon.consumer",
+                  "tablekeeper.core.hint_writes", "tablekeeper.core.durations",
+                  "tablekeeper.core.expire_decisions") + REMOTE_ONLY
+#: ``tag list`` reads tag files only: nothing that reads manifests or decides deletions.
+TAG_LIST_UNUSED = ("tablekeeper.core.reachability", "tablekeeper.core.decisions", "tablekeeper.core.paimon.manifests",
+                   "tablekeeper.core.paimon.manifest_readers", "tablekeeper.core.paimon.avro_container",
+                   "tablekeeper.core.execution", "tablekeeper.core.lease", "zstandard") + REMOTE_ONLY
 #: Needed by no command's start-up either; loaded by the commands that use them.
 ENGINE = ("fastavro", "zstandard", "tablekeeper.core.orphans", "tablekeeper.core.expire", "tablekeeper.core.tags",
           "tablekeeper.core.branches", "tablekeeper.core.inventory", "tablekeeper.core.paimon.manifests")
@@ -58,7 +77,7 @@ def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 def test_help_loads_no_engine_module(tmp_path: Path) -> None:
     code, modules = _modules(tmp_path, "--help")
     assert code == 0
-    assert _loaded(modules, HEAVY + ENGINE) == []
+    assert _loaded(modules, HEAVY + ENGINE + HELP_UNUSED) == []
     assert "click" in modules and "tablekeeper.cli.main" in modules  # the probe ran the CLI
 
 
@@ -92,7 +111,10 @@ def test_local_clean_orphans_loads_no_remote_store_or_pypaimon(
     assert code == 0 and orphan.exists()
     code, modules = _modules(tmp_path, "clean-orphans", "-w", warehouse, "db.orders", "-o", "json")
     assert code == 0 and not orphan.exists()  # the whole path ran: listing, roots, manifests, delete
-    for loaded in (dry, modules):
+    code, at = _modules(tmp_path, "clean-orphans", "-w", warehouse, "db.orders", "--older-than", "1000",
+                        "--dry-run", "-o", "json")  # a threshold given as a time, as the peer bench does
+    assert code == 0
+    for loaded in (dry, modules, at):
         assert _loaded(loaded, HEAVY + ORPHANS_UNUSED) == []
         assert "tablekeeper.core.orphans" in loaded and "tablekeeper.core.expire" not in loaded
     assert P.snapshot_views(warehouse, "db.orders") == views  # pypaimon reads every snapshot as before
@@ -115,7 +137,25 @@ def test_local_expire_of_common_partition_types_loads_no_pypaimon(tmp_path: Path
     gone = before - P.files_under(root)
     assert {p.split("/", 1)[0] for p in gone if "/bucket-" in p} == {
         "dt=2026-01-01", "dt=a b%2Fc%3Ad", "dt=__DEFAULT_PARTITION__"}, gone  # data of every partition went
-    assert _loaded(modules, ("pypaimon", "pyarrow", "numpy", "pandas", "fsspec", "pyspark")) == []
+    assert _loaded(modules, ("pypaimon", "pyarrow", "numpy", "pandas", "fsspec", "pyspark") + REMOTE_ONLY) == []
     assert "tablekeeper.core.expire" in modules
     views = P.snapshot_views(str(warehouse), "db.orders")
     assert views["main@latest"] == latest and len([k for k in views if "@snapshot-" in k]) == 1
+
+
+def test_local_tag_list_reads_no_manifest_module(tmp_path: Path) -> None:
+    """Listing tags reads the tag files (and fork points) only: the manifest readers, the
+    reachability engine, decisions, the executor and the lease stay unloaded."""
+    warehouse = tmp_path / "wh"
+    P.build_history(str(warehouse), commits=2)
+    assert main_ok(["tag", "create", "-w", str(warehouse), "db.orders", "nightly", "--time-retained", "7 d"])
+    code, modules = _modules(tmp_path, "tag", "list", "-w", str(warehouse), "db.orders", "-o", "json")
+    assert code == 0
+    assert _loaded(modules, HEAVY + TAG_LIST_UNUSED) == []
+    assert "tablekeeper.core.tags" in modules
+
+
+def main_ok(argv: list[str]) -> bool:
+    from tablekeeper.cli.main import main
+
+    return main(argv) == 0

@@ -574,6 +574,25 @@ def test_unsupported_version_is_a_format_error(tmp_path: Path, damaged: tuple[st
             reader_fn(IO, str(path))
 
 
+def test_unknown_entry_kind_is_a_format_error_naming_the_manifest(tmp_path: Path,
+                                                                   damaged: tuple[str, dict[str, str]]) -> None:
+    """An entry kind other than ADD (0) and DELETE (1), as a newer Paimon could write, fails
+    closed naming the manifest and the kind (issue 13 point 6)."""
+    _root, paths = damaged
+    with open(paths["manifest"], "rb") as f:
+        reader = fastavro.reader(f)
+        schema, records = reader.writer_schema, [r for r in reader if isinstance(r, dict)]
+    records[-1]["_KIND"] = 2
+    out = io.BytesIO()
+    fastavro.writer(out, schema, records, codec="deflate")
+    path = tmp_path / "manifest-kind2"
+    path.write_bytes(out.getvalue())
+    for reader_fn in (m.read_manifest, m.read_manifest_refs):
+        with pytest.raises(errors.FormatError, match=f"{path}: unsupported manifest entry kind 2 ") as info:
+            reader_fn(IO, str(path))
+        assert info.value.fix
+
+
 def test_missing_manifest_under_a_snapshot_is_not_an_empty_result(damaged: tuple[str, dict[str, str]]) -> None:
     root, _paths = damaged
     handle = open_table_path(root)

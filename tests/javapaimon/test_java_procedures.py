@@ -13,7 +13,7 @@ from tests.javapaimon import judge
 from tests.javapaimon import warehouse as W
 from tests.support import javapaimon as J
 
-pytestmark = [pytest.mark.javapaimon, pytest.mark.newest_paimon, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.javapaimon, pytest.mark.timeout(1200)]
 
 
 

@@ -40,6 +40,11 @@ def _same_as_java(java: J.JavaPaimon, wh: str, table: str, ours: dict[str, Any],
     """Java's own procedure on a copy made before our operation reads the same as ours."""
     twin = f"{wh}-java"
     java.table_call(op, twin, table, **args)
+    _same_as_java_views(java, twin, table, ours, op)
+
+
+def _same_as_java_views(java: J.JavaPaimon, twin: str, table: str, ours: dict[str, Any], op: str = "procedure") -> None:
+    """Every data view of the twin Java changed reads as ours does."""
     theirs = judge.readable(java.views(twin, table))
     assert J.data_views(ours) == J.data_views(theirs), (
         f"tablekeeper and Java's {op} differ: only ours {sorted(set(ours) - set(theirs))}, "
@@ -63,14 +68,23 @@ def test_expire_changelog(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFix
     java.call("alter_table", warehouse=wh, table=W.DYN, changes=[["set_option", "changelog.num-retained.max", "3"]])
     changelogs = J.ids(J.table_root(wh, W.DYN) / "changelog", "changelog-")
     assert changelogs, "the Java-written table has no decoupled changelog"
+    shutil.copytree(wh, f"{wh}-before", copy_function=shutil.copy2)
     before, after = judge.judged(java, wh, W.DYN, lambda: judge.cli(capsys, "expire-changelog", "-w", wh, W.DYN))
     judge.unchanged_except(before, after)
     left = J.ids(J.table_root(wh, W.DYN) / "changelog", "changelog-")
     assert len(left) < len(changelogs) and set(left) <= set(changelogs)
+    # Java's own changelog expiration with the same retention (the table's options) on a twin
+    # copy keeps the same changelogs, and both read the same.
+    twin = f"{wh}-java"
+    shutil.copytree(f"{wh}-before", twin, copy_function=shutil.copy2)
+    java.table_call("expire_changelog", twin, W.DYN, retain_max=3, retain_min=1, older_than_ms=3_600_000)
+    assert J.ids(J.table_root(twin, W.DYN) / "changelog", "changelog-") == left
+    assert J.data_views(judge.readable(java.views(twin, W.DYN))) == J.data_views(after)
     judge.java_still_works(java, wh, W.DYN, after)
 
 
 def test_expire_partitions(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _copy(wh)
     before, after = judge.judged(java, wh, W.ORDERS, lambda: judge.cli(
         capsys, "expire-partitions", "-w", wh, W.ORDERS, "--expiration-time", "30 d",
         "--timestamp-formatter", "yyyy-MM-dd"))
@@ -78,6 +92,12 @@ def test_expire_partitions(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFi
     judge.unchanged_except(before, after, changed=["main@latest"], added=[new])
     assert after["main@latest"]["rows"] == [r for r in before["main@latest"]["rows"] if r[0] != W.OLD]
     assert after[new] == after["main@latest"]
+    # Java's CALL sys.expire_partitions (values-time) on the twin: the same partition goes and
+    # every view, the new OVERWRITE snapshot included, reads the same.
+    expired = java.table_call("expire_partitions", f"{wh}-java", W.ORDERS, expiration_ms=30 * 86_400_000,
+                              timestamp_formatter="yyyy-MM-dd")
+    assert expired == [{"dt": W.OLD}]
+    _same_as_java_views(java, f"{wh}-java", W.ORDERS, after, "expire_partitions")
     judge.java_still_works(java, wh, W.ORDERS, after)
 
 
@@ -127,6 +147,19 @@ def test_tag_delete(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFixture[s
     # Not compared with Java's delete_tag: Java deletes the files only the tag and branch dev
     # read, and dev becomes unreadable (docs/compatibility.md); ours keeps them.
     judge.java_still_works(java, wh, W.ORDERS, after)
+
+
+def test_tag_delete_compared_with_java(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A tag no branch was created from (Java's automatic daily tag of events): ``tag delete``
+    without --force reads and leaves the same files as Java's ``delete_tag``."""
+    twin = _copy(wh)
+    [auto] = [n for n in J.names(J.table_root(wh, W.EVENTS) / "tag", "tag-") if n != "manual"]
+    before, after = judge.judged(java, wh, W.EVENTS, lambda: judge.cli(
+        capsys, "tag", "delete", "-w", wh, W.EVENTS, auto))
+    judge.unchanged_except(before, after, removed=[f"main@tag-{auto}"])
+    _same_as_java(java, wh, W.EVENTS, after, "delete_tag", tag=auto)
+    assert J.all_files(wh) == J.all_files(twin), "tablekeeper and Java's delete_tag left different files"
+    judge.java_still_works(java, wh, W.EVENTS, after)
 
 
 def test_tag_rename(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -218,17 +251,19 @@ def test_branch_replace_main(java: J.JavaPaimon, wh: str, capsys: pytest.Capture
 
 
 def test_branch_rename(java: J.JavaPaimon, wh: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _copy(wh)
     before, after = judge.judged(java, wh, W.ORDERS, lambda: judge.cli(
         capsys, "branch", "rename", "-w", wh, W.ORDERS, "dev", "dev-2"))
     old = [k for k in before if k.startswith("dev@")]
     judge.unchanged_except(before, after, removed=old, added=[k.replace("dev@", "dev-2@") for k in old])
     for key in old:
         assert after[key.replace("dev@", "dev-2@")] == before[key]
+    if not java.version.startswith("1.3."):  # FileStoreTable.renameBranch is new in Paimon 1.4
+        _same_as_java(java, wh, W.ORDERS, after, "rename_branch", branch="dev", target="dev-2")
     judge.java_still_works(java, wh, W.ORDERS, after)
 
 
 # ------------------------------------------------------------------------------ apply -f
-@pytest.mark.newest_paimon
 def test_apply_retention_policy(java: J.JavaPaimon, wh: str, tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     """examples/01 and examples/04 pointed at the Java-written warehouse: partitions older than
@@ -243,17 +278,20 @@ def test_apply_retention_policy(java: J.JavaPaimon, wh: str, tmp_path: Path,
             if isinstance(doc, dict) and doc.get("kind") in ("PaimonCatalog", "ClusterPaimonCatalog"):
                 doc["spec"]["warehouse"] = wh
         (manifests / name).write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    tables = (W.ORDERS, W.EVENTS)
+    tables = W.TABLES  # the policy's selector sales.* takes all three: together every feature of point 2
     before = {t: judge.readable(java.views(wh, t)) for t in tables}
     judge.cli(capsys, "apply", "-f", str(manifests))
     for t in tables:
         after = judge.readable(java.views(wh, t))
         judge.check_system_tables(wh, t, after)
-        assert after["main@latest"]["rows"] == [r for r in before[t]["main@latest"]["rows"] if r[0] != W.OLD], t
+        if t == W.DYN:  # not partitioned: nothing of its latest state expires
+            assert after["main@latest"] == before[t]["main@latest"]
+        else:
+            assert after["main@latest"]["rows"] == [r for r in before[t]["main@latest"]["rows"] if r[0] != W.OLD], t
         for key, value in J.data_views(before[t]).items():
-            if key.startswith("main@snapshot-") or key == "main@latest":
-                continue
-            assert after.get(key) == value, (t, key)
+            if key == "main@latest" or (key.startswith("main@snapshot-") and key not in after):
+                continue  # the latest state lost the old partition; expired snapshots are gone
+            assert after.get(key) == value, (t, key)  # every retained snapshot, tag and branch view
         new_tags = [k for k in after if k.startswith("main@tag-") and k not in before[t]]
         assert all(re.fullmatch(r"main@tag-\d{4}-\d{2}-\d{2}", k) for k in new_tags), new_tags
         judge.java_still_works(java, wh, t, after)

@@ -4,8 +4,9 @@ read none of its lists and no missing list of it aborts (Java deletes them)."""
 
 from __future__ import annotations
 
-from tablekeeper.core import decisions
-from tablekeeper.core.decisions import ListRole, ReadOutcome, RootUse
+from tablekeeper.core import decisions, expire_decisions
+from tablekeeper.core.decisions import ListRole
+from tablekeeper.core.expire_decisions import ReadOutcome, RootUse
 from tablekeeper.core.paimon.snapshot import Snapshot
 
 
@@ -30,7 +31,7 @@ def test_a_changelog_that_reads_nothing_reads_no_list() -> None:
     assert empty.entry_roles == frozenset() and empty.meta_lists == ()
     assert empty.meta_extra and not empty.strict_index
     for role in (ListRole.BASE, ListRole.DELTA, ListRole.CHANGELOG):
-        assert ReadOutcome.ABORT not in decisions.judge_missing(empty, "list", role)
+        assert ReadOutcome.ABORT not in expire_decisions.judge_missing(empty, "list", role)
     reading = RootUse(_snap(None), log_keep=True)  # producer none: the changelog is the delta
     assert ListRole.DELTA in reading.entry_roles and reading.strict_index
-    assert ReadOutcome.ABORT in decisions.judge_missing(reading, "list", ListRole.DELTA)
+    assert ReadOutcome.ABORT in expire_decisions.judge_missing(reading, "list", ListRole.DELTA)

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tablekeeper.core import decisions, errors, plans
-from tablekeeper.core.decisions import ListRole, ReadOutcome, RootUse
+from tablekeeper.core import decisions, errors, expire_decisions, plans
+from tablekeeper.core.decisions import ListRole
+from tablekeeper.core.expire_decisions import ReadOutcome, RootUse
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon.snapshot import Snapshot
 
@@ -26,57 +27,57 @@ def snap(sid: int = 1, *, changelog: bool = False) -> Snapshot:
 def test_protecting_uses_abort_on_every_list_and_manifest_they_read() -> None:
     other_branch = RootUse(snap(), keep_live=True, keep_changelog=True, keep_meta=True)
     for role in (ListRole.BASE, ListRole.DELTA, ListRole.CHANGELOG, ListRole.INDEX):
-        assert ReadOutcome.ABORT in decisions.judge_missing(other_branch, "list", role)
+        assert ReadOutcome.ABORT in expire_decisions.judge_missing(other_branch, "list", role)
     for role in (ListRole.BASE, ListRole.DELTA, ListRole.CHANGELOG):
-        assert ReadOutcome.ABORT in decisions.judge_missing(other_branch, "manifest", role)
+        assert ReadOutcome.ABORT in expire_decisions.judge_missing(other_branch, "manifest", role)
 
 
 def test_a_tag_protects_metadata_strictly_but_not_the_entries_it_does_not_read() -> None:
     tag = RootUse(snap(), keep_changelog=True, keep_meta=True)
-    assert decisions.judge_missing(tag, "list", ListRole.BASE) == {ReadOutcome.ABORT}
-    assert decisions.judge_missing(tag, "manifest", ListRole.BASE) == frozenset()  # names only
-    assert decisions.judge_missing(tag, "manifest", ListRole.CHANGELOG) == {ReadOutcome.ABORT}
+    assert expire_decisions.judge_missing(tag, "list", ListRole.BASE) == {ReadOutcome.ABORT}
+    assert expire_decisions.judge_missing(tag, "manifest", ListRole.BASE) == frozenset()  # names only
+    assert expire_decisions.judge_missing(tag, "manifest", ListRole.CHANGELOG) == {ReadOutcome.ABORT}
 
 
 def test_expiring_uses_tolerate_what_an_interrupted_run_deleted() -> None:
     expiring = RootUse(snap(), cand_delta=plans.FileKind.DATA, cand_changelog=plans.FileKind.CHANGELOG_DATA,
                        cand_meta=True, prev_tag=None)
-    assert decisions.judge_missing(expiring, "manifest", ListRole.DELTA) == {ReadOutcome.SKIP_DELTA}
-    assert decisions.judge_missing(expiring, "list", ListRole.CHANGELOG) == {ReadOutcome.SKIP_CHANGELOG}
-    assert decisions.judge_missing(expiring, "list", ListRole.BASE) == frozenset()
-    assert decisions.judge_missing(expiring, "list", ListRole.INDEX) == frozenset()
+    assert expire_decisions.judge_missing(expiring, "manifest", ListRole.DELTA) == {ReadOutcome.SKIP_DELTA}
+    assert expire_decisions.judge_missing(expiring, "list", ListRole.CHANGELOG) == {ReadOutcome.SKIP_CHANGELOG}
+    assert expire_decisions.judge_missing(expiring, "list", ListRole.BASE) == frozenset()
+    assert expire_decisions.judge_missing(expiring, "list", ListRole.INDEX) == frozenset()
 
 
 def test_the_first_retained_snapshot_skips_a_cleaned_delta_manifest_but_not_its_list() -> None:
     end = RootUse(snap(), keep_changelog=True, keep_meta=True, cand_delta=plans.FileKind.DATA)
-    assert decisions.judge_missing(end, "manifest", ListRole.DELTA) == {ReadOutcome.SKIP_DELTA}
-    assert ReadOutcome.ABORT in decisions.judge_missing(end, "list", ListRole.DELTA)
+    assert expire_decisions.judge_missing(end, "manifest", ListRole.DELTA) == {ReadOutcome.SKIP_DELTA}
+    assert ReadOutcome.ABORT in expire_decisions.judge_missing(end, "list", ListRole.DELTA)
 
 
 def test_a_previous_tag_breaks_only_on_its_live_set() -> None:
     tag = RootUse(snap(), tag_live=True)
-    assert decisions.judge_missing(tag, "manifest", ListRole.BASE) == {ReadOutcome.BREAKS_TAG}
-    assert decisions.judge_missing(tag, "list", ListRole.DELTA) == {ReadOutcome.BREAKS_TAG}
-    assert decisions.judge_missing(tag, "list", ListRole.CHANGELOG) == frozenset()
+    assert expire_decisions.judge_missing(tag, "manifest", ListRole.BASE) == {ReadOutcome.BREAKS_TAG}
+    assert expire_decisions.judge_missing(tag, "list", ListRole.DELTA) == {ReadOutcome.BREAKS_TAG}
+    assert expire_decisions.judge_missing(tag, "list", ListRole.CHANGELOG) == frozenset()
 
 
 def test_a_kept_changelog_reads_through_its_changelog_list_or_its_delta() -> None:
     with_changelog = RootUse(snap(changelog=True), log_keep=True)
     assert with_changelog.log_role == ListRole.CHANGELOG
-    assert ReadOutcome.ABORT in decisions.judge_missing(with_changelog, "manifest", ListRole.CHANGELOG)
-    assert decisions.judge_missing(with_changelog, "manifest", ListRole.DELTA) == frozenset()
-    assert decisions.judge_missing(with_changelog, "list", ListRole.INDEX) == frozenset()
+    assert ReadOutcome.ABORT in expire_decisions.judge_missing(with_changelog, "manifest", ListRole.CHANGELOG)
+    assert expire_decisions.judge_missing(with_changelog, "manifest", ListRole.DELTA) == frozenset()
+    assert expire_decisions.judge_missing(with_changelog, "list", ListRole.INDEX) == frozenset()
     producer_none = RootUse(snap(), log_keep=True)
     assert producer_none.log_role == ListRole.DELTA
-    assert ReadOutcome.ABORT in decisions.judge_missing(producer_none, "manifest", ListRole.DELTA)
-    assert ReadOutcome.ABORT in decisions.judge_missing(producer_none, "list", ListRole.INDEX)
+    assert ReadOutcome.ABORT in expire_decisions.judge_missing(producer_none, "manifest", ListRole.DELTA)
+    assert ReadOutcome.ABORT in expire_decisions.judge_missing(producer_none, "list", ListRole.INDEX)
 
 
 # -- entry rules -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(("kinds", "deleted"), [
     ([1], True), ([1, 1], True), ([0], False), ([0, 1], False), ([1, 0], False), ([], False)])
 def test_a_delete_cancelled_by_an_add_in_the_same_delta_deletes_nothing(kinds: list[int], deleted: bool) -> None:
-    assert decisions.effective_deletions(kinds) is deleted
+    assert expire_decisions.effective_deletions(kinds) is deleted
 
 
 def _ref(kind: int, level: int = 0) -> manifests.FileRef:

@@ -4,8 +4,6 @@ are shared by all branches and always live under the table root."""
 
 from __future__ import annotations
 
-from tablekeeper.core.storage import join
-
 __all__ = [
     "MAIN", "SNAPSHOT_DIR", "SCHEMA_DIR", "TAG_DIR", "CHANGELOG_DIR", "CONSUMER_DIR",
     "MANIFEST_DIR", "INDEX_DIR", "STATISTICS_DIR", "BRANCH_DIR", "BRANCH_PREFIX",
@@ -35,6 +33,8 @@ def branch_root(table_root: str, branch: str) -> str:
     """The directory holding ``branch``'s snapshot/, schema/, tag/ ... directories."""
     if branch == MAIN:
         return table_root
+    from tablekeeper.core.storage import join  # (the CLI reads the names above before any table is opened)
+
     return join(table_root, BRANCH_DIR, BRANCH_PREFIX + branch)
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, cast
+from operator import itemgetter
+from typing import Any, Final, cast
 
+from tablekeeper.core import errors
 from tablekeeper.core.paimon import avro_container, manifest_native
 from tablekeeper.core.paimon.manifest_decoding import (
     ENTRY_FILE_REQUIRED,
@@ -41,6 +43,8 @@ from tablekeeper.core.paimon.manifest_decoding import (
 )
 from tablekeeper.core.paimon.manifest_fields import reject_unknown_entry_fields
 from tablekeeper.core.paimon.manifest_records import (
+    ADD,
+    DELETE,
     INDEX_MANIFEST_VERSION,
     MANIFEST_LIST_VERSION,
     MANIFEST_VERSION,
@@ -175,15 +179,35 @@ def _read_entries(file_io: FileIO, path: str, kind: str, file_required: Iterable
     require_fields(info, path, what, ENTRY_TOP_REQUIRED, file_required)
     reject_unknown_entry_fields(info, path, what)
     with gc_paused():
+        rows: list[Any] | None = None
         try:
             rows = decode_fast(info, kind, container.data)
-            if rows is not None:
-                return rows
         except VersionMismatch as e:
             raise bad_version(path, what, e.version, MANIFEST_VERSION) from None
         except FastDecodeError:
             pass  # damaged, or a shape the compiled path misjudged: fastavro.reader decides
-        return slow(container, info, path, what)
+        if rows is None:
+            rows = slow(container, info, path, what)
+    _check_kinds(rows, path)
+    return rows
+
+
+_KNOWN_KINDS: Final = frozenset((ADD, DELETE))
+_kind_of: Final = itemgetter(0)  # ``kind`` of both FileRef and ManifestEntry
+
+
+def _check_kinds(rows: list[Any], path: str) -> None:
+    """Fail closed on an entry kind other than ADD and DELETE (a newer Paimon's, or damage),
+    naming the manifest: merging would otherwise stop later naming only a data file, and a
+    planner must never guess what an unknown kind means for a file's liveness (issue 13)."""
+    if not _KNOWN_KINDS.issuperset(map(_kind_of, rows)):
+        bad = next(r for r in rows if r[0] not in _KNOWN_KINDS)
+        name = bad.file_name if isinstance(bad, FileRef) else bad.file.file_name
+        raise errors.FormatError(
+            f"{path}: unsupported manifest entry kind {bad[0]!r} (for {name}; known: 0 = ADD, 1 = DELETE)",
+            fix="the manifest was written by an unsupported Paimon version or is damaged; upgrade tablekeeper, "
+                "or restore the manifest",
+        )
 
 
 def _is_string(t: Any, *, nullable: bool) -> bool:

@@ -17,6 +17,8 @@ KNOWN_SCHEMA_VERSIONS = frozenset({1, 2, 3})
 
 @dataclass(frozen=True)
 class TableSchema:
+    """One ``schema/schema-N`` file: the fields, keys and options a snapshot's files were written with."""
+
     id: int
     fields: tuple[Mapping[str, Any], ...]
     partition_keys: tuple[str, ...]

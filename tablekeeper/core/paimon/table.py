@@ -10,15 +10,17 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tablekeeper.core import errors, names
 from tablekeeper.core.paimon import hints, layout
-from tablekeeper.core.paimon.consumer import Consumer
 from tablekeeper.core.paimon.schema import TableSchema
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.tag import Tag
 from tablekeeper.core.storage import FileIO, join
+
+if TYPE_CHECKING:  # read by expirations only: imported by :meth:`Table.consumers`
+    from tablekeeper.core.paimon.consumer import Consumer
 
 __all__ = ["Table", "open_table", "open_table_path", "table_path"]
 
@@ -75,6 +77,8 @@ _TAG_READ_ATTEMPTS = 4
 
 @dataclass(frozen=True)
 class Table:
+    """One table on one branch: its root, branch and identifier, and the FileIO every read goes through."""
+
     file_io: FileIO
     root: str
     branch: str
@@ -275,6 +279,8 @@ class Table:
 
     # -- consumers ----------------------------------------------------------------------
     def consumers(self) -> list[Consumer]:
+        from tablekeeper.core.paimon.consumer import Consumer
+
         out = []
         for status in self.file_io.list_dir(self.dir(layout.CONSUMER_DIR)):
             if status.is_dir or not status.name.startswith(layout.CONSUMER_PREFIX):

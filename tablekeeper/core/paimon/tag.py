@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from tablekeeper.core import durations, errors
+from tablekeeper.core import errors
 from tablekeeper.core.paimon import jackson
 from tablekeeper.core.paimon.snapshot import Snapshot, parse_json_object
 
@@ -61,12 +61,16 @@ def decode_duration(value: Any) -> timedelta | None:
         try:
             return timedelta(seconds=float(Decimal(value)))
         except ArithmeticError:
+            from tablekeeper.core import durations  # a retention in Paimon's text form (rare)
+
             return durations.parse_duration(value, field="tagTimeRetained")
     raise errors.FormatError(f"bad tagTimeRetained {value!r}", fix="restore the tag file")
 
 
 @dataclass(frozen=True)
 class Tag:
+    """A tag file: the snapshot it pins, with its creation time and retention when written."""
+
     name: str
     snapshot: Snapshot
     create_time: datetime | None = None

@@ -30,15 +30,16 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar, cast
 
 from tablekeeper.core import errors, safety
-from tablekeeper.core.storage import native_unlink, segmented
-from tablekeeper.core.storage import retry as retries
+from tablekeeper.core.storage import native_unlink
 from tablekeeper.core.storage.paths import basename, parent
 from tablekeeper.core.storage.requests import Pacer, RequestKind, RequestLayer, pacing_from_options
-from tablekeeper.core.storage.secrets import redact_text
 from tablekeeper.core.storage.stores import SCHEMES, Connection, Store, connect, split_scheme
 
 if TYPE_CHECKING:  # fsspec (with asyncio and importlib.metadata) is imported for remote stores only
     import fsspec
+
+    from tablekeeper.core.storage import retry as retries
+    from tablekeeper.core.storage import segmented
 
 __all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult", "FileIO", "PARALLEL_DELETES"]
 
@@ -83,6 +84,8 @@ GCS_BATCH_MAX = 100
 
 @dataclass(frozen=True)
 class FileStatus:
+    """A file or directory as the store reports it: size and modification time (UTC epoch ms)."""
+
     path: str
     size: int
     mtime_ms: int
@@ -114,6 +117,8 @@ class DeleteOutcome(enum.StrEnum):
 
 @dataclass(frozen=True)
 class DeleteResult:
+    """The outcome of deleting one path: deleted, missing (already gone) or failed, with the error."""
+
     path: str
     outcome: DeleteOutcome
     error: str | None = None
@@ -136,6 +141,13 @@ def _mtime_ms(info: Mapping[str, Any]) -> int:
         if isinstance(value, (int, float)):
             return int(value * 1000) if value < 1e11 else int(value)
     return 0
+
+
+def redact_text(text: str, options: Mapping[str, object]) -> str:
+    """:func:`.secrets.redact_text`, imported when an error is reported (start-up)."""
+    from tablekeeper.core.storage import secrets
+
+    return secrets.redact_text(text, options)
 
 
 def _is_marker(info: Mapping[str, Any]) -> bool:
@@ -205,13 +217,14 @@ class FileIO:
     local table never imports fsspec, asyncio or their dependencies (~0.1 s a process)."""
 
     def __init__(self, scheme: str, fs: fsspec.AbstractFileSystem | None, connection: Connection | None = None,
-                 retry: retries.RetryPolicy = retries.DEFAULT_POLICY, requests: RequestLayer | None = None,
+                 retry: retries.RetryPolicy | None = None, requests: RequestLayer | None = None,
                  http_counted: bool = False) -> None:
         self.scheme = scheme
         self._fs = fs
         self.connection = connection or _default_connection(scheme)
         self.store = self.connection.store
-        self.retry = retry
+        #: None: ``retry.DEFAULT_POLICY``, imported on first use (local files never retry: start-up)
+        self._retry = retry
         #: every request this FileIO makes, by kind (:mod:`.requests`); counted at the HTTP level
         #: when ``http_counted`` (s3fs with the ``before-send`` hook), else per call here
         self.requests = requests or RequestLayer()
@@ -226,6 +239,19 @@ class FileIO:
         self._kept_lock = threading.Lock()
         #: the open :meth:`one_view` of each thread: ("get" | "list" | "exists" | "is_dir", path) -> answer
         self._views = threading.local()
+
+    @property
+    def retry(self) -> retries.RetryPolicy:
+        """The retry policy of this FileIO's requests (:mod:`.retry`)."""
+        if self._retry is None:
+            from tablekeeper.core.storage import retry as retries
+
+            self._retry = retries.DEFAULT_POLICY
+        return self._retry
+
+    @retry.setter
+    def retry(self, policy: retries.RetryPolicy) -> None:
+        self._retry = policy
 
     @property
     def _view(self) -> dict[tuple[str, str], Any] | None:
@@ -254,7 +280,7 @@ class FileIO:
     # -- construction ------------------------------------------------------------------
     @classmethod
     def for_uri(cls, uri: str, options: Mapping[str, Any] | None = None,
-                retry: retries.RetryPolicy = retries.DEFAULT_POLICY) -> FileIO:
+                retry: retries.RetryPolicy | None = None) -> FileIO:
         """A FileIO for the store behind ``uri``. ``options`` are Paimon-style option names
         (``s3.endpoint``, ``fs.oss.endpoint``, ``fs.azure.account.key.<account>...`` ...) or raw
         fsspec keyword arguments (keys without dots). Bad input (an unknown scheme, missing
@@ -322,6 +348,8 @@ class FileIO:
         """One store request, retried while it fails transiently (:mod:`.retry`); every attempt
         is counted as ``kind`` (unless counted at the HTTP level). Missing or rejected credentials
         are bad input naming the options to set."""
+        from tablekeeper.core.storage import retry as retries
+
         def attempt() -> T:
             self._note(kind)
             return fn()
@@ -355,15 +383,16 @@ class FileIO:
         return not self.is_local and self.store is not Store.HDFS
 
     @contextmanager
-    def flat_listing(self, root: str, *, segments_max: int = segmented.SEGMENTS_MAX,
-                     page_keys: int = segmented.PAGE_KEYS) -> Iterator[None]:
+    def flat_listing(self, root: str, *, segments_max: int | None = None,
+                     page_keys: int | None = None) -> Iterator[None]:
         """Within the block, listings of directories below ``root`` are answered from one flat
         listing of the prefix made on entry (S3, OSS, GCS, Azure: ``ceil(objects / 1000)`` LIST
         pages instead of one listing per directory, the orphan scan's floor). Other stores list
         as usual. The entries are as old as the block: callers use it for one scan (orphan
         candidates are listed before the roots are read, so a stale entry is only too young or
         gone, and both are checked again before deleting). S3/OSS list a large prefix in up to
-        ``segments_max`` segments at once (:mod:`.segmented`); ``page_keys``: keys per page."""
+        ``segments_max`` segments at once (:mod:`.segmented`; default ``SEGMENTS_MAX``); ``page_keys``:
+        keys per page (default ``PAGE_KEYS``)."""
         if not self.lists_flat or self._flat is not None:
             yield
             return
@@ -400,9 +429,12 @@ class FileIO:
         finally:
             self._flat = None
 
-    def _segmented_find(self, raw_root: str, segments_max: int, page_keys: int) -> dict[str, dict[str, Any]]:
+    def _segmented_find(self, raw_root: str, segments_max: int | None, page_keys: int | None
+                        ) -> dict[str, dict[str, Any]]:
         """Every object below ``raw_root`` (S3/OSS), as ``fs.find(detail=True)`` answers, listed
         by :func:`.segmented.list_prefix`: each page one request, retried and counted."""
+        from tablekeeper.core.storage import segmented  # object stores only (start-up)
+
         bucket, _, key = raw_root.lstrip("/").partition("/")
         fs: Any = self.fs
 
@@ -418,8 +450,10 @@ class FileIO:
             return page
 
         found: dict[str, dict[str, Any]] = {}
-        for item in segmented.list_prefix(send, f"{key}/" if key else "", page_keys=page_keys,
-                                          segments_max=segments_max):
+        for item in segmented.list_prefix(
+                send, f"{key}/" if key else "",
+                page_keys=segmented.PAGE_KEYS if page_keys is None else page_keys,
+                segments_max=segmented.SEGMENTS_MAX if segments_max is None else segments_max):
             name = f"{bucket}/{item['Key']}"
             found[name] = {"name": name, "size": item.get("Size", 0), "LastModified": item.get("LastModified"),
                            "type": "file"}
@@ -1205,6 +1239,8 @@ class FileIO:
         transiently (a failed request: all of them; ``SlowDown``/``InternalError`` per key: those
         keys). When the budget is spent the keys still pending are reported failed; keys the
         store confirmed are reported deleted, so the caller's counts are exact."""
+        from tablekeeper.core.storage import retry as retries
+
         outcome: dict[str, DeleteResult] = {}
         pending = list(keys)
         last_error: dict[str, str] = {}
@@ -1263,6 +1299,8 @@ class FileIO:
     def _delete_one(self, path: str) -> DeleteResult:
         """Delete one file with retries. A file that is gone on a retry after a transient failure
         was deleted by the attempt whose answer was lost: reported deleted, not missing."""
+        from tablekeeper.core.storage import retry as retries
+
         raw = self._raw(path)
         attempt = 0
         failed_before = False

@@ -12,13 +12,15 @@ reported as :class:`UnreachableError`, which names the option that sets the endp
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from tablekeeper.core import errors
+
+if TYPE_CHECKING:
+    import random
 
 __all__ = [
     "RetryPolicy",
@@ -69,7 +71,11 @@ class RetryPolicy:
     cap_s: float = 5.0
 
     def delay(self, attempt: int, rng: random.Random | None = None) -> float:
-        return (rng or random).uniform(0.0, min(self.cap_s, self.base_s * (2 ** attempt)))
+        if rng is None:  # imported on the first retry: most processes never wait
+            import random
+
+            return random.uniform(0.0, min(self.cap_s, self.base_s * (2 ** attempt)))
+        return rng.uniform(0.0, min(self.cap_s, self.base_s * (2 ** attempt)))
 
 
 DEFAULT_POLICY = RetryPolicy()
