@@ -12,7 +12,9 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import fastavro
 import pytest
@@ -42,28 +44,9 @@ def _newer_schema(wh: str) -> tuple[str, str]:
     return _bump_version(root / "schema" / "schema-0", 9), "version 9"
 
 
-def _newer_manifest(wh: str) -> tuple[str, str]:
-    """Every data manifest rewritten with one more entry field, as a newer writer would."""
-    root = J.table_root(wh, W.ORDERS)
-    manifests = [p for p in (root / "manifest").glob("manifest-*")
-                 if not p.name.startswith("manifest-list-") and "orphan" not in p.name]
-    for path in manifests:
-        with path.open("rb") as f:
-            reader = fastavro.reader(f)
-            schema = copy.deepcopy(reader.writer_schema)
-            records = list(reader)
-        assert schema is not None
-        schema["fields"].append({"name": "_NEW_FIELD", "type": "long", "default": 0})
-        for r in records:
-            r["_NEW_FIELD"] = 1
-        with path.open("wb") as f:
-            fastavro.writer(f, schema, records)
-    return str(root / "manifest"), "_NEW_FIELD"
-
-
-def _unknown_kind(wh: str) -> Path:
-    """Every entry of every data manifest gets a file kind no Paimon version has written (Java
-    knows 0 = ADD and 1 = DELETE); one of those manifests is returned."""
+def _rewrite_data_manifests(wh: str, edit_schema: Callable[[dict[str, Any]], None],
+                            edit_record: Callable[[dict[str, Any]], None]) -> list[Path]:
+    """Every data manifest of the orders table decoded, edited and written back (same codec)."""
     root = J.table_root(wh, W.ORDERS)
     manifests = [p for p in (root / "manifest").glob("manifest-*")
                  if not p.name.startswith("manifest-list-") and "orphan" not in p.name]
@@ -71,11 +54,28 @@ def _unknown_kind(wh: str) -> Path:
         with path.open("rb") as f:
             reader = fastavro.reader(f)
             schema, codec, records = copy.deepcopy(reader.writer_schema), reader.codec, list(reader)
+        assert isinstance(schema, dict)
+        edit_schema(schema)
         for r in records:
-            r["_KIND"] = 7
+            assert isinstance(r, dict)
+            edit_record(r)
         with path.open("wb") as f:
             fastavro.writer(f, schema, records, codec=codec)
-    return manifests[0]
+    return manifests
+
+
+def _newer_manifest(wh: str) -> tuple[str, str]:
+    """Every data manifest rewritten with one more entry field, as a newer writer would."""
+    _rewrite_data_manifests(wh, lambda schema: schema["fields"].append({"name": "_NEW_FIELD", "type": "long",
+                                                                         "default": 0}),
+                            lambda r: r.__setitem__("_NEW_FIELD", 1))
+    return str(J.table_root(wh, W.ORDERS) / "manifest"), "_NEW_FIELD"
+
+
+def _unknown_kind(wh: str) -> Path:
+    """Every entry of every data manifest gets a file kind no Paimon version has written (Java
+    knows 0 = ADD and 1 = DELETE); one of those manifests is returned."""
+    return _rewrite_data_manifests(wh, lambda _schema: None, lambda r: r.__setitem__("_KIND", 7))[0]
 
 
 def _commands(wh: str) -> list[tuple[str, ...]]:
