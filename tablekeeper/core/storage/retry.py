@@ -71,11 +71,12 @@ class RetryPolicy:
     cap_s: float = 5.0
 
     def delay(self, attempt: int, rng: random.Random | None = None) -> float:
+        bound = min(self.cap_s, self.base_s * (2 ** attempt))
         if rng is None:  # imported on the first retry: most processes never wait
             import random
 
-            return random.uniform(0.0, min(self.cap_s, self.base_s * (2 ** attempt)))
-        return rng.uniform(0.0, min(self.cap_s, self.base_s * (2 ** attempt)))
+            return random.uniform(0.0, bound)
+        return rng.uniform(0.0, bound)
 
 
 DEFAULT_POLICY = RetryPolicy()
