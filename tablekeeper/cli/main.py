@@ -112,7 +112,7 @@ def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: s
           guard: bool = True) -> Table:
     """The table, its lease taken. ``guard=False``: the command runs ``format_guard.check_latest``
     itself, first thing in its decision's view (after the lease, before anything changes), so the
-    guard's reads are the decision's own instead of a second copy (docs/storage.md)."""
+    guard's reads are the decision's own instead of a second copy (docs/storage-internals.md)."""
     from tablekeeper.core import format_guard
 
     t = _open_table(table, warehouse, options, branch)
