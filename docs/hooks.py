@@ -6,12 +6,13 @@ both at build time, so they cannot go stale."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tablekeeper.cli import reference
 from tablekeeper.cli.main import cli
 
-_GENERATED = {
+_GENERATED: dict[str, Callable[[], str]] = {
     "<!-- generated: tablekeeper.cli.reference.render_reference -->": lambda: reference.render_reference(cli),
     "<!-- generated: tablekeeper.cli.reference.render_options -->": lambda: reference.render_options(cli),
 }
