@@ -1,4 +1,4 @@
-"""Peer benchmark (issue 13, point 7): tablekeeper against Java Paimon's own maintenance.
+"""Peer benchmark (docs/benchmarks.md): tablekeeper against Java Paimon's own maintenance.
 
 Builds one synthetic Paimon table (``bench/_synth.py``; by default >= 100,000 data files and
 1,200 snapshots, Java's merged-manifest layout, tags every 150 commits) with planted orphan data

@@ -112,7 +112,7 @@ def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: s
           guard: bool = True) -> Table:
     """The table, its lease taken. ``guard=False``: the command runs ``format_guard.check_latest``
     itself, first thing in its decision's view (after the lease, before anything changes), so the
-    guard's reads are the decision's own instead of a second copy (docs/storage.md)."""
+    guard's reads are the decision's own instead of a second copy (docs/storage-internals.md)."""
     from tablekeeper.core import format_guard
 
     t = _open_table(table, warehouse, options, branch)
@@ -188,6 +188,18 @@ def _report(plan: plans.Plan, result: execution.ExecutionResult, output: str) ->
 
 
 _ENGINE_HELP = "local: plan and delete in this process; spark: the same plan distributed on Spark (pyspark extra)."
+
+
+def _engine_available(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """``--engine spark`` without PySpark installed is bad input, refused before the table is opened."""
+    if value == "spark":
+        import importlib.util
+
+        if importlib.util.find_spec("pyspark") is None:
+            raise errors.InvalidInputError(
+                "--engine spark needs PySpark, which is not installed",
+                fix="install the spark extra: bash scripts/bootstrap spark (or pip install 'tablekeeper[spark]')")
+    return value
 
 
 def _run_on_spark(operation: str, t: Table, options: tuple[str, ...], dry_run: bool, output: str,
@@ -470,7 +482,7 @@ def _now_ms(now: str | None) -> int:
 @click.option("--now", hidden=True, help="Evaluate retention at this time (epoch ms or ISO).")
 @click.option("--dry-run", is_flag=True, help="Print the plan, delete nothing.")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
-              help=_ENGINE_HELP)
+              callback=_engine_available, help=_ENGINE_HELP)
 @_common
 @_maintains("expire")
 def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int | None, time_retained: str | None,
@@ -587,7 +599,7 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
 @click.option("--now", hidden=True)
 @click.option("--dry-run", is_flag=True, help="List the orphans, delete nothing.")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
-              help=_ENGINE_HELP)
+              callback=_engine_available, help=_ENGINE_HELP)
 @_common
 @_maintains("clean-orphans")
 def clean_orphans_cmd(table: str, older_than: str | None, force: bool, parallelism: int | None,

@@ -73,7 +73,7 @@ def _batches(items: list[plans.PlannedFile], size: int) -> list[list[plans.Plann
 def delete_batch_size(file_io: FileIO, requested: int | None = None) -> int:
     """Keys per delete request of a plan's execution (in process and in Spark executors alike):
     ``requested`` if given, else 1000 where a DeleteObjects takes 1000 keys (fewer, fuller
-    requests, docs/storage.md), else 250."""
+    requests, docs/storage-internals.md), else 250."""
     if requested is not None:
         return requested
     return safety.DELETE_BATCH_MAX if file_io.bulk_deletes else safety.DELETE_BATCH_DEFAULT

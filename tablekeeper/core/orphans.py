@@ -146,7 +146,7 @@ class CandidateListing:
 
 def _emptied_dirs(listing: CandidateListing, files: list[plans.PlannedFile]) -> set[str]:
     """Bucket directories the plan may empty: those where it deletes every entry listed. Only
-    they are checked for emptiness (one request each on an object store, docs/storage.md
+    they are checked for emptiness (one request each on an object store, docs/storage-internals.md
     "Request cost"); a directory still holding a listed file cannot become empty."""
     deleted = Counter(f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA)
     listed = Counter(e.path.rsplit("/", 1)[0] for e in listing.data_files)

@@ -1,6 +1,6 @@
 """The fewest storage requests an operation needs, so that what tablekeeper does can be compared.
 
-On an object store (S3, OSS) the floor of a maintenance operation is (docs/storage.md, "Request
+On an object store (S3, OSS) the floor of a maintenance operation is (docs/storage-internals.md, "Request
 cost"):
 
 - **reads**: one GET per metadata file the plan needs (snapshot, manifest list, manifest, index
@@ -13,7 +13,7 @@ cost"):
   data before manifests before snapshot files, so steps are not merged).
 
 Beyond that floor, some requests are needed for safety, and are counted here on purpose, each
-with its reason (docs/storage.md, "Request cost"): :data:`LEASE`, :data:`INTENT`,
+with its reason (docs/storage-internals.md, "Request cost"): :data:`LEASE`, :data:`INTENT`,
 :func:`expire_verify`, :func:`tag_verify`, :data:`COMMIT_POINT`. They are stated from the
 table's shape (tags, snapshots, branches), never from what tablekeeper happened to send.
 

@@ -435,7 +435,7 @@ def _flat_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDeci
     ``FileIO.flat_listing`` of the table's prefix (``ceil(objects / 1000)`` LIST pages, the
     floor; entries carry size and time, so no HEAD), on the driver; and the number of bucket
     directories seen (with the number of candidates). One listing per directory from the executors cost a LIST per bucket
-    directory (docs/storage.md, "Spark on S3, measured")."""
+    directory (docs/storage-internals.md, "Spark on S3, measured")."""
     with main.file_io.flat_listing(main.root):
         found = orphans.list_candidates(main, decision)
     return _candidate_rows(ctx, decision, found), found.count, len(found.bucket_dirs)

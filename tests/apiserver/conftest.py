@@ -59,9 +59,9 @@ def testenv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Testenv]:
 @pytest.fixture(scope="session")
 def crds(testenv: Testenv) -> Testenv:
     """The CRDs of ``crds/`` (and the Spark operator's, for the Spark runs) applied and Established,
-    as the README's quick start does it."""
+    as the quick start (README, docs/operator.md) does it."""
     assert (REPO_ROOT / "crds") == CRD_DIR
-    # the README's quick start, word for word (kubectl runs in the repository root)
+    # the quick start, word for word (kubectl runs in the repository root)
     testenv.kubectl("apply", "--server-side", "-f", "crds/")
     testenv.kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", "crds/")
     testenv.kubectl("apply", "--server-side", "-f", str(SPARK_CRD))

@@ -645,7 +645,7 @@ def test_s3_pitfall_06_and_09_commit_between_listing_and_used_set_and_no_directo
     bad = plans.Plan("clean-orphans", IDENT, plans.Plan.ordered_deletes(
         plans.PlannedFile(f"{root}/{d}", plans.FileKind.DATA) for d in ("dt=a/bucket-0", "manifest", "dt=a")))
     io = handle(wh, options=s3_options).file_io
-    # plan execution lists no parents on S3 (docs/storage.md, "Request cost"): a DeleteObjects of
+    # plan execution lists no parents on S3 (docs/storage-internals.md, "Request cost"): a DeleteObjects of
     # a prefix's name removes no object below it
     execution.execute(bad, io)
     assert _s3_keys(s3, prefix) == keys

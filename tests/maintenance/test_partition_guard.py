@@ -1,5 +1,5 @@
 """expire-partitions runs the format guard inside its decision's view, after the lease (so the
-guard's reads are the decision's; docs/storage.md): a snapshot or schema of an unknown format
+guard's reads are the decision's; docs/storage-internals.md): a snapshot or schema of an unknown format
 version still stops it with exit code 2 naming the file, nothing changed, the lease released."""
 
 from __future__ import annotations

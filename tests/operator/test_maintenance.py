@@ -48,7 +48,7 @@ async def test_run_now_expires_snapshots_through_a_run(harness: Harness, warehou
     assert run["metadata"]["ownerReferences"][0]["kind"] == "PaimonTable"
     status = run["status"]
     assert status["result"]["expiredSnapshots"] == 4 and status["result"]["deletedFiles"] > 0
-    made = status["result"]["storageRequests"]  # the run's storage requests by kind (docs/storage.md)
+    made = status["result"]["storageRequests"]  # the run's storage requests by kind (docs/storage-internals.md)
     assert made["get"] > 0 and made["list"] > 0 and made["total"] == sum(v for k, v in made.items() if k != "total")
     assert status["engine"] == "Python" and status["startTime"] and status["completionTime"]
     assert {c["type"]: c["status"] for c in status["conditions"]} == {"Complete": "True", "Failed": "False"}

@@ -1,4 +1,4 @@
-"""Existence questions on S3 that cost a request fewer (docs/storage.md, "A partition drop's fixed
+"""Existence questions on S3 that cost a request fewer (docs/storage-internals.md, "A partition drop's fixed
 costs"): a hint asked about and then read is one GET inside a view, a directory is one bounded
 LIST (none when the view listed it). Counted by tablekeeper's request layer against moto."""
 

@@ -54,7 +54,7 @@ def _script(*args: str, env: Mapping[str, str] | None = None, timeout: float = 3
 
 
 def ensure_built() -> Path:
-    """The directory of the cached binaries, built first if needed (cold: see the README)."""
+    """The directory of the cached binaries, built first if needed (cold: see docs/verification.md)."""
     return Path(_script("build").strip().splitlines()[-1])
 
 

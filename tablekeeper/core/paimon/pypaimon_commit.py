@@ -18,7 +18,7 @@ __all__ = ["drop_partitions"]
 #: the others (object stores included) commit through tablekeeper's storage layer
 #: (``pypaimon_store_io``): create-if-absent snapshot files where pypaimon's temp file + rename is
 #: not atomic, every request counted with the command's, and no HEAD before each GET, no
-#: directory check before each write, each manifest fetched once (docs/storage.md).
+#: directory check before each write, each manifest fetched once (docs/storage-internals.md).
 _PYPAIMON_NATIVE = (Store.LOCAL,)
 
 

@@ -1,4 +1,4 @@
-"""The storage contract tablekeeper relies on, met by every store (docs/storage.md):
+"""The storage contract tablekeeper relies on, met by every store (docs/storage-internals.md):
 
 - create-if-absent writes (``write_new``) that never overwrite a concurrent writer's file;
 - listings that carry sizes and modification times;
@@ -1068,7 +1068,7 @@ class FileIO:
         stores that need them to tell missing from deleted: a key already gone is then reported
         deleted (DeleteObjects answers so). Nothing else changes: a DeleteObjects of ``a/b``
         never removes the objects below ``a/b/``, so no directory can be deleted as a file, and
-        the listings were most of an expiration's requests (docs/storage.md, "Request cost").
+        the listings were most of an expiration's requests (docs/storage-internals.md, "Request cost").
 
         Remote stores: one listing per parent directory tells missing files and directories
         apart (S3 reports absent keys as deleted), then the deletes: S3/OSS DeleteObjects in

@@ -2,7 +2,7 @@
 
 On object stores maintenance is paid per request and throttled per prefix (S3: 3,500 writes and
 5,500 reads per second per prefix), so the number of requests an operation makes is a quantity
-to measure and minimise (docs/storage.md, "Request cost"). Every request a :class:`FileIO` makes
+to measure and minimise (docs/storage-internals.md, "Request cost"). Every request a :class:`FileIO` makes
 is recorded here, in one place:
 
 - S3 and OSS (s3fs): at the HTTP level, by botocore's ``before-send`` event on the client's

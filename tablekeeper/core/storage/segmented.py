@@ -4,7 +4,7 @@ ListObjectsV2 pages of one prefix come one after the other (each continuation to
 previous answer), so a flat listing of a large table takes ``pages x latency`` however fast the
 rest of a cleanup is. S3 lists from any key on (``StartAfter``), so the prefix is cut into
 segments at the table's top-level directories and the segments are listed concurrently, each
-stopping at the next segment's first key (docs/storage.md, "Listing in segments").
+stopping at the next segment's first key (docs/storage-internals.md, "Listing in segments").
 
 Requests: a table that fits one page costs exactly that page, as before. A larger one costs its
 first page, one LIST with a delimiter (the top-level directories: the cut points), and per
