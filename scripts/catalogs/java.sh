@@ -18,7 +18,7 @@ hadoop=3.3.6
 slf4j=2.0.17
 cache="${TABLEKEEPER_CACHE:-$HOME/.cache/tablekeeper}/catalogs/java/$paimon"
 for tool in mvn javac java; do
-  command -v "$tool" >/dev/null || { echo "catalogs java: $tool not found (Java 17 and Maven are needed)" >&2; exit 1; }
+  command -v "$tool" >/dev/null || { echo "java: $tool not found (Java 17 and Maven are needed)" >&2; exit 1; }
 done
 
 common_deps() {
@@ -52,7 +52,7 @@ $extra
 POM
   rm -f "$dir/deps.txt"
   mvn -q -B -f "$dir/pom.xml" dependency:build-classpath -Dmdep.outputFile="$dir/deps.txt" -Dmdep.includeScope=runtime >&2 \
-    || { echo "catalogs java: Maven could not resolve the $name dependencies (Paimon $paimon)" >&2; exit 1; }
+    || { echo "java: Maven could not resolve the $name dependencies (Paimon $paimon)" >&2; exit 1; }
   rm -rf "$dir/classes"
   mkdir -p "$dir/classes"
   javac -nowarn -d "$dir/classes" -cp "$(cat "$dir/deps.txt")" "$src"

@@ -19,7 +19,7 @@ one per test session, started on loopback on first use and stopped at session en
 Setup is ``scripts/catalogs/setup`` (scripts/test runs it; a fixture reruns the idempotent Java
 pieces). A server that cannot start fails the test under ``CI=true`` and skips it elsewhere with a
 one-line reason naming the missing piece (:func:`unavailable`). Every JVM exits when its stdin
-closes and PostgreSQL gets SIGTERM when the test process dies, so nothing outlives the session.
+closes and PostgreSQL gets SIGINT (fast shutdown) when the test process dies, so nothing outlives the session.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -36,13 +37,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from xml.sax.saxutils import escape as xml_escape
 
 import pytest
 
 from tests.support.javapaimon import JavaPaimon
-from tests.support.stores import CACHE, free_port
+from tests.support.stores import _stop as stop_process
+from tests.support.stores import free_port
 
 __all__ = [
     "HiveMetastore",
@@ -96,8 +98,10 @@ def _setup(piece: str) -> Path:
         name, _, path = line.partition(" ")
         if name == piece and done.returncode == 0:
             return Path(path)
-    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    unavailable(f"catalogs tier: {piece} is not installed ({last}; run scripts/catalogs/setup)")
+    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    own = [line for line in lines if line.startswith(f"{piece}:")]  # the piece's own reason
+    reason = (own or lines or [f"exit code {done.returncode}"])[-1]
+    unavailable(f"catalogs tier: {piece} is not installed ({reason}; run scripts/catalogs/setup)")
     raise AssertionError("unreachable")
 
 
@@ -128,12 +132,7 @@ def _stop_jvm(proc: subprocess.Popen[bytes]) -> None:
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc)
 
 
 # -- Hive Metastore ------------------------------------------------------------------------------
@@ -402,7 +401,24 @@ def metastore_partitions(client: Any, database: str, table: str) -> list[dict[st
     return [dict(zip(keys, p.values, strict=True)) for p in sorted(parts, key=lambda p: list(p.values))]
 
 
-class HiveTableLock:
+class _TableLock:
+    """A catalog's lock on one table: ``with lock:`` acquires it and releases it afterwards."""
+
+    def acquire(self) -> object:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class HiveTableLock(_TableLock):
     """Paimon's ``HiveCatalogLock`` for one table: an EXCLUSIVE table-level metastore lock
     (``LockRequest`` of the user name and host name, no transaction), ``check_lock`` polled with a
     sleep doubling from 100 ms up to ``lock-check-max-sleep`` until ``lock-acquire-timeout``; a lock
@@ -458,13 +474,6 @@ class HiveTableLock:
         if self.lock_id is not None:
             self._unlock(self.lock_id)
             self.lock_id = None
-
-    def __enter__(self) -> HiveTableLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
 
 
 # -- JDBC: PostgreSQL and SQLite -----------------------------------------------------------------
@@ -522,11 +531,11 @@ def postgres_server() -> Iterator[PostgresServer]:
     (base / "pwfile").write_text(password + "\n")
     # As root the server runs as Debian's 'postgres' user (postgres refuses root); setpriv also sets
     # the server's parent-death signal, so it stops when the test process dies.
-    as_user: list[str] = ["setpriv", "--pdeathsig", "TERM"]
+    as_user: list[str] = ["setpriv", "--pdeathsig", "INT"]
     if os.geteuid() == 0:
         shutil.chown(base, "postgres", "postgres")
         shutil.chown(base / "pwfile", "postgres", "postgres")
-        as_user = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--pdeathsig", "TERM"]
+        as_user = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--pdeathsig", "INT"]
     if shutil.which("setpriv") is None:
         unavailable("JDBC tier: setpriv (util-linux) not found")
     data = base / "data"
@@ -552,12 +561,11 @@ def postgres_server() -> Iterator[PostgresServer]:
         yield PostgresServer("127.0.0.1", port, user, password, database)
     finally:
         if proc.poll() is None:
-            proc.terminate()  # smart shutdown: the session's connections are closed by now
+            proc.send_signal(signal.SIGINT)  # fast shutdown: clients still connected are cut off
             try:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+                stop_process(proc)
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -566,19 +574,19 @@ def jdbc_lock_id(catalog_key: str, database: str, table: str) -> str:
     return f"{catalog_key}.{database}.{table}"
 
 
-class JdbcTableLock:
+class JdbcTableLock(_TableLock):
     """Paimon's ``JdbcCatalogLock`` for one table: a row ``<catalog-key>.<db>.<table>`` inserted into
     ``paimon_distributed_locks`` (primary key: a second insert fails), after deleting that row if it
-    is older than its ``expire_time`` (``lock-acquire-timeout``, in seconds), retried with a sleep
+    is older than its ``expire_time_seconds`` (``lock-acquire-timeout``), retried with a sleep
     doubling from 100 ms up to ``lock-check-max-sleep`` until ``lock-acquire-timeout``; released by
     deleting the row. The SQL of Paimon's dialects (``PostgresqlDistributedLockDialect``,
     ``SqlLiteDistributedLockDialect``), on a DB-API connection (psycopg or sqlite3)."""
 
     TABLE = "paimon_distributed_locks"
     _EXPIRED = {
-        "postgresql": f"DELETE FROM {TABLE} WHERE EXTRACT(EPOCH FROM AGE(NOW(), acquired_at)) >expire_time"
+        "postgresql": f"DELETE FROM {TABLE} WHERE EXTRACT(EPOCH FROM AGE(NOW(), acquired_at)) >expire_time_seconds"
                       " and lock_id = %s",
-        "sqlite": f"DELETE FROM {TABLE} WHERE  strftime('%s', 'now') - strftime('%s', acquired_at) > expire_time"
+        "sqlite": f"DELETE FROM {TABLE} WHERE  strftime('%s', 'now') - strftime('%s', acquired_at) > expire_time_seconds"
                   " and lock_id = ?",
     }
 
@@ -607,7 +615,7 @@ class JdbcTableLock:
         if cur.fetchone() is None:
             cur.execute(f"CREATE TABLE {self.TABLE}(lock_id VARCHAR({key_length}) NOT NULL,"
                         "acquired_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL,"
-                        "expire_time BIGINT DEFAULT 0 NOT NULL,PRIMARY KEY (lock_id))")
+                        "expire_time_seconds BIGINT DEFAULT 0 NOT NULL,PRIMARY KEY (lock_id))")
         self.connection.commit()
 
     def try_acquire(self) -> bool:
@@ -616,7 +624,7 @@ class JdbcTableLock:
         cur.execute(self._EXPIRED[self.dialect], (self.lock_id,))
         self.connection.commit()
         try:
-            cur.execute(f"INSERT INTO {self.TABLE} (lock_id,expire_time) VALUES ({self._mark},{self._mark})",
+            cur.execute(f"INSERT INTO {self.TABLE} (lock_id,expire_time_seconds) VALUES ({self._mark},{self._mark})",
                         (self.lock_id, int(self.acquire_timeout_s * 1000) // 1000))
             self.connection.commit()
             return True
@@ -641,13 +649,6 @@ class JdbcTableLock:
         cur = self.connection.cursor()
         cur.execute(f"DELETE FROM {self.TABLE} WHERE lock_id = {self._mark}", (self.lock_id,))
         self.connection.commit()
-
-    def __enter__(self) -> JdbcTableLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
 
 
 # -- REST ----------------------------------------------------------------------------------------
