@@ -7,6 +7,7 @@ tokens, and what it answers 404 to."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -121,15 +122,20 @@ def test_the_endpoint_inventory(rest_catalog_server: C.RestCatalogServer, catalo
     assert _http(server, "GET", "databases").json()["databases"]
     assert _http(server, "GET", f"databases/{db}/tables").json()["tables"] == ["inventory"]
     assert _http(server, "GET", f"databases/{db}/table-details").status_code == 200
-    assert requests.get(f"{server.url}/v1/config", params={"warehouse": server.warehouse}, timeout=30,
-                        headers={"Authorization": f"Bearer {server.token}"}).json()["defaults"]["prefix"] == "paimon"
+    defaults = requests.get(f"{server.url}/v1/config", params={"warehouse": server.warehouse}, timeout=30,
+                            headers={"Authorization": f"Bearer {server.token}"}).json()["defaults"]
+    assert defaults["prefix"] == "paimon" and defaults["data-token.enabled"] == "true"
     # snapshots: the latest one committed through the server, the list, one version
     assert _http(server, "GET", f"{base}/snapshot").json()["snapshot"]["snapshot"]["id"] == 3
     assert [s["id"] for s in _http(server, "GET", f"{base}/snapshots").json()["snapshots"]] == [1, 2, 3]
     assert _http(server, "GET", f"{base}/snapshots/EARLIEST").json()["snapshot"]["id"] == 1
-    # data token (dummy credentials: the warehouse is local)
+    # data token (dummy credentials: the warehouse is local). The server makes a table's token on
+    # the first request and keeps it (expiry = then + 4000 s): this one is older than this request,
+    # so the clients fetched it to open the table's files.
+    time.sleep(0.01)
+    before_ms = int(time.time() * 1000)
     token = _http(server, "GET", f"{base}/token").json()
-    assert token["token"] and token["expiresAtMillis"] > 0
+    assert token["token"]["akId"] and token["expiresAtMillis"] < before_ms + 4_000_000
     # partitions (this table keeps its partitions in the metastore: metastore.partitioned-table)
     assert sorted(p["spec"]["dt"] for p in _http(server, "GET", f"{base}/partitions").json()["partitions"]) == [
         "2024-01-01", "2024-01-02", "2024-01-03"]

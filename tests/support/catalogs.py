@@ -12,7 +12,8 @@ one per test session, started on loopback on first use and stopped at session en
   JDBC catalog; SQLite needs no server (:func:`sqlite_catalog_options`).
   :class:`JdbcTableLock` is ``JdbcCatalogLock``: a row of ``paimon_distributed_locks``.
 - ``rest_catalog_server``: Apache Paimon's own ``RESTCatalogServer`` (paimon-core's test jar) over
-  a local warehouse directory, bearer-token authentication.
+  a local warehouse directory, bearer-token authentication, data tokens on (``data-token.enabled``:
+  clients open table files with the credentials the server vends, as with DLF).
 - ``catalog_java``: the Java Paimon driver (scripts/javapaimon) with the JDBC drivers on its
   classpath: its requests carry ``catalog=<options>`` to go through a JDBC or REST catalog.
 
@@ -25,6 +26,7 @@ closes and PostgreSQL gets SIGINT (fast shutdown) when the test process dies, so
 from __future__ import annotations
 
 import getpass
+import importlib
 import json
 import os
 import secrets
@@ -107,10 +109,15 @@ def _setup(piece: str) -> Path:
 
 def _import(module: str, what: str) -> Any:
     try:
-        return __import__(module, fromlist=["_"])
+        return importlib.import_module(module)
     except ImportError:
         unavailable(f"catalogs tier: {what} is not installed (pip install -e '.[test]')")
         raise
+
+
+def _tail(log: Path) -> str:
+    """The end of a server's log, on one line."""
+    return " ".join(log.read_text(errors="replace").split())[-300:]
 
 
 def _wait_until(ready: Callable[[], bool], proc: subprocess.Popen[bytes], log: Path, what: str,
@@ -118,11 +125,11 @@ def _wait_until(ready: Callable[[], bool], proc: subprocess.Popen[bytes], log: P
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            unavailable(f"{what} exited with {proc.returncode}: {log.read_text(errors='replace')[-300:]}")
+            unavailable(f"{what} exited with {proc.returncode}: {_tail(log)}")
         if ready():
             return
         time.sleep(0.2)
-    unavailable(f"{what} did not answer within {timeout:.0f} s: {log.read_text(errors='replace')[-300:]}")
+    unavailable(f"{what} did not answer within {timeout:.0f} s: {_tail(log)}")
 
 
 def _stop_jvm(proc: subprocess.Popen[bytes]) -> None:
@@ -544,7 +551,7 @@ def postgres_server() -> Iterator[PostgresServer]:
                           capture_output=True, text=True)
     if init.returncode != 0:
         shutil.rmtree(base, ignore_errors=True)
-        unavailable(f"JDBC tier: initdb failed: {(init.stderr or init.stdout).strip()[-300:]}")
+        unavailable(f"JDBC tier: initdb failed: {' '.join((init.stderr or init.stdout).split())[-300:]}")
     port = free_port()
     log = base / "postgres.log"
     with open(log, "wb") as out:
@@ -680,13 +687,13 @@ def rest_catalog_server() -> Iterator[RestCatalogServer]:
     with open(log, "wb") as err:
         proc = subprocess.Popen(
             [java, *_JVM, "-Xmx512m", "-cp", (home / "rest" / "classpath").read_text().strip(),
-             "RestCatalogServerLauncher", str(data), warehouse, token],
+             "RestCatalogServerLauncher", str(data), warehouse, token, "true"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().decode()  # blocks until the server listens (or the JVM dies)
         if not line.strip():
-            unavailable(f"REST tier: RESTCatalogServer did not start: {log.read_text(errors='replace')[-300:]}")
+            unavailable(f"REST tier: RESTCatalogServer did not start: {_tail(log)}")
         info = json.loads(line)
         yield RestCatalogServer(info["url"].rstrip("/"), info["warehouse"], info["token"], str(data))
     finally:
