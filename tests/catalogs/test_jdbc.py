@@ -22,6 +22,9 @@ from tests.support.javapaimon import JavaPaimon, JavaPaimonError
 
 pytestmark = [pytest.mark.catalogs, pytest.mark.jdbc]
 
+#: Paimon's catalog lock, with timeouts short enough for a test to wait them out.
+LOCKED = {"lock.enabled": "true", "lock-acquire-timeout": "1 s", "lock-check-max-sleep": "100 ms"}
+
 
 @dataclass
 class JdbcStore:
@@ -36,16 +39,20 @@ class JdbcStore:
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[JdbcStore]:
+def store(request: pytest.FixtureRequest, tmp_path: Path, catalog_java: JavaPaimon) -> Iterator[JdbcStore]:
     warehouse = str(tmp_path / "warehouse")
     if request.param == "postgresql":
         server: C.PostgresServer = request.getfixturevalue("postgres_server")
         name = f"catalog_{uuid.uuid4().hex[:8]}"
         uri = server.create_database(name)
-        yield JdbcStore("postgresql", server.catalog_options(warehouse, uri=uri), lambda: server.connect(name))
+        store = JdbcStore("postgresql", server.catalog_options(warehouse, uri=uri), lambda: server.connect(name))
     else:
         db_file = str(tmp_path / "catalog.sqlite")
-        yield JdbcStore("sqlite", C.sqlite_catalog_options(db_file, warehouse), lambda: sqlite3.connect(db_file))
+        store = JdbcStore("sqlite", C.sqlite_catalog_options(db_file, warehouse), lambda: sqlite3.connect(db_file))
+    yield store
+    # Java's catalogs of this store (with and without the lock) give their connections back.
+    for options in (store.options, {**store.options, **LOCKED}):
+        catalog_java.call("close_catalog", catalog=options)
 
 
 def _py_rows(table: Any) -> list[tuple[str, int]]:
@@ -84,7 +91,7 @@ def test_tables_written_through_each_engine_read_back_through_the_catalog_by_bot
 
 
 def test_the_distributed_lock_blocks_a_java_commit_until_released(store: JdbcStore, catalog_java: JavaPaimon) -> None:
-    locked = {**store.options, "lock.enabled": "true", "lock-acquire-timeout": "1 s", "lock-check-max-sleep": "100 ms"}
+    locked = {**store.options, **LOCKED}
     table = "sales.locked"
     catalog_java.call("create_table", catalog=locked, table=table, fields=[["dt", "STRING"], ["id", "BIGINT"]],
                       partition_keys=["dt"], options={"bucket": "-1"})

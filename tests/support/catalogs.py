@@ -558,7 +558,7 @@ def postgres_server() -> Iterator[PostgresServer]:
         proc = subprocess.Popen(
             [*as_user, str(bindir / "postgres"), "-D", str(data), "-p", str(port), "-k", str(base),
              "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
-             "-c", "full_page_writes=off", "-c", "max_connections=50"],
+             "-c", "full_page_writes=off", "-c", "max_connections=200"],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     try:
         _wait_until(lambda: _postgres_answers("127.0.0.1", port, user, password), proc, log, "PostgreSQL")
