@@ -6,6 +6,10 @@
 // ExpireSnapshots, LocalOrphanFilesClean, ...) so that Java Paimon writes, reads and maintains the
 // same warehouse tablekeeper works on. Compiled against paimon-bundle by scripts/javapaimon-setup.
 //
+// Tables are named by "warehouse" (a filesystem catalog) or by "catalog", a map of Paimon catalog
+// options (metastore=jdbc or rest, uri, token, lock.enabled, ...): the catalogs tier writes and
+// reads through a JDBC or REST catalog that way (JDBC drivers on the classpath it adds).
+//
 // Catalog caching is disabled: tablekeeper changes the tables between requests, and every read
 // must see the files as they are now.
 
@@ -108,8 +112,28 @@ public final class PaimonDriver {
         });
     }
 
+    /** The request's catalog: "catalog" = Paimon catalog options (metastore=jdbc / rest / ...,
+     *  uri, warehouse, token, lock.enabled, ...), or else the filesystem catalog of "warehouse". */
+    private Catalog catalog(JsonNode r) {
+        if (!r.hasNonNull("catalog")) {
+            return catalog(r.get("warehouse").asText());
+        }
+        return catalogs.computeIfAbsent(catalogKey(r), k ->
+                CatalogFactory.createCatalog(CatalogContext.create(Options.fromMap(catalogOptions(r)))));
+    }
+
+    private static Map<String, String> catalogOptions(JsonNode r) {
+        Map<String, String> opts = new java.util.TreeMap<>(stringMap(r.get("catalog")));
+        opts.putIfAbsent("cache-enabled", "false");
+        return opts;
+    }
+
+    private static String catalogKey(JsonNode r) {
+        return r.hasNonNull("catalog") ? "catalog:" + catalogOptions(r) : r.get("warehouse").asText();
+    }
+
     private Table table(JsonNode r) throws Exception {
-        Table t = catalog(r.get("warehouse").asText()).getTable(Identifier.fromString(r.get("table").asText()));
+        Table t = catalog(r).getTable(Identifier.fromString(r.get("table").asText()));
         if (r.has("options")) {
             t = t.copy(stringMap(r.get("options")));
         }
@@ -139,6 +163,19 @@ public final class PaimonDriver {
                 return JSON.getNodeFactory().textNode(org.apache.paimon.Snapshot.class.getPackage().getImplementationVersion() + "");
             case "create_table":
                 return createTable(r);
+            case "list_databases":
+                return JSON.valueToTree(catalog(r).listDatabases());
+            case "list_tables":
+                return JSON.valueToTree(catalog(r).listTables(r.get("database").asText()));
+            case "close_catalog": {
+                // The request's catalog is closed and forgotten (a test done with a JDBC catalog
+                // store gives its connections back).
+                Catalog c = catalogs.remove(catalogKey(r));
+                if (c != null) {
+                    c.close();
+                }
+                return null;
+            }
             case "alter_table":
                 return alterTable(r);
             case "write":
@@ -235,7 +272,7 @@ public final class PaimonDriver {
     }
 
     private JsonNode createTable(JsonNode r) throws Exception {
-        Catalog c = catalog(r.get("warehouse").asText());
+        Catalog c = catalog(r);
         Identifier id = Identifier.fromString(r.get("table").asText());
         c.createDatabase(id.getDatabaseName(), true);
         Schema.Builder b = Schema.newBuilder();
@@ -279,7 +316,7 @@ public final class PaimonDriver {
                     throw new IllegalArgumentException("unknown schema change " + kind);
             }
         }
-        catalog(r.get("warehouse").asText()).alterTable(Identifier.fromString(r.get("table").asText()), changes, false);
+        catalog(r).alterTable(Identifier.fromString(r.get("table").asText()), changes, false);
         return null;
     }
 
