@@ -31,12 +31,13 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import pytest
 
@@ -423,11 +424,11 @@ class ConnectServer:
 
 # -- fixtures -----------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def executor_env() -> SparkEnv:
+def executor_env(tmp_path_factory: pytest.TempPathFactory) -> SparkEnv:
     """The executors' Python (runtime dependencies only), checked to lack tablekeeper."""
     env = spark_env("executor")
     try:
-        assert_lacks_tablekeeper(env.python, Path(_session_dir("probe")))
+        assert_lacks_tablekeeper(env.python, tmp_path_factory.mktemp("executor-probe"))
     except SparkEnvError as e:
         unavailable(str(e))
     return env
@@ -441,38 +442,41 @@ def pyfiles_zip(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def _session_dir(prefix: str) -> str:
     """A directory outside the checkout (the executors' working directories live here)."""
-    import tempfile
-
     return tempfile.mkdtemp(prefix=f"tk-{prefix}-")
+
+
+class _Service(Protocol):
+    def start(self) -> Any: ...
+    def stop(self) -> None: ...
+
+
+_S = TypeVar("_S", bound=_Service)
+
+
+def _serve(what: str, prefix: str, make: Callable[[Path], _S]) -> Iterator[_S]:
+    """Start ``make(workdir)`` (CI: fail, elsewhere: skip when it cannot), yield it, stop it."""
+    workdir = Path(_session_dir(prefix))
+    service = make(workdir)
+    try:
+        try:
+            service.start()
+        except SparkEnvError as e:
+            unavailable(f"{what} did not start: {e}")
+        yield service
+    finally:
+        service.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
 def standalone_cluster(executor_env: SparkEnv) -> Iterator[StandaloneCluster]:
     """Master + two workers of the project's pyspark (4.3), executors on ``executor_env``."""
-    workdir = Path(_session_dir("standalone"))
-    cluster = StandaloneCluster(project_env().spark_home, executor_env.python, workdir)
-    try:
-        try:
-            cluster.start()
-        except SparkEnvError as e:
-            unavailable(f"standalone cluster did not start: {e}")
-        yield cluster
-    finally:
-        cluster.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+    yield from _serve("standalone cluster", "standalone",
+                      lambda workdir: StandaloneCluster(project_env().spark_home, executor_env.python, workdir))
 
 
 @pytest.fixture(scope="session")
 def connect_server(executor_env: SparkEnv) -> Iterator[ConnectServer]:
     """A Spark Connect server of the project's pyspark (4.3), its Python ``executor_env``."""
-    workdir = Path(_session_dir("connect"))
-    server = ConnectServer(project_env().spark_home, executor_env.python, workdir)
-    try:
-        try:
-            server.start()
-        except SparkEnvError as e:
-            unavailable(f"Spark Connect server did not start: {e}")
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
+    yield from _serve("Spark Connect server", "connect",
+                      lambda workdir: ConnectServer(project_env().spark_home, executor_env.python, workdir))
