@@ -22,7 +22,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple, cast
 
 from tablekeeper.core import errors
-from tablekeeper.core.paimon import manifest_native
+from tablekeeper.core.paimon import avro_schema, manifest_native
+from tablekeeper.core.paimon.avro_schema import BYTES, INT, STRING, array, optional, record
 from tablekeeper.core.paimon.manifest_records import (
     MANIFEST_LIST_VERSION,
     MANIFEST_VERSION,
@@ -45,6 +46,7 @@ __all__ = [
     "REF_FILE_REQUIRED",
     "LIST_REQUIRED",
     "INDEX_REQUIRED",
+    "SHAPES",
     "format_error",
     "bad_version",
     "schema_info",
@@ -113,6 +115,42 @@ INDEX_REQUIRED: Final = (
     "_VERSION", "_KIND", "_PARTITION", "_BUCKET", "_INDEX_TYPE", "_FILE_NAME", "_FILE_SIZE", "_ROW_COUNT",
 )
 
+#: The types every reader relies on, per file kind (nullable where some writer writes null): a
+#: field of another type is a FormatError before any record is decoded (avro_schema.type_problem).
+_STATS_SHAPE: Final = record({"_MIN_VALUES": BYTES, "_MAX_VALUES": BYTES, "_NULL_COUNTS": optional(array(optional(INT)))},
+                             ("_MIN_VALUES", "_MAX_VALUES"))
+_FILE_SHAPES: Final = {
+    "_FILE_NAME": STRING, "_FILE_SIZE": INT, "_ROW_COUNT": INT, "_MIN_KEY": BYTES, "_MAX_KEY": BYTES,
+    "_KEY_STATS": _STATS_SHAPE, "_VALUE_STATS": _STATS_SHAPE, "_MIN_SEQUENCE_NUMBER": INT,
+    "_MAX_SEQUENCE_NUMBER": INT, "_SCHEMA_ID": INT, "_LEVEL": INT, "_EXTRA_FILES": array(STRING),
+    "_CREATION_TIME": optional(INT), "_DELETE_ROW_COUNT": optional(INT), "_EMBEDDED_FILE_INDEX": optional(BYTES),
+    "_FILE_SOURCE": optional(INT), "_VALUE_STATS_COLS": optional(array(STRING)), "_EXTERNAL_PATH": optional(STRING),
+    "_FIRST_ROW_ID": optional(INT), "_WRITE_COLS": optional(array(STRING)),
+    "_WRITE_COLS_SEQUENCES": optional(array(INT)),
+}
+SHAPES: Final[dict[str, dict[str, avro_schema.Shape]]] = {
+    "manifest": {"_VERSION": INT, "_KIND": INT, "_PARTITION": BYTES, "_BUCKET": INT, "_TOTAL_BUCKETS": INT,
+                 "_FILE": record(_FILE_SHAPES)},
+    "list": {
+        "_VERSION": INT, "_FILE_NAME": STRING, "_FILE_SIZE": INT, "_NUM_ADDED_FILES": INT, "_NUM_DELETED_FILES": INT,
+        "_PARTITION_STATS": _STATS_SHAPE, "_SCHEMA_ID": INT, "_MIN_BUCKET": optional(INT),
+        "_MAX_BUCKET": optional(INT), "_MIN_LEVEL": optional(INT), "_MAX_LEVEL": optional(INT),
+        "_MIN_ROW_ID": optional(INT), "_MAX_ROW_ID": optional(INT), "_TOTAL_BUCKETS": optional(INT),
+        "_EXTRA_FILES": optional(array(STRING)),
+    },
+    "index": {
+        "_VERSION": INT, "_KIND": INT, "_PARTITION": BYTES, "_BUCKET": INT, "_INDEX_TYPE": STRING,
+        "_FILE_NAME": STRING, "_FILE_SIZE": INT, "_ROW_COUNT": INT,
+        "_DELETIONS_VECTORS_RANGES": optional(array(optional(record(
+            {"f0": STRING, "f1": INT, "f2": INT, "_CARDINALITY": optional(INT)}, ("f0", "f1", "f2"))))),
+        "_EXTERNAL_PATH": optional(STRING),
+        "_GLOBAL_INDEX": optional(record(
+            {"_ROW_RANGE_START": INT, "_ROW_RANGE_END": INT, "_INDEX_FIELD_ID": INT,
+             "_EXTRA_FIELD_IDS": optional(array(INT)), "_INDEX_META": optional(BYTES), "_SOURCE_META": optional(BYTES)},
+            ("_ROW_RANGE_START", "_ROW_RANGE_END", "_INDEX_FIELD_ID"))),
+    },
+}
+
 _FIX_DAMAGED: Final = ("the file is damaged or was not written by Paimon: restore it from a backup, or roll the "
                        "table back to a snapshot that does not reference it")
 
@@ -164,6 +202,8 @@ class SchemaInfo:
         self._ref_reader_schema: dict[str, Any] | None = None
         self._decoders: dict[str, _Decoder | None] = {}
         self._programs: dict[str, manifest_native.Program | None] = {}
+        #: avro_schema.type_problem per file kind of SHAPES, computed once
+        self.type_problems: dict[str, str | None] = {}
         self._lock = threading.Lock()
 
     @property
@@ -198,10 +238,11 @@ def schema_info(schema_json: str, path: str, what: str) -> SchemaInfo:
         return cached
     try:
         schema = json.loads(schema_json)
-    except ValueError as e:
-        raise format_error(path, what, f"embedded Avro schema is not JSON ({e})") from e
-    if _record_fields(schema) is None:
-        raise format_error(path, what, "embedded Avro schema is not a record")
+    except (ValueError, RecursionError) as e:
+        raise format_error(path, what, f"embedded Avro schema is not JSON ({type(e).__name__}: {e})") from e
+    problem = avro_schema.schema_problem(schema)
+    if problem is not None:
+        raise format_error(path, what, f"embedded Avro schema: {problem}")
     info = SchemaInfo(schema)
     with _SCHEMAS_LOCK:
         return _SCHEMAS.setdefault(schema_json, info)
@@ -236,7 +277,14 @@ def plain_bytes(container: Container, info: SchemaInfo) -> bytes:
     return out.getvalue() + container.data[container.header_end:]
 
 
-def require_fields(info: SchemaInfo, path: str, what: str, top: Iterable[str], file: Iterable[str] = ()) -> None:
+def require_fields(info: SchemaInfo, path: str, what: str, top: Iterable[str], file: Iterable[str] = (), *,
+                   shapes: str) -> None:
+    """The writer schema has the fields ``top`` (and ``_FILE.<file>``), and every field of
+    ``SHAPES[shapes]`` it has is of the type readers rely on.
+
+    Raises:
+        FormatError: naming the file and the first missing or mistyped field.
+    """
     missing = [n for n in top if n not in info.fields]
     file = tuple(file)
     if file:
@@ -246,6 +294,11 @@ def require_fields(info: SchemaInfo, path: str, what: str, top: Iterable[str], f
             missing.extend(f"_FILE.{n}" for n in file if n not in info.file_fields)
     if missing:
         raise format_error(path, what, f"writer schema lacks {', '.join(missing)}")
+    if shapes not in info.type_problems:
+        info.type_problems[shapes] = avro_schema.type_problem(info.stripped, SHAPES[shapes])
+    problem = info.type_problems[shapes]
+    if problem is not None:
+        raise format_error(path, what, f"writer schema: {problem}")
 
 
 class _GcPause:
@@ -449,6 +502,7 @@ class FastDecodeError(Exception):
 
 
 _READERS: Final = {"int": "RL", "long": "RL", "bytes": "RB", "string": "RU"}
+_INT64_MIN: Final = -(2**63)
 
 
 def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _Decoder | None:
@@ -569,7 +623,9 @@ def _array_readers(read_long: Callable[[Any], int]) -> tuple[Callable[..., list[
     """Readers of Avro arrays of primitives and of nullable primitives (blocks of ``count``
     items; a negative count is followed by the block's byte size). Such arrays are short (extra
     files, column names, per-column null counts), where plain calls beat fastavro's generic
-    dispatch."""
+    dispatch. A count of -2**63 is refused, as the native decoder refuses it: its item count is
+    not a 64-bit number (fastavro's compiled reader, the judge then, reads it as an empty block,
+    Java's as the array's end: docs/robustness.md)."""
 
     def read_array(s: Any, item: Callable[[Any], Any]) -> list[Any]:
         count = read_long(s)
@@ -578,6 +634,8 @@ def _array_readers(read_long: Callable[[Any], int]) -> tuple[Callable[..., list[
         out: list[Any] = []
         while count != 0:
             if count < 0:
+                if count == _INT64_MIN:
+                    raise FastDecodeError("array block count -2**63")
                 count = -count
                 read_long(s)
             out.extend([item(s) for _ in range(count)])
@@ -589,6 +647,8 @@ def _array_readers(read_long: Callable[[Any], int]) -> tuple[Callable[..., list[
         out: list[Any] = []
         while count != 0:
             if count < 0:
+                if count == _INT64_MIN:
+                    raise FastDecodeError("array block count -2**63")
                 count = -count
                 read_long(s)
             for _ in range(count):
