@@ -60,13 +60,19 @@ def test_an_int64_min_array_block_count_is_refused_by_both_decoders() -> None:
         mn.decode_block(program, block, 1, [])
     with pytest.raises(md.FastDecodeError):
         decoder(io.BytesIO(block), 1, [].append)
-    # a plain negative count (a block with its byte size) still decodes
-    ok = _block(A.avro_long(-1) + A.avro_long(2) + A.avro_long(0) + A.avro_long(0))
+    # a plain negative count (a block with its byte size: one item, the empty string) decodes ...
+    ok = _block(A.avro_long(-1) + A.avro_long(1) + A.avro_long(0) + A.avro_long(0))
     rows: list[Any] = []
     mn.decode_block(program, ok, 1, rows)
     python: list[Any] = []
     decoder(io.BytesIO(ok), 1, python.append)
     assert rows == python == [("m", ("",))]
+    # ... and one whose items do not end where its byte size says is refused by both
+    wrong_size = _block(A.avro_long(-1) + A.avro_long(2) + A.avro_long(0) + A.avro_long(0))
+    with pytest.raises(mn.NativeBad):
+        mn.decode_block(program, wrong_size, 1, [])
+    with pytest.raises(md.FastDecodeError):
+        decoder(io.BytesIO(wrong_size), 1, [].append)
 
 
 def test_a_manifest_list_with_an_int64_min_count_reads_as_fastavro_reads_it(tmp_path: Path,

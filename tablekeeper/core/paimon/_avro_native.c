@@ -9,7 +9,8 @@
  * of a NamedTuple class), so rows are equal to what the Python decoders build.
  *
  * Strict: any malformed input (truncation, a bad union index, a negative length, bad UTF-8 in a
- * string that is read, an array or map block count of -2**63, whose item count cannot be negated)
+ * string that is read, an array or map block count of -2**63, whose item count cannot be negated,
+ * a block whose items do not end where its byte size says)
  * raises the caller's "bad" exception and the caller hands the file to the fastavro reader, which
  * judges it; a record whose version slot is not the expected version raises the caller's version
  * exception with the value (as the Python decoders do).
@@ -113,6 +114,7 @@ static int array(Cursor *c, long item, long null_index, int keyed, PyObject **ou
         return -2;
     }
     for (;;) {
+        const unsigned char *block_end = NULL;
         if (read_varint(c, &count) < 0) {
             goto bad;
         }
@@ -125,9 +127,12 @@ static int array(Cursor *c, long item, long null_index, int keyed, PyObject **ou
                 goto bad;
             }
             count = -count;
-            if (read_varint(c, &size) < 0) {
+            /* the block's byte size, which skipping readers (fastavro, Java) seek by: its items
+             * must end exactly there, or readers would disagree on where the next field starts */
+            if (read_varint(c, &size) < 0 || size < 0 || size > (int64_t)(c->end - c->p)) {
                 goto bad;
             }
+            block_end = c->p + size;
         }
         if (count > (int64_t)(c->end - c->p)) { /* every item takes at least one byte */
             goto bad;
@@ -167,6 +172,9 @@ static int array(Cursor *c, long item, long null_index, int keyed, PyObject **ou
                     goto error;
                 }
             }
+        }
+        if (block_end != NULL && c->p != block_end) {
+            goto bad;
         }
     }
     if (list != NULL) {

@@ -81,7 +81,7 @@ def read_manifest_list(file_io: FileIO, path: str) -> list[ManifestFileMeta]:
             raise bad_version(path, what, e.version, MANIFEST_LIST_VERSION) from None
         except FastDecodeError:
             pass  # fastavro.reader decides
-        return list_by_reader(plain_bytes(container, info), path, what)
+        return list_by_reader(plain_bytes(container, info), path, what, info.reader_schema("list"))
 
 
 def read_list_block_names(schema_json: bytes, data: bytes, count: int, path: str,

@@ -123,9 +123,15 @@ class Tag:
         return self.snapshot.id
 
     def expires_at(self) -> datetime | None:
+        """When the tag expires; ``datetime.max`` (``min``) for a retention that ends after year
+        9999 (before year 1)."""
         if self.create_time is None or self.time_retained is None:
             return None
-        return self.create_time + self.time_retained
+        try:
+            return self.create_time + self.time_retained
+        except OverflowError:
+            bound = datetime.max if self.time_retained > timedelta(0) else datetime.min
+            return bound.replace(tzinfo=self.create_time.tzinfo)
 
     def to_json(self) -> str:
         """Java's TagManager: plain snapshot JSON without retention, else the Tag JSON."""
