@@ -515,6 +515,7 @@ class FastDecodeError(Exception):
 
 
 _READERS: Final = {"int": "RL", "long": "RL", "bytes": "RB", "string": "RU"}
+_SKIPPERS: Final = {"int": "SL", "long": "SL", "bytes": "SB", "string": "SB"}
 _INT64_MIN: Final = -(2**63)
 
 
@@ -537,19 +538,20 @@ def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _De
         types.append(t)
         return f"T{len(types) - 1}"
 
-    def simple(t: Any) -> str | None:
-        """Inline code reading a value of ``t`` (primitive, or array of primitives), if any."""
+    def simple(t: Any, readers: Mapping[str, str] = _READERS) -> str | None:
+        """Inline code reading a value of ``t`` (primitive, or array of primitives), if any;
+        with ``_SKIPPERS``: skipping it (no string is decoded, as the native decoder skips)."""
         prim = primitive_type(t)
-        if prim in _READERS:
-            return f"{_READERS[prim]}(s)"
+        if prim in readers:
+            return f"{readers[prim]}(s)"
         if isinstance(t, dict) and t.get("type") == "array":
             items = t.get("items")
-            if primitive_type(items) in _READERS:
-                return f"ARR(s, {_READERS[str(primitive_type(items))]})"
+            if primitive_type(items) in readers:
+                return f"ARR(s, {readers[str(primitive_type(items))]})"
             if isinstance(items, list) and len(items) == 2 and "null" in items and \
-                    primitive_type(items[1 - items.index("null")]) in _READERS:
+                    primitive_type(items[1 - items.index("null")]) in readers:
                 null = items.index("null")
-                return f"ARRN(s, {_READERS[str(primitive_type(items[1 - null]))]}, {null})"
+                return f"ARRN(s, {readers[str(primitive_type(items[1 - null]))]}, {null})"
         return None
 
     def read(var: str, t: Any) -> None:
@@ -579,7 +581,7 @@ def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _De
                 skip_one(field["type"])
         elif isinstance(t, list) and len(t) == 2 and "null" in t and simple(t[1 - t.index("null")]) is not None:
             null = t.index("null")
-            body.extend(["i = RL(s)", f"if i == {1 - null}: {simple(t[1 - null])}",
+            body.extend(["i = RL(s)", f"if i == {1 - null}: {simple(t[1 - null], _SKIPPERS)}",
                          f"elif i != {null}: raise Bad(i)"])
         else:
             body.append(f"SD(s, {ref(t)}, NS)")
