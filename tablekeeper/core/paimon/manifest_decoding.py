@@ -542,7 +542,7 @@ def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _De
         """Inline code reading a value of ``t`` (primitive, or array of primitives), if any;
         with ``_SKIPPERS``: skipping it (no string is decoded, as the native decoder skips)."""
         prim = primitive_type(t)
-        if prim in readers:
+        if prim is not None and prim in readers:
             return f"{readers[prim]}(s)"
         if isinstance(t, dict) and t.get("type") == "array":
             items = t.get("items")
