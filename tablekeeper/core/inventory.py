@@ -130,7 +130,7 @@ def _bucket_name(value: str) -> str:
     return value.rsplit(":::", 1)[-1] if value.startswith("arn:") else value
 
 
-def _schema_columns(file_format: str, schema: str) -> tuple[str, ...]:
+def _schema_columns(file_format: str, schema: str, source: str) -> tuple[str, ...]:
     """Column names from ``fileSchema``: a comma list for CSV (``Bucket, Key, Size, ...``), an ORC
     type (``struct<bucket:string,key:string,...>``) or a Parquet message type
     (``message s3.inventory { required binary bucket (UTF8); ... }``)."""
@@ -139,7 +139,7 @@ def _schema_columns(file_format: str, schema: str) -> tuple[str, ...]:
     if file_format == "ORC":
         inner = schema.strip()
         if not (inner.startswith("struct<") and inner.endswith(">")):
-            raise InventoryError(f"manifest.json: ORC fileSchema is not a struct<...>: {schema[:80]!r}",
+            raise InventoryError(f"{source}: ORC fileSchema is not a struct<...>: {schema[:80]!r}",
                                  fix="give the manifest.json S3 Inventory wrote, unchanged")
         return tuple(f.split(":", 1)[0].strip() for f in inner[len("struct<"):-1].split(",") if ":" in f)
     body = schema[schema.find("{") + 1:schema.rfind("}")] if "{" in schema else ""
@@ -149,7 +149,7 @@ def _schema_columns(file_format: str, schema: str) -> tuple[str, ...]:
         if len(words) >= 3 and words[0] in ("required", "optional", "repeated"):
             names.append(words[2])
     if not names:
-        raise InventoryError(f"manifest.json: Parquet fileSchema has no fields: {schema[:80]!r}",
+        raise InventoryError(f"{source}: Parquet fileSchema has no fields: {schema[:80]!r}",
                              fix="give the manifest.json S3 Inventory wrote, unchanged")
     return tuple(names)
 
@@ -196,7 +196,7 @@ def parse_manifest(raw: bytes, source: str = "manifest.json") -> Manifest:
     except (TypeError, ValueError, KeyError) as e:
         raise InventoryError(f"{source}: bad creationTimestamp or files entry: {e}",
                              fix="give the manifest.json S3 Inventory wrote, unchanged") from e
-    columns = _schema_columns(fmt, str(doc["fileSchema"]))
+    columns = _schema_columns(fmt, str(doc["fileSchema"]), source)
     have = {_norm(c) for c in columns}
     lacking = [c for c in ("Bucket", "Key", *REQUIRED_FIELDS) if _norm(c) not in have]
     if lacking:
