@@ -223,16 +223,7 @@ def _schema(edit: Callable[[Any], None]) -> Damage:
 
 
 def _records(edit_schema: Callable[[Any], None], edit_record: Callable[[Any], None]) -> Damage:
-    def damage(data: bytes) -> bytes:
-        schema, records, codec = A.records_of(data)
-        schema = copy.deepcopy(schema)
-        edit_schema(schema)
-        for r in records:
-            edit_record(r)
-        out = io.BytesIO()
-        fastavro.writer(out, fastavro.parse_schema(schema), records, codec=codec)
-        return out.getvalue()
-    return damage
+    return lambda data: A.rewritten(data, edit_schema, edit_record)
 
 
 def _field_type(name: str, t: Any, value: Any) -> Damage:

@@ -4,15 +4,17 @@ damage lands in records, not in a compressed stream), and Avro's zig-zag varints
 
 from __future__ import annotations
 
+import copy
 import io
 import json
+from collections.abc import Callable
 from typing import Any
 
 import fastavro
 
 from tablekeeper.core.paimon import avro_container
 
-__all__ = ["avro_long", "with_schema_json", "with_schema", "schema_of", "uncompressed", "records_of"]
+__all__ = ["avro_long", "with_schema_json", "with_schema", "schema_of", "uncompressed", "records_of", "rewritten"]
 
 
 def avro_long(value: int) -> bytes:
@@ -64,4 +66,17 @@ def uncompressed(data: bytes, *, sync_interval: int = 16000) -> bytes:
     schema, records, _codec = records_of(data)
     out = io.BytesIO()
     fastavro.writer(out, fastavro.parse_schema(schema), records, codec="null", sync_interval=sync_interval)
+    return out.getvalue()
+
+
+def rewritten(data: bytes, edit_schema: Callable[[Any], None], edit_record: Callable[[Any], None]) -> bytes:
+    """The records of ``data`` written again (same codec) under an edited, valid schema, each
+    record edited to fit it."""
+    schema, records, codec = records_of(data)
+    schema = copy.deepcopy(schema)
+    edit_schema(schema)
+    for r in records:
+        edit_record(r)
+    out = io.BytesIO()
+    fastavro.writer(out, fastavro.parse_schema(schema), records, codec=codec)
     return out.getvalue()

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import copy
 import io
 import json
 import subprocess
@@ -153,18 +152,6 @@ def originals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
                                              and not n.startswith("manifest-list-"))).read_bytes()}
 
 
-def _rewritten(data: bytes, edit_schema: Callable[[Any], None], edit_record: Callable[[Any], None]) -> bytes:
-    """The records of ``data`` written again under an edited (valid) schema."""
-    schema, records, codec = A.records_of(data)
-    schema = copy.deepcopy(schema)
-    edit_schema(schema)
-    for r in records:
-        edit_record(r)
-    out = io.BytesIO()
-    fastavro.writer(out, fastavro.parse_schema(schema), records, codec=codec)
-    return out.getvalue()
-
-
 def _field(schema: Any, name: str) -> dict[str, Any]:
     return next(f for f in schema["fields"] if isinstance(f, dict) and f.get("name") == name)
 
@@ -202,7 +189,7 @@ def _stats_without_min_values(data: bytes) -> bytes:  # manifest_decoding.simple
     def edit(schema: Any) -> None:
         stats = _field(schema, "_PARTITION_STATS")["type"]
         stats["fields"] = [f for f in stats["fields"] if f["name"] != "_MIN_VALUES"]
-    return _rewritten(data, edit, lambda r: r["_PARTITION_STATS"].pop("_MIN_VALUES"))
+    return A.rewritten(data, edit, lambda r: r["_PARTITION_STATS"].pop("_MIN_VALUES"))
 
 
 def _a_field_without_a_name(data: bytes) -> bytes:  # manifest_decoding._derive_reader_schema: KeyError
@@ -214,13 +201,13 @@ def _a_field_without_a_name(data: bytes) -> bytes:  # manifest_decoding._derive_
 def _extra_files_a_long(data: bytes) -> bytes:  # manifest_decoding entries/refs_by_reader: tuple(int)
     def edit(schema: Any) -> None:
         _field(_field(schema, "_FILE")["type"], "_EXTRA_FILES")["type"] = "long"
-    return _rewritten(data, edit, lambda r: r["_FILE"].__setitem__("_EXTRA_FILES", 7))
+    return A.rewritten(data, edit, lambda r: r["_FILE"].__setitem__("_EXTRA_FILES", 7))
 
 
 def _kind_an_array(data: bytes) -> bytes:  # manifest_readers._check_kinds: unhashable list
     def edit(schema: Any) -> None:
         _field(schema, "_KIND")["type"] = {"type": "array", "items": "int"}
-    return _rewritten(data, edit, lambda r: r.__setitem__("_KIND", [r["_KIND"]]))
+    return A.rewritten(data, edit, lambda r: r.__setitem__("_KIND", [r["_KIND"]]))
 
 
 READ_LIST = ("list", manifests.read_manifest_list)
