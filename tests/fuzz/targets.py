@@ -247,7 +247,8 @@ def _names_only_agree(body: bytes, path: str, full: tuple[str, Any]) -> None:
     from tablekeeper.core.paimon import avro_container, manifests
 
     framed = avro_container.frame(body)
-    if framed is None or framed.schema_json is None or framed.codec not in avro_container.CODECS:
+    if framed is None or framed.schema_json is None or framed.codec not in avro_container.CODECS \
+            or not framed.blocks:  # (no block: the names-only reader is never asked)
         return
     names: list[Any] = []
     for b in framed.blocks:
