@@ -33,6 +33,7 @@ import csv
 import gzip
 import io
 import json
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -129,7 +130,7 @@ def _bucket_name(value: str) -> str:
     return value.rsplit(":::", 1)[-1] if value.startswith("arn:") else value
 
 
-def _schema_columns(file_format: str, schema: str) -> tuple[str, ...]:
+def _schema_columns(file_format: str, schema: str, source: str) -> tuple[str, ...]:
     """Column names from ``fileSchema``: a comma list for CSV (``Bucket, Key, Size, ...``), an ORC
     type (``struct<bucket:string,key:string,...>``) or a Parquet message type
     (``message s3.inventory { required binary bucket (UTF8); ... }``)."""
@@ -138,7 +139,7 @@ def _schema_columns(file_format: str, schema: str) -> tuple[str, ...]:
     if file_format == "ORC":
         inner = schema.strip()
         if not (inner.startswith("struct<") and inner.endswith(">")):
-            raise InventoryError(f"manifest.json: ORC fileSchema is not a struct<...>: {schema[:80]!r}",
+            raise InventoryError(f"{source}: ORC fileSchema is not a struct<...>: {schema[:80]!r}",
                                  fix="give the manifest.json S3 Inventory wrote, unchanged")
         return tuple(f.split(":", 1)[0].strip() for f in inner[len("struct<"):-1].split(",") if ":" in f)
     body = schema[schema.find("{") + 1:schema.rfind("}")] if "{" in schema else ""
@@ -148,7 +149,7 @@ def _schema_columns(file_format: str, schema: str) -> tuple[str, ...]:
         if len(words) >= 3 and words[0] in ("required", "optional", "repeated"):
             names.append(words[2])
     if not names:
-        raise InventoryError(f"manifest.json: Parquet fileSchema has no fields: {schema[:80]!r}",
+        raise InventoryError(f"{source}: Parquet fileSchema has no fields: {schema[:80]!r}",
                              fix="give the manifest.json S3 Inventory wrote, unchanged")
     return tuple(names)
 
@@ -167,7 +168,7 @@ def parse_manifest(raw: bytes, source: str = "manifest.json") -> Manifest:
     """
     try:
         doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise InventoryError(f"{source} is not JSON: {e}",
                              fix="give the path of an S3 Inventory manifest.json, or a CSV/Parquet file list") from e
     if not isinstance(doc, dict):
@@ -178,17 +179,24 @@ def parse_manifest(raw: bytes, source: str = "manifest.json") -> Manifest:
     if missing:
         raise InventoryError(f"{source} lacks {', '.join(missing)}: not an S3 Inventory manifest",
                              fix="give the manifest.json S3 Inventory wrote, unchanged")
+    wrong = [k for k in ("sourceBucket", "destinationBucket", "fileFormat", "fileSchema") if not isinstance(doc[k], str)]
+    if wrong or not isinstance(doc["files"], list):
+        raise InventoryError(f"{source}: {', '.join(wrong or ['files'])} is not a {'string' if wrong else 'list'}",
+                             fix="give the manifest.json S3 Inventory wrote, unchanged")
     fmt = {f.lower(): f for f in FORMATS}.get(str(doc["fileFormat"]).lower())
     if fmt is None:
         raise InventoryError(f"{source}: unknown fileFormat {doc['fileFormat']!r}",
                              fix=f"S3 Inventory formats are {', '.join(FORMATS)}; " + _SETUP_FIX)
     try:
-        creation_ms = int(doc["creationTimestamp"])
+        stamp = doc["creationTimestamp"]
+        if isinstance(stamp, bool) or not isinstance(stamp, (int, str)):
+            raise TypeError(f"creationTimestamp {str(stamp)[:40]!r} is not epoch milliseconds")
+        creation_ms = int(stamp)
         files = tuple(str(f["key"]) for f in doc["files"])
     except (TypeError, ValueError, KeyError) as e:
         raise InventoryError(f"{source}: bad creationTimestamp or files entry: {e}",
                              fix="give the manifest.json S3 Inventory wrote, unchanged") from e
-    columns = _schema_columns(fmt, str(doc["fileSchema"]))
+    columns = _schema_columns(fmt, str(doc["fileSchema"]), source)
     have = {_norm(c) for c in columns}
     lacking = [c for c in ("Bucket", "Key", *REQUIRED_FIELDS) if _norm(c) not in have]
     if lacking:
@@ -205,23 +213,25 @@ def _parse_time(value: Any, where: str) -> int:
     as a number or string, or a datetime (ORC/Parquet timestamps)."""
     if isinstance(value, datetime):
         return int((value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp() * 1000)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return int(value)
     text = str(value).strip()
-    if text.isdigit():
-        return int(text)
     try:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return int(value)
+        if text.isdigit():
+            return int(text)
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as e:
+        return int((parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp() * 1000)
+    except (ValueError, OverflowError) as e:  # (NaN, an infinity, a year out of range too)
         raise InventoryError(f"{where}: last-modified {text[:40]!r} is not a time",
                              fix="last-modified must be ISO-8601 (2026-01-31T12:00:00Z) or epoch milliseconds") from e
-    return int((parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp() * 1000)
 
 
 def _parse_size(value: Any, where: str) -> int:
     try:
+        if isinstance(value, bool):
+            raise TypeError("a boolean")
         size = int(value)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         raise InventoryError(f"{where}: size {str(value)[:40]!r} is not a number",
                              fix="size must be the object's size in bytes") from e
     return size
@@ -249,14 +259,14 @@ def _columnar(file_format: str, raw: bytes, where: str) -> list[dict[str, Any]]:
             from pyarrow import parquet
 
             table = parquet.read_table(io.BytesIO(raw))
+        names = [_norm(n) for n in table.column_names]
+        columns = [table.column(i).to_pylist() for i in range(len(names))]
     except ImportError as e:
         raise InventoryError(f"{where}: reading {file_format} needs pyarrow with {file_format} support: {e}",
                              fix="use a CSV or Parquet inventory") from e
-    except Exception as e:  # pyarrow raises ArrowInvalid/OSError on damaged files
+    except Exception as e:  # pyarrow raises ArrowInvalid/OSError on damaged files, ValueError on odd values
         raise InventoryError(f"{where} is not a readable {file_format} file: {e}",
                              fix="give the data files S3 Inventory wrote, unchanged") from e
-    names = [_norm(n) for n in table.column_names]
-    columns = [table.column(i).to_pylist() for i in range(len(names))]
     return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
@@ -265,7 +275,7 @@ def _csv_rows(raw: bytes, where: str, columns: Sequence[str] | None) -> Iterator
     the header."""
     try:
         text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as e:
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as e:
         raise InventoryError(f"{where} is not a (gzip) UTF-8 CSV file: {e}",
                              fix="give the data files S3 Inventory wrote, unchanged") from e
     reader = csv.reader(io.StringIO(text))

@@ -54,7 +54,8 @@ def intent_path(table: Table, name: str) -> str:
 
 def _saved(table: Table, name: str) -> Tag | None:
     try:
-        return Tag.from_json(name, table.file_io.read_bytes(intent_path(table, name)))
+        path = intent_path(table, name)
+        return Tag.from_json(name, table.file_io.read_bytes(path), what=path)
     except FileNotFoundError:
         return None
 
@@ -86,7 +87,7 @@ def _delete_tag(table: Table, name: str, force: bool, runner: Runner) -> TagDele
         data_files = [f for f in first.files if f.kind != plans.FileKind.TAG]
         if not data_files and saved is None:  # only the tag file goes: nothing to verify
             return TagDeletion(first, first, runner(first), first.notes)
-        tag = Tag.from_json(name, raw)
+        tag = Tag.from_json(name, raw, what=table.tag_path(name))
         if saved is not None and saved.snapshot.identity() != tag.snapshot.identity():
             raise errors.ConcurrentModificationError(
                 f"an interrupted deletion of tag {name!r} at snapshot {saved.snapshot_id} is pending, but the tag "

@@ -306,7 +306,7 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
             return  # the root vanished since it was enumerated: it protects nothing
         try:
             if kind == "tag":
-                snap = Tag.from_json(path.rsplit("/", 1)[-1][len("tag-"):], data).snapshot
+                snap = Tag.from_json(path.rsplit("/", 1)[-1][len("tag-"):], data, what=path).snapshot
             else:
                 snap = Snapshot.from_json(data, what=path)
         except (errors.FormatError, ValueError, KeyError, TypeError) as e:

@@ -9,9 +9,15 @@
  * of a NamedTuple class), so rows are equal to what the Python decoders build.
  *
  * Strict: any malformed input (truncation, a bad union index, a negative length, bad UTF-8 in a
- * string that is read) raises the caller's "bad" exception and the caller hands the file to the
- * fastavro reader, which judges it; a record whose version slot is not the expected version
- * raises the caller's version exception with the value (as the Python decoders do).
+ * string that is read, an array or map block count of -2**63, whose item count cannot be negated,
+ * a block whose items do not end where its byte size says)
+ * raises the caller's "bad" exception and the caller hands the file to the fastavro reader, which
+ * judges it; a record whose version slot is not the expected version raises the caller's version
+ * exception with the value (as the Python decoders do).
+ *
+ * Bounded: a program must read at least one byte per record (every op but a zero-size fixed
+ * does), so a record count beyond the bytes left is refused before any record is decoded, and
+ * no call loops longer than its input (a hand-built program of no ops is a ValueError).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -108,6 +114,7 @@ static int array(Cursor *c, long item, long null_index, int keyed, PyObject **ou
         return -2;
     }
     for (;;) {
+        const unsigned char *block_end = NULL;
         if (read_varint(c, &count) < 0) {
             goto bad;
         }
@@ -116,10 +123,16 @@ static int array(Cursor *c, long item, long null_index, int keyed, PyObject **ou
         }
         if (count < 0) {
             int64_t size;
-            count = -count;
-            if (read_varint(c, &size) < 0) {
+            if (count == INT64_MIN) { /* -count is not an int64: refused, as the Python decoders do */
                 goto bad;
             }
+            count = -count;
+            /* the block's byte size, which skipping readers (fastavro, Java) seek by: its items
+             * must end exactly there, or readers would disagree on where the next field starts */
+            if (read_varint(c, &size) < 0 || size < 0 || size > (int64_t)(c->end - c->p)) {
+                goto bad;
+            }
+            block_end = c->p + size;
         }
         if (count > (int64_t)(c->end - c->p)) { /* every item takes at least one byte */
             goto bad;
@@ -159,6 +172,9 @@ static int array(Cursor *c, long item, long null_index, int keyed, PyObject **ou
                     goto error;
                 }
             }
+        }
+        if (block_end != NULL && c->p != block_end) {
+            goto bad;
         }
     }
     if (list != NULL) {
@@ -337,9 +353,11 @@ static PyObject *decode(PyObject *Py_UNUSED(self), PyObject *args) {
             goto done;
         }
     }
+    int reads = 0; /* whether some op reads at least one byte of every record */
     for (Py_ssize_t i = 0; i < nops; i++) {
         long op = prog[4 * i], slot = prog[4 * i + 1], a = prog[4 * i + 2], b = prog[4 * i + 3];
         int ok = op >= OP_LONG && op <= OP_MAP && slot >= -1 && slot < nslots;
+        reads = reads || op != OP_FIXED || a > 0; /* (a union body's union reads its index) */
         if (op == OP_UNION) {
             ok = ok && (a == 0 || a == 1) && slot == -1 && i + 1 < nops && prog[4 * (i + 1)] != OP_UNION;
         }
@@ -354,7 +372,15 @@ static PyObject *decode(PyObject *Py_UNUSED(self), PyObject *args) {
             goto done;
         }
     }
+    if (!reads) {
+        PyErr_SetString(PyExc_ValueError, "bad program: it reads no byte of a record");
+        goto done;
+    }
     Cursor c = {(const unsigned char *)data.buf + start, (const unsigned char *)data.buf + data.len};
+    if (count > (Py_ssize_t)(c.end - c.p)) { /* every record takes at least one byte */
+        PyErr_SetString(bad, "more records than bytes");
+        goto done;
+    }
     for (Py_ssize_t r = 0; r < count; r++) {
         int status = 0;
         for (Py_ssize_t k = 0; k < nslots; k++) {

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tablekeeper.core import errors
 from tablekeeper.core.paimon import jackson
-from tablekeeper.core.paimon.snapshot import parse_json_object
+from tablekeeper.core.paimon.json_fields import INT, check_fields, parse_json_object
 
 __all__ = ["Consumer"]
 
@@ -18,10 +17,16 @@ class Consumer:
     mtime_ms: int = 0
 
     @classmethod
-    def from_json(cls, consumer_id: str, text: str | bytes, mtime_ms: int = 0) -> Consumer:
-        data = parse_json_object(text, f"consumer {consumer_id!r}")
-        if "nextSnapshot" not in data:
-            raise errors.FormatError(f"consumer {consumer_id!r} has no nextSnapshot", fix="reset the consumer")
+    def from_json(cls, consumer_id: str, text: str | bytes, mtime_ms: int = 0, *, what: str | None = None) -> Consumer:
+        """Parse a consumer file; ``what`` names it in errors (its path; default: the consumer id).
+
+        Raises:
+            FormatError: not a JSON object with a whole-number ``nextSnapshot``.
+        """
+        what = what or f"consumer {consumer_id!r}"
+        fix = "reset the consumer, or delete its file if it is no longer used"
+        data = parse_json_object(text, what, fix=fix)
+        check_fields(data, what, {"nextSnapshot": INT}, required=("nextSnapshot",), fix=fix)
         return cls(consumer_id, int(data["nextSnapshot"]), mtime_ms)
 
     def to_json(self) -> str:

@@ -15,8 +15,12 @@ def encode_hint(value: int) -> str:
 
 
 def decode_hint(text: str | bytes) -> int | None:
-    raw = text.decode("utf-8") if isinstance(text, bytes) else text
+    """The snapshot id a hint names, or None for anything that is not one (damage, a hint
+    being written): a hint is never trusted blindly (see the module), so an unusable one only
+    means the directory listing decides, as when it is absent."""
     try:
-        return int(raw.strip())
-    except ValueError:
+        raw = text.decode("utf-8") if isinstance(text, bytes) else text
+        value = int(raw.strip()) if raw.strip().lstrip("-").isdigit() and len(raw) < 64 else None
+    except (ValueError, UnicodeDecodeError):
         return None
+    return value

@@ -22,7 +22,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final, NamedTuple, cast
 
 from tablekeeper.core import errors
-from tablekeeper.core.paimon import manifest_native
+from tablekeeper.core.paimon import avro_schema, manifest_native
+from tablekeeper.core.paimon.avro_schema import BYTES, INT, STRING, array, optional, record
 from tablekeeper.core.paimon.manifest_records import (
     MANIFEST_LIST_VERSION,
     MANIFEST_VERSION,
@@ -45,6 +46,7 @@ __all__ = [
     "REF_FILE_REQUIRED",
     "LIST_REQUIRED",
     "INDEX_REQUIRED",
+    "SHAPES",
     "format_error",
     "bad_version",
     "schema_info",
@@ -64,6 +66,8 @@ __all__ = [
     "fast_lists_usable",
     "list_by_reader",
     "list_row",
+    "entry_row",
+    "ref_row",
     "entries_by_reader",
     "refs_by_reader",
     "decode_by_reader",
@@ -112,6 +116,42 @@ LIST_REQUIRED: Final = (
 INDEX_REQUIRED: Final = (
     "_VERSION", "_KIND", "_PARTITION", "_BUCKET", "_INDEX_TYPE", "_FILE_NAME", "_FILE_SIZE", "_ROW_COUNT",
 )
+
+#: The types every reader relies on, per file kind (nullable where some writer writes null): a
+#: field of another type is a FormatError before any record is decoded (avro_schema.type_problem).
+_STATS_SHAPE: Final = record({"_MIN_VALUES": BYTES, "_MAX_VALUES": BYTES, "_NULL_COUNTS": optional(array(optional(INT)))},
+                             ("_MIN_VALUES", "_MAX_VALUES"))
+_FILE_SHAPES: Final = {
+    "_FILE_NAME": STRING, "_FILE_SIZE": INT, "_ROW_COUNT": INT, "_MIN_KEY": BYTES, "_MAX_KEY": BYTES,
+    "_KEY_STATS": _STATS_SHAPE, "_VALUE_STATS": _STATS_SHAPE, "_MIN_SEQUENCE_NUMBER": INT,
+    "_MAX_SEQUENCE_NUMBER": INT, "_SCHEMA_ID": INT, "_LEVEL": INT, "_EXTRA_FILES": array(STRING),
+    "_CREATION_TIME": optional(INT), "_DELETE_ROW_COUNT": optional(INT), "_EMBEDDED_FILE_INDEX": optional(BYTES),
+    "_FILE_SOURCE": optional(INT), "_VALUE_STATS_COLS": optional(array(STRING)), "_EXTERNAL_PATH": optional(STRING),
+    "_FIRST_ROW_ID": optional(INT), "_WRITE_COLS": optional(array(STRING)),
+    "_WRITE_COLS_SEQUENCES": optional(array(INT)),
+}
+SHAPES: Final[dict[str, dict[str, avro_schema.Shape]]] = {
+    "manifest": {"_VERSION": INT, "_KIND": INT, "_PARTITION": BYTES, "_BUCKET": INT, "_TOTAL_BUCKETS": INT,
+                 "_FILE": record(_FILE_SHAPES)},
+    "list": {
+        "_VERSION": INT, "_FILE_NAME": STRING, "_FILE_SIZE": INT, "_NUM_ADDED_FILES": INT, "_NUM_DELETED_FILES": INT,
+        "_PARTITION_STATS": _STATS_SHAPE, "_SCHEMA_ID": INT, "_MIN_BUCKET": optional(INT),
+        "_MAX_BUCKET": optional(INT), "_MIN_LEVEL": optional(INT), "_MAX_LEVEL": optional(INT),
+        "_MIN_ROW_ID": optional(INT), "_MAX_ROW_ID": optional(INT), "_TOTAL_BUCKETS": optional(INT),
+        "_EXTRA_FILES": optional(array(STRING)),
+    },
+    "index": {
+        "_VERSION": INT, "_KIND": INT, "_PARTITION": BYTES, "_BUCKET": INT, "_INDEX_TYPE": STRING,
+        "_FILE_NAME": STRING, "_FILE_SIZE": INT, "_ROW_COUNT": INT,
+        "_DELETIONS_VECTORS_RANGES": optional(array(optional(record(
+            {"f0": STRING, "f1": INT, "f2": INT, "_CARDINALITY": optional(INT)}, ("f0", "f1", "f2"))))),
+        "_EXTERNAL_PATH": optional(STRING),
+        "_GLOBAL_INDEX": optional(record(
+            {"_ROW_RANGE_START": INT, "_ROW_RANGE_END": INT, "_INDEX_FIELD_ID": INT,
+             "_EXTRA_FIELD_IDS": optional(array(INT)), "_INDEX_META": optional(BYTES), "_SOURCE_META": optional(BYTES)},
+            ("_ROW_RANGE_START", "_ROW_RANGE_END", "_INDEX_FIELD_ID"))),
+    },
+}
 
 _FIX_DAMAGED: Final = ("the file is damaged or was not written by Paimon: restore it from a backup, or roll the "
                        "table back to a snapshot that does not reference it")
@@ -162,8 +202,11 @@ class SchemaInfo:
         self.stripped: dict[str, Any] = stripped
         self.stripped_json: bytes | None = None if stripped == schema else json.dumps(stripped).encode("utf-8")
         self._ref_reader_schema: dict[str, Any] | None = None
+        self._reader_schemas: dict[str, dict[str, Any]] = {}
         self._decoders: dict[str, _Decoder | None] = {}
         self._programs: dict[str, manifest_native.Program | None] = {}
+        #: avro_schema.type_problem per file kind of SHAPES, computed once
+        self.type_problems: dict[str, str | None] = {}
         self._lock = threading.Lock()
 
     @property
@@ -171,6 +214,16 @@ class SchemaInfo:
         if self._ref_reader_schema is None:
             self._ref_reader_schema = _derive_reader_schema(self.stripped, _REF_SPEC)
         return self._ref_reader_schema
+
+    def reader_schema(self, kind: str) -> dict[str, Any]:
+        """The writer schema cut down to the fields decoder ``kind`` reads: fastavro's reader,
+        the judge, then skips what the fast decoders skip (a field no reader needs is not judged,
+        whichever decoder runs)."""
+        if kind == "ref":
+            return self.ref_reader_schema
+        if kind not in self._reader_schemas:
+            self._reader_schemas[kind] = _derive_reader_schema(self.stripped, _DECODER_KINDS[kind][0])
+        return self._reader_schemas[kind]
 
     def native(self, kind: str) -> manifest_native.Program | None:
         """The native program of decoder ``kind`` (:mod:`.manifest_native`), or None."""
@@ -198,10 +251,11 @@ def schema_info(schema_json: str, path: str, what: str) -> SchemaInfo:
         return cached
     try:
         schema = json.loads(schema_json)
-    except ValueError as e:
-        raise format_error(path, what, f"embedded Avro schema is not JSON ({e})") from e
-    if _record_fields(schema) is None:
-        raise format_error(path, what, "embedded Avro schema is not a record")
+    except (ValueError, RecursionError) as e:
+        raise format_error(path, what, f"embedded Avro schema is not JSON ({type(e).__name__}: {e})") from e
+    problem = avro_schema.schema_problem(schema)
+    if problem is not None:
+        raise format_error(path, what, f"embedded Avro schema: {problem}")
     info = SchemaInfo(schema)
     with _SCHEMAS_LOCK:
         return _SCHEMAS.setdefault(schema_json, info)
@@ -236,7 +290,14 @@ def plain_bytes(container: Container, info: SchemaInfo) -> bytes:
     return out.getvalue() + container.data[container.header_end:]
 
 
-def require_fields(info: SchemaInfo, path: str, what: str, top: Iterable[str], file: Iterable[str] = ()) -> None:
+def require_fields(info: SchemaInfo, path: str, what: str, top: Iterable[str], file: Iterable[str] = (), *,
+                   shapes: str) -> None:
+    """The writer schema has the fields ``top`` (and ``_FILE.<file>``), and every field of
+    ``SHAPES[shapes]`` it has is of the type readers rely on.
+
+    Raises:
+        FormatError: naming the file and the first missing or mistyped field.
+    """
     missing = [n for n in top if n not in info.fields]
     file = tuple(file)
     if file:
@@ -246,6 +307,11 @@ def require_fields(info: SchemaInfo, path: str, what: str, top: Iterable[str], f
             missing.extend(f"_FILE.{n}" for n in file if n not in info.file_fields)
     if missing:
         raise format_error(path, what, f"writer schema lacks {', '.join(missing)}")
+    if shapes not in info.type_problems:
+        info.type_problems[shapes] = avro_schema.type_problem(info.stripped, SHAPES[shapes])
+    problem = info.type_problems[shapes]
+    if problem is not None:
+        raise format_error(path, what, f"writer schema: {problem}")
 
 
 class _GcPause:
@@ -449,6 +515,8 @@ class FastDecodeError(Exception):
 
 
 _READERS: Final = {"int": "RL", "long": "RL", "bytes": "RB", "string": "RU"}
+_SKIPPERS: Final = {"int": "SL", "long": "SL", "bytes": "SB", "string": "SB"}
+_INT64_MIN: Final = -(2**63)
 
 
 def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _Decoder | None:
@@ -470,19 +538,20 @@ def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _De
         types.append(t)
         return f"T{len(types) - 1}"
 
-    def simple(t: Any) -> str | None:
-        """Inline code reading a value of ``t`` (primitive, or array of primitives), if any."""
+    def simple(t: Any, readers: Mapping[str, str] = _READERS) -> str | None:
+        """Inline code reading a value of ``t`` (primitive, or array of primitives), if any;
+        with ``_SKIPPERS``: skipping it (no string is decoded, as the native decoder skips)."""
         prim = primitive_type(t)
-        if prim in _READERS:
-            return f"{_READERS[prim]}(s)"
+        if prim is not None and prim in readers:
+            return f"{readers[prim]}(s)"
         if isinstance(t, dict) and t.get("type") == "array":
             items = t.get("items")
-            if primitive_type(items) in _READERS:
-                return f"ARR(s, {_READERS[str(primitive_type(items))]})"
+            if primitive_type(items) in readers:
+                return f"ARR(s, {readers[str(primitive_type(items))]})"
             if isinstance(items, list) and len(items) == 2 and "null" in items and \
-                    primitive_type(items[1 - items.index("null")]) in _READERS:
+                    primitive_type(items[1 - items.index("null")]) in readers:
                 null = items.index("null")
-                return f"ARRN(s, {_READERS[str(primitive_type(items[1 - null]))]}, {null})"
+                return f"ARRN(s, {readers[str(primitive_type(items[1 - null]))]}, {null})"
         return None
 
     def read(var: str, t: Any) -> None:
@@ -512,7 +581,7 @@ def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _De
                 skip_one(field["type"])
         elif isinstance(t, list) and len(t) == 2 and "null" in t and simple(t[1 - t.index("null")]) is not None:
             null = t.index("null")
-            body.extend(["i = RL(s)", f"if i == {1 - null}: {simple(t[1 - null])}",
+            body.extend(["i = RL(s)", f"if i == {1 - null}: {simple(t[1 - null], _SKIPPERS)}",
                          f"elif i != {null}: raise Bad(i)"])
         else:
             body.append(f"SD(s, {ref(t)}, NS)")
@@ -569,7 +638,10 @@ def _array_readers(read_long: Callable[[Any], int]) -> tuple[Callable[..., list[
     """Readers of Avro arrays of primitives and of nullable primitives (blocks of ``count``
     items; a negative count is followed by the block's byte size). Such arrays are short (extra
     files, column names, per-column null counts), where plain calls beat fastavro's generic
-    dispatch."""
+    dispatch. A count of -2**63 is refused, as the native decoder refuses it: its item count is
+    not a 64-bit number (fastavro's compiled reader, the judge then, reads it as an empty block,
+    Java's as the array's end: docs/robustness.md); so is a block whose items do not end where
+    its byte size says (readers that skip the array seek by it)."""
 
     def read_array(s: Any, item: Callable[[Any], Any]) -> list[Any]:
         count = read_long(s)
@@ -577,10 +649,16 @@ def _array_readers(read_long: Callable[[Any], int]) -> tuple[Callable[..., list[
             return []
         out: list[Any] = []
         while count != 0:
+            end = None
             if count < 0:
+                if count == _INT64_MIN:
+                    raise FastDecodeError("array block count -2**63")
                 count = -count
-                read_long(s)
+                end = read_long(s)
+                end += s.tell()
             out.extend([item(s) for _ in range(count)])
+            if end is not None and s.tell() != end:
+                raise FastDecodeError("array block size does not match its items")
             count = read_long(s)
         return out
 
@@ -588,9 +666,13 @@ def _array_readers(read_long: Callable[[Any], int]) -> tuple[Callable[..., list[
         count = read_long(s)
         out: list[Any] = []
         while count != 0:
+            end = None
             if count < 0:
+                if count == _INT64_MIN:
+                    raise FastDecodeError("array block count -2**63")
                 count = -count
-                read_long(s)
+                end = read_long(s)
+                end += s.tell()
             for _ in range(count):
                 index = read_long(s)
                 if index == null:
@@ -599,6 +681,8 @@ def _array_readers(read_long: Callable[[Any], int]) -> tuple[Callable[..., list[
                     out.append(item(s))
                 else:
                     raise FastDecodeError(f"union index {index}")
+            if end is not None and s.tell() != end:
+                raise FastDecodeError("array block size does not match its items")
             count = read_long(s)
         return out
 
@@ -708,12 +792,12 @@ def _self_test(only: tuple[str, ...] | None = None) -> bool:
 def decode_by_reader(kind: str, data: bytes, info: SchemaInfo) -> list[Any]:
     """What fastavro.reader makes of the container ``data`` for decoder ``kind`` (the rows every
     faster decoder must equal)."""
-    if kind in ("list", "list-names"):
-        metas = list_by_reader(data, "", "")
-        return metas if kind == "list" else [(m.file_name, m.extra_files) for m in metas]
     buf = io.BytesIO(data)
     fastavro_module().schemaless_reader(buf, _header_schema(), None)
     container = Container(data, buf.tell())
+    if kind in ("list", "list-names"):
+        metas = list_by_reader(plain_bytes(container, info), "", "", info.reader_schema("list"))
+        return metas if kind == "list" else [(m.file_name, m.extra_files) for m in metas]
     return entries_by_reader(container, info, "", "") if kind == "entry" else refs_by_reader(container, info, "", "")
 
 
@@ -799,49 +883,56 @@ def list_row(r: Mapping[str, Any]) -> ManifestFileMeta:
     )
 
 
-def list_by_reader(data: bytes, path: str, what: str) -> list[ManifestFileMeta]:
+def list_by_reader(data: bytes, path: str, what: str,
+                   reader_schema: dict[str, Any] | None = None) -> list[ManifestFileMeta]:
     out: list[ManifestFileMeta] = []
-    for r in decode_records(data, path, what):
+    for r in decode_records(data, path, what, reader_schema):
         if r["_VERSION"] != MANIFEST_LIST_VERSION:
             raise bad_version(path, what, r["_VERSION"], MANIFEST_LIST_VERSION)
         out.append(list_row(r))
     return out
 
 
+def entry_row(r: Mapping[str, Any]) -> ManifestEntry:
+    """The row of one manifest record as fastavro's reader makes it (what the faster entry
+    decoders must build)."""
+    f = r["_FILE"]
+    get = f.get
+    extra = f["_EXTRA_FILES"]
+    return ManifestEntry(r["_KIND"], r["_PARTITION"], r["_BUCKET"], r["_TOTAL_BUCKETS"], DataFileMeta(
+        f["_FILE_NAME"], f["_FILE_SIZE"], f["_ROW_COUNT"], f["_MIN_KEY"], f["_MAX_KEY"],
+        simple_stats(f["_KEY_STATS"]), simple_stats(f["_VALUE_STATS"]),
+        f["_MIN_SEQUENCE_NUMBER"], f["_MAX_SEQUENCE_NUMBER"], f["_SCHEMA_ID"], f["_LEVEL"],
+        () if extra is None else tuple(extra),
+        get("_CREATION_TIME"), get("_DELETE_ROW_COUNT"), get("_EMBEDDED_FILE_INDEX"),
+        get("_FILE_SOURCE"), as_tuple(get("_VALUE_STATS_COLS")), get("_EXTERNAL_PATH"),
+        get("_FIRST_ROW_ID"), as_tuple(get("_WRITE_COLS")), as_tuple(get("_WRITE_COLS_SEQUENCES")),
+    ))
+
+
+def ref_row(r: Mapping[str, Any]) -> FileRef:
+    """The planning projection of one manifest record as fastavro's reader makes it."""
+    f = r["_FILE"]
+    get = f.get
+    extra = f["_EXTRA_FILES"]
+    return FileRef(r["_KIND"], r["_PARTITION"], r["_BUCKET"], f["_LEVEL"], f["_FILE_NAME"],
+                   () if extra is None else tuple(extra), get("_EXTERNAL_PATH"), get("_FILE_SOURCE"),
+                   get("_EMBEDDED_FILE_INDEX"), get("_FILE_SIZE") or 0)
+
+
 def entries_by_reader(container: Container, info: SchemaInfo, path: str, what: str) -> list[ManifestEntry]:
     out: list[ManifestEntry] = []
-    append = out.append
-    entry, meta = ManifestEntry, DataFileMeta
-    for r in decode_records(plain_bytes(container, info), path, what):
+    for r in decode_records(plain_bytes(container, info), path, what, info.reader_schema("entry")):
         if r["_VERSION"] != MANIFEST_VERSION:
             raise bad_version(path, what, r["_VERSION"], MANIFEST_VERSION)
-        f = r["_FILE"]
-        get = f.get
-        extra = f["_EXTRA_FILES"]
-        append(entry(r["_KIND"], r["_PARTITION"], r["_BUCKET"], r["_TOTAL_BUCKETS"], meta(
-            f["_FILE_NAME"], f["_FILE_SIZE"], f["_ROW_COUNT"], f["_MIN_KEY"], f["_MAX_KEY"],
-            simple_stats(f["_KEY_STATS"]), simple_stats(f["_VALUE_STATS"]),
-            f["_MIN_SEQUENCE_NUMBER"], f["_MAX_SEQUENCE_NUMBER"], f["_SCHEMA_ID"], f["_LEVEL"],
-            () if extra is None else tuple(extra),
-            get("_CREATION_TIME"), get("_DELETE_ROW_COUNT"), get("_EMBEDDED_FILE_INDEX"),
-            get("_FILE_SOURCE"), as_tuple(get("_VALUE_STATS_COLS")), get("_EXTERNAL_PATH"),
-            get("_FIRST_ROW_ID"), as_tuple(get("_WRITE_COLS")), as_tuple(get("_WRITE_COLS_SEQUENCES")),
-        )))
+        out.append(entry_row(r))
     return out
 
 
 def refs_by_reader(container: Container, info: SchemaInfo, path: str, what: str) -> list[FileRef]:
     out: list[FileRef] = []
-    append = out.append
     for r in decode_records(container.data, path, what, info.ref_reader_schema):
         if r["_VERSION"] != MANIFEST_VERSION:
             raise bad_version(path, what, r["_VERSION"], MANIFEST_VERSION)
-        f = r["_FILE"]
-        get = f.get
-        extra = f["_EXTRA_FILES"]
-        append(FileRef(r["_KIND"], r["_PARTITION"], r["_BUCKET"], f["_LEVEL"], f["_FILE_NAME"],
-                       () if extra is None else tuple(extra), get("_EXTERNAL_PATH"), get("_FILE_SOURCE"),
-                       get("_EMBEDDED_FILE_INDEX"), get("_FILE_SIZE") or 0))
+        out.append(ref_row(r))
     return out
-
-

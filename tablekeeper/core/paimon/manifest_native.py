@@ -185,8 +185,8 @@ def compile_program(schema: Mapping[str, Any], spec: Mapping[str, Any], kind: st
             ops.extend(field_ops)
         return True
 
-    if not walk(schema, spec):
-        return None
+    if not walk(schema, spec) or all(ops[i] == _FIXED and ops[i + 2] == 0 for i in range(0, len(ops), 4)):
+        return None  # (a program that reads no byte of a record is refused by the C module)
 
     def template(t: tuple[Any, ...]) -> tuple[Any, ...]:
         items: list[Any] = [t[0]]

@@ -71,7 +71,7 @@ def read_manifest_list(file_io: FileIO, path: str) -> list[ManifestFileMeta]:
     """
     what = "manifest list"
     container, info = read_container(file_io, path, what)
-    require_fields(info, path, what, LIST_REQUIRED)
+    require_fields(info, path, what, LIST_REQUIRED, shapes="list")
     with gc_paused():
         try:
             rows = decode_fast(info, "list", container.data)
@@ -81,7 +81,7 @@ def read_manifest_list(file_io: FileIO, path: str) -> list[ManifestFileMeta]:
             raise bad_version(path, what, e.version, MANIFEST_LIST_VERSION) from None
         except FastDecodeError:
             pass  # fastavro.reader decides
-        return list_by_reader(plain_bytes(container, info), path, what)
+        return list_by_reader(plain_bytes(container, info), path, what, info.reader_schema("list"))
 
 
 def read_list_block_names(schema_json: bytes, data: bytes, count: int, path: str,
@@ -102,7 +102,7 @@ def read_list_block_names(schema_json: bytes, data: bytes, count: int, path: str
         info = schema_info(schema_json.decode("utf-8"), path, what)
     except UnicodeDecodeError:
         return None
-    require_fields(info, path, what, LIST_REQUIRED)
+    require_fields(info, path, what, LIST_REQUIRED, shapes="list")
     out: list[tuple[str, tuple[str, ...]]] = []
     program = native_program(info, "list-names")
     if program is not None:  # (trusted without fastavro: a local orphan cleanup never imports it)
@@ -150,7 +150,7 @@ def read_list_blocks(schema_json: bytes | None, codec: str, blocks: Sequence[tup
         info = schema_info(schema_json.decode("utf-8"), path, what)
     except UnicodeDecodeError:
         return None
-    require_fields(info, path, what, LIST_REQUIRED)
+    require_fields(info, path, what, LIST_REQUIRED, shapes="list")
     program = native_program(info, "list")
     if program is None:
         return None
@@ -176,7 +176,7 @@ def _read_entries(file_io: FileIO, path: str, kind: str, file_required: Iterable
                   slow: Callable[[Container, SchemaInfo, str, str], list[Any]]) -> list[Any]:
     what = "manifest"
     container, info = read_container(file_io, path, what)
-    require_fields(info, path, what, ENTRY_TOP_REQUIRED, file_required)
+    require_fields(info, path, what, ENTRY_TOP_REQUIRED, file_required, shapes="manifest")
     reject_unknown_entry_fields(info, path, what)
     with gc_paused():
         rows: list[Any] | None = None
@@ -249,7 +249,7 @@ def read_manifest_payload(file_io: FileIO, path: str) -> list[bytes] | None:
             schema_json = None
         if schema_json is not None:
             info = schema_info(schema_json, path, what)
-            require_fields(info, path, what, ENTRY_TOP_REQUIRED, REF_FILE_REQUIRED)
+            require_fields(info, path, what, ENTRY_TOP_REQUIRED, REF_FILE_REQUIRED, shapes="manifest")
             reject_unknown_entry_fields(info, path, what)
             if not _names_stored_as_strings(info):
                 return None
@@ -259,7 +259,7 @@ def read_manifest_payload(file_io: FileIO, path: str) -> list[bytes] | None:
                 return cast(list[bytes], blocks)
     # anything unusual: fastavro frames and decompresses, and judges damage
     container, info = parse_container(data, path, what)
-    require_fields(info, path, what, ENTRY_TOP_REQUIRED, REF_FILE_REQUIRED)
+    require_fields(info, path, what, ENTRY_TOP_REQUIRED, REF_FILE_REQUIRED, shapes="manifest")
     reject_unknown_entry_fields(info, path, what)
     if not _names_stored_as_strings(info):
         return None
@@ -321,7 +321,7 @@ def read_index_manifest(file_io: FileIO, path: str) -> list[IndexManifestEntry]:
     """
     what = "index manifest"
     container, info = read_container(file_io, path, what)
-    require_fields(info, path, what, INDEX_REQUIRED)
+    require_fields(info, path, what, INDEX_REQUIRED, shapes="index")
     out: list[IndexManifestEntry] = []
     with gc_paused():
         for r in decode_records(plain_bytes(container, info), path, what):

@@ -7,12 +7,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tablekeeper.core import errors
-from tablekeeper.core.paimon.snapshot import check_version, parse_json_object
+from tablekeeper.core.paimon.json_fields import INT, LIST, OBJECT, check_fields, parse_json_object
+from tablekeeper.core.paimon.snapshot import check_version
 
 __all__ = ["TableSchema", "KNOWN_SCHEMA_VERSIONS"]
 
 #: Schema format versions Java Paimon has written (3 since 0.6).
 KNOWN_SCHEMA_VERSIONS = frozenset({1, 2, 3})
+_FIELD_KINDS = {"id": INT, "fields": LIST, "partitionKeys": LIST, "primaryKeys": LIST, "options": OBJECT,
+                "timeMillis": INT, "highestFieldId": INT}
+_FIX = "restore the schema file from a backup (schema files are never rewritten by Paimon)"
 
 
 @dataclass(frozen=True)
@@ -29,10 +33,17 @@ class TableSchema:
 
     @classmethod
     def from_json(cls, text: str | bytes, *, what: str = "schema") -> TableSchema:
-        data = parse_json_object(text, what)
+        data = parse_json_object(text, what, fix=_FIX)
         if "id" not in data or "fields" not in data:
-            raise errors.FormatError(f"{what} lacks 'id' or 'fields'", fix="restore the schema file")
+            raise errors.FormatError(f"{what} lacks 'id' or 'fields'", fix=_FIX)
+        check_fields(data, what, _FIELD_KINDS, required=("id", "fields"), fix=_FIX)
+        for key in ("fields", "partitionKeys", "primaryKeys"):
+            kind = "an object" if key == "fields" else "a string"
+            if not all(isinstance(v, dict if key == "fields" else str) for v in data.get(key) or ()):
+                raise errors.FormatError(f"{what}: {key!r} holds something other than {kind}", fix=_FIX)
         check_version(data, what, kind="schema", known=KNOWN_SCHEMA_VERSIONS)
+        if any(isinstance(v, (dict, list)) for v in (data.get("options") or {}).values()):
+            raise errors.FormatError(f"{what}: an option value is not a string", fix=_FIX)
         options = {str(k): str(v) for k, v in (data.get("options") or {}).items()}
         version = int(data.get("version", 1))
         if version <= 1 and "bucket" not in options:

@@ -4,15 +4,16 @@ except ``logOffsets`` which Java itself dropped in 1.4.1."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tablekeeper.core import errors
 from tablekeeper.core.paimon import jackson
+from tablekeeper.core.paimon.json_fields import INT, NAME, OBJECT, TEXT, check_fields, parse_json_object
 
-__all__ = ["Snapshot", "SNAPSHOT_FIELDS", "ALWAYS_WRITTEN", "KNOWN_VERSIONS", "check_version", "parse_json_object"]
+__all__ = ["Snapshot", "SNAPSHOT_FIELDS", "ALWAYS_WRITTEN", "KNOWN_VERSIONS", "FIELD_KINDS", "check_version",
+           "parse_json_object"]
 
 #: Java's write order (union of all releases up to 2.1-SNAPSHOT).
 SNAPSHOT_FIELDS: tuple[str, ...] = (
@@ -55,15 +56,17 @@ def check_version(data: Mapping[str, Any], what: str, *, kind: str = "snapshot",
                 "table (nothing was changed)")
 
 
-def parse_json_object(text: str | bytes, what: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise errors.FormatError(f"{what} is not valid JSON: {e}",
-                                 fix="restore the file from a backup or remove it") from e
-    if not isinstance(value, dict):
-        raise errors.FormatError(f"{what} is not a JSON object", fix="restore the file")
-    return value
+#: The JSON type of every field tablekeeper reads (or copies into a field it reads), checked at
+#: parse time: the accessors below and every caller may then rely on them.
+FIELD_KINDS: dict[str, str] = {
+    "id": INT, "schemaId": INT, "timeMillis": INT, "commitKind": TEXT, "uuid": TEXT, "commitUser": TEXT,
+    "commitIdentifier": INT, "baseManifestList": NAME, "deltaManifestList": NAME, "changelogManifestList": NAME,
+    "indexManifest": NAME, "statistics": NAME, "baseManifestListSize": INT, "deltaManifestListSize": INT,
+    "changelogManifestListSize": INT, "totalRecordCount": INT, "deltaRecordCount": INT,
+    "changelogRecordCount": INT, "watermark": INT, "nextRowId": INT, "totalFileSize": INT, "totalDataFiles": INT,
+    "properties": OBJECT,
+}
+_REQUIRED = ("id", "schemaId", "commitKind", "timeMillis")
 
 
 @dataclass(frozen=True)
@@ -77,9 +80,7 @@ class Snapshot:
     @classmethod
     def from_json(cls, text: str | bytes, *, what: str = "snapshot") -> Snapshot:
         data = parse_json_object(text, what)
-        for key in ("id", "schemaId", "commitKind", "timeMillis"):
-            if key not in data:
-                raise errors.FormatError(f"{what} has no {key!r}", fix="restore the file")
+        check_fields(data, what, FIELD_KINDS, required=_REQUIRED)
         check_version(data, what)
         data.setdefault("version", 1)
         size = len(text.encode("utf-8")) if isinstance(text, str) else len(text)

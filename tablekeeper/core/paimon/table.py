@@ -257,7 +257,7 @@ class Table:
                     fix=f"list tags with 'tablekeeper tag list {self.identifier}'",
                 ) from None
             try:
-                return Tag.from_json(name, data)
+                return Tag.from_json(name, data, what=path)
             except errors.FormatError:
                 if attempt + 1 == _TAG_READ_ATTEMPTS:
                     raise
@@ -287,7 +287,8 @@ class Table:
                 continue
             cid = status.name[len(layout.CONSUMER_PREFIX):]
             try:
-                out.append(Consumer.from_json(cid, self.file_io.read_bytes(status.path), status.mtime_ms))
+                out.append(Consumer.from_json(cid, self.file_io.read_bytes(status.path), status.mtime_ms,
+                                              what=status.path))
             except FileNotFoundError:
                 continue
         return sorted(out, key=lambda c: c.consumer_id)

@@ -10,7 +10,8 @@ from typing import Any
 
 from tablekeeper.core import errors
 from tablekeeper.core.paimon import jackson
-from tablekeeper.core.paimon.snapshot import Snapshot, parse_json_object
+from tablekeeper.core.paimon.json_fields import parse_json_object
+from tablekeeper.core.paimon.snapshot import Snapshot
 
 __all__ = ["Tag", "encode_local_datetime", "decode_local_datetime", "encode_duration",
            "decode_duration"]
@@ -27,18 +28,29 @@ def encode_local_datetime(value: datetime) -> list[int]:
     return parts
 
 
-def decode_local_datetime(value: Any) -> datetime | None:
+def decode_local_datetime(value: Any, what: str = "tag") -> datetime | None:
+    """Jackson's LocalDateTime: an array of 3 to 7 whole numbers, or ISO-8601 text.
+
+    Raises:
+        FormatError: anything else, or a date that does not exist (naming ``what``).
+    """
     if value is None:
         return None
-    if isinstance(value, list) and len(value) >= 3:
-        nums = [int(v) for v in value] + [0] * (7 - len(value))
-        return datetime(nums[0], nums[1], nums[2], nums[3], nums[4], nums[5], nums[6] // 1000)
+    bad = errors.FormatError(f"{what}: bad tagCreateTime {str(value)[:80]!r}", fix="restore the tag file")
+    if isinstance(value, list):
+        if not 3 <= len(value) <= 7 or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise bad
+        nums = [*value, *[0] * (7 - len(value))]
+        try:
+            return datetime(nums[0], nums[1], nums[2], nums[3], nums[4], nums[5], nums[6] // 1000)
+        except (ValueError, OverflowError) as e:
+            raise bad from e
     if isinstance(value, str):
         try:
             return datetime.fromisoformat(value)
         except ValueError as e:
-            raise errors.FormatError(f"bad tagCreateTime {value!r}", fix="restore the tag file") from e
-    raise errors.FormatError(f"bad tagCreateTime {value!r}", fix="restore the tag file")
+            raise bad from e
+    raise bad
 
 
 def encode_duration(value: timedelta) -> jackson.RawNumber:
@@ -50,21 +62,32 @@ def encode_duration(value: timedelta) -> jackson.RawNumber:
     return jackson.RawNumber(f"{seconds}.{micros * 1000:09d}")
 
 
-def decode_duration(value: Any) -> timedelta | None:
+def decode_duration(value: Any, what: str = "tag") -> timedelta | None:
+    """Jackson's Duration: decimal seconds (a number or its text), or Paimon's duration text.
+
+    Raises:
+        FormatError: anything else, or a duration out of range (naming ``what``).
+    """
     if value is None:
         return None
     from decimal import Decimal  # (only tags with a retention need it)
 
-    if isinstance(value, (int, float)):
-        return timedelta(seconds=float(Decimal(str(value))))
-    if isinstance(value, str):
-        try:
-            return timedelta(seconds=float(Decimal(value)))
-        except ArithmeticError:
-            from tablekeeper.core import durations  # a retention in Paimon's text form (rare)
+    bad = errors.FormatError(f"{what}: bad tagTimeRetained {str(value)[:80]!r}", fix="restore the tag file")
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return timedelta(seconds=float(Decimal(str(value))))
+        if isinstance(value, str):
+            try:
+                return timedelta(seconds=float(Decimal(value)))
+            except ArithmeticError:
+                from tablekeeper.core import durations  # a retention in Paimon's text form (rare)
 
-            return durations.parse_duration(value, field="tagTimeRetained")
-    raise errors.FormatError(f"bad tagTimeRetained {value!r}", fix="restore the tag file")
+                return durations.parse_duration(value, field="tagTimeRetained")
+    except errors.InvalidDurationError as e:
+        raise bad from e
+    except (ValueError, OverflowError, ArithmeticError) as e:  # NaN, infinite or beyond timedelta's range
+        raise bad from e
+    raise bad
 
 
 @dataclass(frozen=True)
@@ -80,12 +103,18 @@ class Tag:
     create_time_array: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def from_json(cls, name: str, text: str | bytes) -> Tag:
-        data = parse_json_object(text, f"tag {name!r}")
+    def from_json(cls, name: str, text: str | bytes, *, what: str | None = None) -> Tag:
+        """Parse a tag file; ``what`` names it in errors (its path; default: the tag's name).
+
+        Raises:
+            FormatError: the file is damaged or of an unknown format.
+        """
+        what = what or f"tag {name!r}"
+        data = parse_json_object(text, what)
         raw_create = data.pop("tagCreateTime", None)
-        create = decode_local_datetime(raw_create)
-        retained = decode_duration(data.pop("tagTimeRetained", None))
-        snapshot = Snapshot.from_json(jackson.dumps(data), what=f"tag {name!r}")
+        create = decode_local_datetime(raw_create, what)
+        retained = decode_duration(data.pop("tagTimeRetained", None), what)
+        snapshot = Snapshot.from_json(jackson.dumps(data), what=what)
         array = tuple(int(v) for v in raw_create) if isinstance(raw_create, list) else None
         return cls(name, snapshot, create, retained, array)
 
@@ -94,9 +123,15 @@ class Tag:
         return self.snapshot.id
 
     def expires_at(self) -> datetime | None:
+        """When the tag expires; ``datetime.max`` (``min``) for a retention that ends after year
+        9999 (before year 1)."""
         if self.create_time is None or self.time_retained is None:
             return None
-        return self.create_time + self.time_retained
+        try:
+            return self.create_time + self.time_retained
+        except OverflowError:
+            bound = datetime.max if self.time_retained > timedelta(0) else datetime.min
+            return bound.replace(tzinfo=self.create_time.tzinfo)
 
     def to_json(self) -> str:
         """Java's TagManager: plain snapshot JSON without retention, else the Tag JSON."""

@@ -1,0 +1,45 @@
+"""Run one fuzz target under atheris (libFuzzer): ``python -m tests.fuzz.run TARGET [libFuzzer
+flags] [corpus dirs]``. ``scripts/fuzz`` builds the sanitized extensions, preloads the sanitizer
+runtime and calls this for every target; run alone it fuzzes the ordinary build.
+
+The sanitized extensions (``TABLEKEEPER_FUZZ_NATIVE``) are loaded first, then tablekeeper's
+modules are imported under atheris' instrumentation, so that coverage guides the mutations
+through the Python parsers as well as through the C code."""
+
+from __future__ import annotations
+
+import sys
+
+from tests.fuzz.native import load_sanitized
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) < 2:
+        raise SystemExit("usage: python -m tests.fuzz.run TARGET [libFuzzer flags] [corpus dirs]")
+    import atheris
+
+    loaded = load_sanitized()
+    with atheris.instrument_imports(include=["tablekeeper", "tests.fuzz.targets"]):
+        import tablekeeper.core.inventory  # noqa: F401 - instrumented before any target imports it
+        import tablekeeper.core.name_scan  # noqa: F401
+        import tablekeeper.core.paimon.manifests  # noqa: F401
+        import tablekeeper.core.paimon.table  # noqa: F401
+        import tablekeeper.core.policy  # noqa: F401
+        from tests.fuzz import targets
+
+    target = targets.TARGETS.get(argv[1])
+    if target is None:
+        raise SystemExit(f"unknown target {argv[1]!r}; targets: {', '.join(targets.TARGETS)}")
+    from tablekeeper.core.paimon import manifest_native
+
+    if loaded:
+        assert manifest_native._NATIVE is sys.modules["tablekeeper.core.paimon._avro_native"], "not the sanitized build"
+    print(f"fuzz target {target.name}: sanitized extensions: {', '.join(loaded) or 'none (ordinary build)'}",
+          file=sys.stderr, flush=True)
+    target.one_input(b"")  # warm the target's imports and caches outside the timed executions
+    atheris.Setup([argv[0], f"-max_len={target.max_len}", *argv[2:]], target.one_input)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main(sys.argv)
