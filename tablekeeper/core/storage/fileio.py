@@ -32,7 +32,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from tablekeeper.core.storage.backends import StoreIO, implementation
-from tablekeeper.core.storage.backends.remote_deletes import PARALLEL_DELETES
 from tablekeeper.core.storage.calls import Calls
 from tablekeeper.core.storage.entries import DeleteOutcome, DeleteResult, FileStatus, ListedEntry
 from tablekeeper.core.storage.read_cache import ReadCache
@@ -45,7 +44,7 @@ if TYPE_CHECKING:  # fsspec (with asyncio and importlib.metadata) is imported fo
 
     from tablekeeper.core.storage import retry as retries
 
-__all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult", "FileIO", "PARALLEL_DELETES"]
+__all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult", "FileIO"]
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -51,12 +51,6 @@ def is_marker(info: Mapping[str, Any]) -> bool:
     return info.get("type") != "directory" and str(info.get("name", "")).endswith("/")
 
 
-def _not_found(error: OSError) -> bool:
-    """Some backends raise a plain IOError for 404."""
-    text = str(error).lower()
-    return "not found" in text or "nosuchkey" in text
-
-
 class FsspecIO(StoreIO):
     """A remote store reached through its fsspec filesystem (module docstring)."""
 
@@ -96,6 +90,19 @@ class FsspecIO(StoreIO):
 
     def _call(self, fn: Callable[[], T], kind: RequestKind = RequestKind.OTHER) -> T:
         return self.calls.call(fn, kind)
+
+    def _call_on(self, path: str, fn: Callable[[], T], kind: RequestKind) -> T:
+        """:meth:`_call` of a request about one file: some backends raise a plain IOError for
+        404, which is a ``FileNotFoundError`` of ``path`` here."""
+        try:
+            return self._call(fn, kind)
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            text = str(e).lower()
+            if "not found" in text or "nosuchkey" in text:
+                raise FileNotFoundError(path) from e
+            raise
 
     def status_from(self, info: Mapping[str, Any]) -> FileStatus:
         """The status of an fsspec info (a listing's entry, a ``find``'s value)."""
@@ -140,14 +147,7 @@ class FsspecIO(StoreIO):
 
     def stat(self, path: str) -> FileStatus:
         raw = self.raw(path)
-        try:
-            info = self._call(lambda: self.fs.info(raw), RequestKind.HEAD)
-        except FileNotFoundError:
-            raise
-        except OSError as e:
-            if _not_found(e):
-                raise FileNotFoundError(path) from e
-            raise
+        info = self._call_on(path, lambda: self.fs.info(raw), RequestKind.HEAD)
         status = self.status_from(info)
         return FileStatus(self.uri(raw.rstrip("/")), status.size, status.mtime_ms, status.is_dir)
 
@@ -161,14 +161,7 @@ class FsspecIO(StoreIO):
 
     def read_bytes(self, path: str) -> bytes:
         raw = self.raw(path)
-        try:
-            return bytes(self._call(lambda: self.fs.cat_file(raw), RequestKind.GET))
-        except FileNotFoundError:
-            raise
-        except OSError as e:
-            if _not_found(e):
-                raise FileNotFoundError(path) from e
-            raise
+        return bytes(self._call_on(path, lambda: self.fs.cat_file(raw), RequestKind.GET))
 
     # -- writing ---------------------------------------------------------------------------
     def overwrite(self, path: str, payload: bytes) -> None:

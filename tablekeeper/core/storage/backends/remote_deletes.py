@@ -16,23 +16,42 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from tablekeeper.core import safety
 from tablekeeper.core.storage import calls as storage_calls
-from tablekeeper.core.storage.entries import DeleteOutcome, DeleteResult
+from tablekeeper.core.storage.entries import DeleteOutcome, DeleteResult, FileStatus
 from tablekeeper.core.storage.paths import basename, parent
 
-if TYPE_CHECKING:
-    from tablekeeper.core.storage.backends.fsspec_io import FsspecIO
-
-__all__ = ["PARALLEL_DELETES", "delete_files", "in_parallel", "delete_one"]
+__all__ = ["PARALLEL_DELETES", "RemoteStore", "delete_files", "in_parallel", "delete_one"]
 
 #: Concurrent single-file deletes on stores without a bulk delete (GCS, Azure, HDFS).
 PARALLEL_DELETES = 16
 
 
-def delete_files(store: FsspecIO, paths: list[str], tell_missing: bool) -> list[DeleteResult]:
+class RemoteStore(Protocol):
+    """What the pipeline asks of a store (:class:`.fsspec_io.FsspecIO` and its subclasses)."""
+
+    #: whether the top level are buckets (containers), never deleted
+    has_buckets: bool
+    calls: storage_calls.Calls
+
+    def raw(self, path: str) -> str: ...
+
+    def list_dir(self, path: str) -> list[FileStatus]: ...
+
+    def delete_batch(self, batch: list[str]) -> list[DeleteResult]:
+        """Delete exactly these keys (at most ``safety.DELETE_BATCH_MAX``)."""
+        ...
+
+    def remove(self, raw: str) -> bool:
+        """One single-file delete request; False when the store says the file was not there."""
+        ...
+
+    def invalidate(self, raw: str) -> None: ...
+
+
+def delete_files(store: RemoteStore, paths: list[str], tell_missing: bool) -> list[DeleteResult]:
     """One result per path, in input order (module docstring)."""
     decided: dict[str, DeleteResult] = {}
     by_dir: dict[str, list[str]] = defaultdict(list)
@@ -82,7 +101,7 @@ def in_parallel(delete: Callable[[str], DeleteResult], batch: list[str]) -> list
         return list(pool.map(delete, batch))
 
 
-def delete_one(store: FsspecIO, path: str) -> DeleteResult:
+def delete_one(store: RemoteStore, path: str) -> DeleteResult:
     """Delete one file with retries (module docstring)."""
     from tablekeeper.core.storage import retry as retries
 
