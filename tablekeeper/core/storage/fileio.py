@@ -86,9 +86,10 @@ class FileIO:
     (:attr:`backend`) with the shared layers around it.
 
     Built by :meth:`for_uri`; ``FileIO(scheme, fs)`` wraps a given fsspec filesystem (tests,
-    wrappers). Subclasses may override any public method: the layers call the store directly,
-    never an overridable method, except where the contract is made of others (``copy_new``,
-    ``file_exists`` of a store without exact existence)."""
+    wrappers). Subclasses (tests, instrumented stores) may override any public method; the few
+    made of others keep calling them: :meth:`copy_new`, :meth:`scan_dir` where listings carry
+    statuses (:meth:`list_dir`), the existence questions a store cannot answer exactly
+    (:meth:`exists`) and ``file_exists(will_read=True)`` in a view (:meth:`read_bytes`)."""
 
     def __init__(self, scheme: str, fs: fsspec.AbstractFileSystem | None, connection: Connection | None = None,
                  retry: retries.RetryPolicy | None = None, requests: RequestLayer | None = None,
