@@ -36,9 +36,14 @@ HEAVY = ("fsspec", "asyncio", "aiohttp", "s3fs", "aiobotocore", "botocore", "pya
 #: with the first table a command opens.
 HELP_UNUSED = ("tablekeeper.core.storage", "tablekeeper.core.plans", "tablekeeper.core.paimon.table")
 #: Object-store support a local table never needs: retries and their jitter (local calls are not
-#: retried), segmented S3 listings, credential masking (error messages of remote stores).
+#: retried), segmented S3 listings, credential masking (error messages of remote stores), the
+#: remote stores' implementations.
 REMOTE_ONLY = ("tablekeeper.core.storage.retry", "tablekeeper.core.storage.segmented",
-               "tablekeeper.core.storage.secrets", "tablekeeper.core.storage.oss_headers", "random")
+               "tablekeeper.core.storage.secrets", "tablekeeper.core.storage.oss_headers", "random",
+               "tablekeeper.core.storage.backends.fsspec_io", "tablekeeper.core.storage.backends.remote_deletes",
+               "tablekeeper.core.storage.backends.object_store", "tablekeeper.core.storage.backends.s3",
+               "tablekeeper.core.storage.backends.gcs", "tablekeeper.core.storage.backends.azure",
+               "tablekeeper.core.storage.backends.hdfs")
 #: Not on the path of a local clean-orphans either (a tag's retention, a host name by socket, thread
 #: pools with logging: one delete thread on local disk; URLs of remote stores; the forked manifest
 #: decoder and its pipes, signals and tracebacks; root metadata, partition paths, consumers and

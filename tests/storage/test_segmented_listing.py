@@ -24,7 +24,7 @@ def prefix(s3_bucket: str) -> str:
 def _listed(io: FileIO, root: str, segments_max: int) -> tuple[dict[str, int], int]:
     before = io.requests.counts.snapshot().get("list", 0)
     with io.flat_listing(root, segments_max=segments_max, page_keys=20):
-        flat = io._flat
+        flat = io.backend._flat
         assert flat is not None
         entries = {f"{d}/{name}": status.size for d, names in flat[1].items() for name, status in names.items()
                    if not status.is_dir}

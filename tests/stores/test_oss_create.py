@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tablekeeper.core.storage import FileIO
-from tablekeeper.core.storage import fileio as fileio_module
+from tablekeeper.core.storage.backends import object_store
 from tablekeeper.core.storage.oss_headers import FORBID_OVERWRITE
 from tests.support import stores as storesupport
 
@@ -40,4 +40,4 @@ def test_conditional_uploads_carry_ossforbid_overwrite(s3_bucket: str, s3_endpoi
 def test_oss_file_already_exists_answer_is_an_existing_file() -> None:
     error: Any = OSError("An error occurred (FileAlreadyExists) when calling the PutObject operation: "
                          "The object you specified already exists and can not be overwritten.")
-    assert fileio_module._is_precondition_failure(error)
+    assert object_store.is_precondition_failure(error)

@@ -1,14 +1,17 @@
-"""One small filesystem abstraction over fsspec: local disk, S3, OSS, HDFS, GCS and Azure. The only
-place in tablekeeper that imports storage SDKs.
+"""The storage contract tablekeeper relies on, met on local disk, S3, OSS, HDFS, GCS and Azure. The
+only place in tablekeeper that imports storage SDKs.
 
 Paths are plain strings: absolute local paths without a scheme, or ``scheme://authority/key``.
 Every backend's "not found" is mapped to ``FileNotFoundError``; mtimes are UTC epoch ms.
 
-Modules: :mod:`.stores` (schemes and Paimon option names -> fsspec arguments), :mod:`.fileio`
-(the contract every store meets), :mod:`.retry` (transient failures and backoff),
-:mod:`.secrets` (which options are credentials, masking), :mod:`.segmented` (the flat listing
-of a large S3/OSS prefix in segments listed at once), :mod:`.native_unlink` (local batch deletes,
-in the optional C module ``_fs_native`` when it was built).
+Modules: :mod:`.fileio` (:class:`FileIO`: the contract, and the layers every store shares),
+:mod:`.backends` (one implementation per store: local, S3 and OSS, GCS, Azure, HDFS),
+:mod:`.views` (one decision's answers), :mod:`.read_cache` (immutable files kept, reads ahead),
+:mod:`.calls` (the path of every request), :mod:`.requests` (counted and paced), :mod:`.retry`
+(transient failures and backoff), :mod:`.stores` (schemes and Paimon option names -> fsspec
+arguments), :mod:`.secrets` (which options are credentials, masking), :mod:`.segmented` (the
+flat listing of a large S3/OSS prefix in segments listed at once), :mod:`.native_unlink` (local
+batch deletes, in the optional C module ``_fs_native`` when it was built).
 """
 
 from __future__ import annotations
