@@ -33,7 +33,7 @@ from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.snapshot import Snapshot
 
 __all__ = ["RootKind", "Reference", "Guarantee", "Condition", "Rule", "RULES", "rule_for", "root_kind",
-           "list_reference", "reads_delta", "RootName", "IgnoredReference", "shared_lists", "dangling_roles", "notes_of",
+           "list_reference", "reads_delta", "RootName", "IgnoredReference", "ignored_reference", "copied_lists", "dangling_roles", "notes_of",
            "details_of", "missing_kept_file"]
 
 
@@ -63,9 +63,9 @@ class Guarantee(enum.StrEnum):
     #: Paimon deletes the file while the root may still name it: protects while it exists,
     #: ignored when gone
     DANGLES = "dangles"
-    #: kept, unless another branch names the same file (a copied snapshot): then it dangles,
-    #: because either branch's expiration deletes it without looking at the other
-    KEPT_UNLESS_SHARED = "kept unless shared"
+    #: kept, unless the snapshot was copied (a tag names the same list, or another branch does):
+    #: then it dangles, because the expiration of any branch holding a copy deletes it
+    KEPT_UNLESS_COPIED = "kept unless copied"
 
 
 class Condition(enum.StrEnum):
@@ -93,10 +93,10 @@ class Rule:
     why: str
     paimon: str
 
-    def dangles(self, *, shared: bool = False) -> bool:
-        """Whether a missing file under this rule is ignored (``shared``: another branch's root
-        names the same file)."""
-        return self.guarantee == Guarantee.DANGLES or (self.guarantee == Guarantee.KEPT_UNLESS_SHARED and shared)
+    def dangles(self, *, copied: bool = False) -> bool:
+        """Whether a missing file under this rule is ignored (``copied``: the root's snapshot was
+        copied, :func:`copied_lists`)."""
+        return self.guarantee == Guarantee.DANGLES or (self.guarantee == Guarantee.KEPT_UNLESS_COPIED and copied)
 
     def applies(self, kind: RootKind, reference: Reference, reads_delta: bool) -> bool:
         if kind not in self.kinds or reference not in self.references:
@@ -123,11 +123,11 @@ RULES: tuple[Rule, ...] = (
          "ChangelogDeletion.cleanUnusedDataFiles/cleanUnusedManifests and its skipping set "
          "(ChangelogDeletion.java:63-129)"),
     Rule(frozenset({RootKind.SNAPSHOT, RootKind.BRANCH_SNAPSHOT, RootKind.CHANGELOG}),
-         frozenset({Reference.CHANGELOG_LIST}), Guarantee.KEPT_UNLESS_SHARED, Condition.ALWAYS,
+         frozenset({Reference.CHANGELOG_LIST}), Guarantee.KEPT_UNLESS_COPIED, Condition.ALWAYS,
          "the branch that committed a snapshot keeps its changelog list until the snapshot (or, decoupled, its "
-         "changelog-N) expires there; a branch created from a tag copies the tagged snapshot's file, and "
-         "fast-forward copies a branch's snapshots into main, so two branches then name one list, and the "
-         "expiration of either deletes it without looking at the other",
+         "changelog-N) expires there, unless the snapshot was copied: a branch created from a tag on it holds a "
+         "copy of the snapshot file, fast-forward copies a branch's snapshots into main, and the expiration of "
+         "any branch holding a copy deletes the list without looking at the others",
          "FileSystemBranchManager.createBranch (FileSystemBranchManager.java:103-127, 1.3: 90-113) and "
          "fastForward (FileSystemBranchManager.java:155-210, 1.3: 140-195); ExpireSnapshotsImpl.java:219-229 "
          "(1.3: 198-216); ChangelogDeletion.cleanUnusedManifests (ChangelogDeletion.java:74-77)"),
@@ -207,30 +207,35 @@ def reads_delta(kind: RootKind, snapshot: Snapshot, producer: str) -> bool:
             and decisions.changelog_reads(snapshot, producer))
 
 
-def dangling_roles(kind: RootKind, snapshot: Snapshot, *, producer: str, shared: frozenset[str]
+def dangling_roles(kind: RootKind, snapshot: Snapshot, *, producer: str, copied: frozenset[str]
                    ) -> frozenset[ListRole]:
     """The lists (and ``ListRole.INDEX``: the index manifest) of ``snapshot``, a root of
-    ``kind``, whose absence is by design; ``shared``: the changelog lists other branches name
-    too (:func:`shared_lists`)."""
+    ``kind``, whose absence is by design; ``copied``: the changelog lists of copied snapshots
+    (:func:`copied_lists`)."""
     delta = reads_delta(kind, snapshot, producer)
     out: set[ListRole] = set()
     for role, name in ((ListRole.BASE, snapshot.base_manifest_list), (ListRole.DELTA, snapshot.delta_manifest_list),
                        (ListRole.CHANGELOG, snapshot.changelog_manifest_list),
                        (ListRole.INDEX, snapshot.index_manifest)):
-        if name and rule_for(kind, list_reference(role), reads_delta=delta).dangles(shared=name in shared):
+        if name and rule_for(kind, list_reference(role), reads_delta=delta).dangles(copied=name in copied):
             out.add(role)
     return frozenset(out)
 
 
-def shared_lists(named: Iterable[tuple[str, str | None]]) -> frozenset[str]:
-    """The changelog lists named by roots of more than one branch, from (branch, changelog list
-    name) pairs of the roots a plan reads: such a list is kept by neither (:data:`RULES`).
-    Roots the plan does not read can only make a list look unshared, which fails closed."""
+def copied_lists(named: Iterable[tuple[RootName, str | None]]) -> frozenset[str]:
+    """The changelog lists of copied snapshots, from (root, its changelog list) of the roots a
+    plan reads: a list a tag names (a branch may have been created from that tag, holding a copy
+    of the snapshot), or that roots of more than one branch name (fast-forward, a branch's copy
+    of its fork snapshot). A copy that no root read any more can reveal makes a list look
+    kept, which fails closed."""
     branches: dict[str, set[str]] = defaultdict(set)
-    for branch, name in named:
+    tagged: set[str] = set()
+    for root, name in named:
         if name:
-            branches[name].add(branch)
-    return frozenset(name for name, held in branches.items() if len(held) > 1)
+            branches[name].add(root.branch)
+            if root.kind in _TAGS:
+                tagged.add(name)
+    return frozenset(name for name, held in branches.items() if len(held) > 1 or name in tagged)
 
 
 @dataclass(frozen=True, order=True)
@@ -259,6 +264,14 @@ class IgnoredReference:
     rule: Rule
     #: the file is a manifest named by the ``reference`` list, not the list itself
     via_list: str | None = None
+
+
+def ignored_reference(root: RootName, snapshot: Snapshot, role: ListRole, file: str, via_list: str | None, *,
+                      producer: str) -> IgnoredReference:
+    """The report of a missing file of ``role`` (a dangling reference of ``root``)."""
+    reference = list_reference(role)
+    rule = rule_for(root.kind, reference, reads_delta=reads_delta(root.kind, snapshot, producer))
+    return IgnoredReference(root, reference, file, rule, via_list)
 
 
 def notes_of(ignored: Iterable[IgnoredReference], limit: int = 5) -> list[str]:

@@ -351,16 +351,16 @@ def _cover_vanished_roots(main: Table, walked: list[references.Root], refs: refe
                           meta_names: set[str], data_names: list[str], prefixes: tuple[str, ...],
                           processes: int | None) -> references.References:
     """:func:`cover_vanished_roots`, walking the fresh roots in process (a changelog list the
-    roots walked before share with a fresh one counts as shared)."""
+    roots walked before name counts for the fresh ones: ``guarantees.copied_lists``)."""
     used, unreferenced = set(refs.used_meta), set(refs.unreferenced_data)
     ignored = list(refs.ignored)
-    named = [(r[3].branch, r[2].changelog_manifest_list) for r in walked]
+    named = [(r[3], r[2].changelog_manifest_list) for r in walked]
 
     def walk(fresh: list[references.Root]) -> bool:
         nonlocal unreferenced
-        named.extend((r[3].branch, r[2].changelog_manifest_list) for r in fresh)
+        named.extend((r[3], r[2].changelog_manifest_list) for r in fresh)
         more = references.find_references(main, fresh, meta_names, data_names, prefixes, processes=processes,
-                                          shared=guarantees.shared_lists(named))
+                                          copied=guarantees.copied_lists(named))
         used.update(more.used_meta)
         unreferenced &= more.unreferenced_data
         ignored.extend(more.ignored)

@@ -75,19 +75,19 @@ class References:
     ignored: tuple[guarantees.IgnoredReference, ...] = ()
 
 
-def shared_of(roots: list[Root]) -> frozenset[str]:
-    """The changelog lists more than one branch's roots name (``guarantees.shared_lists``)."""
-    return guarantees.shared_lists((r[3].branch, r[2].changelog_manifest_list) for r in roots)
+def copied_of(roots: list[Root]) -> frozenset[str]:
+    """The changelog lists of copied snapshots among ``roots`` (``guarantees.copied_lists``)."""
+    return guarantees.copied_lists((r[3], r[2].changelog_manifest_list) for r in roots)
 
 
 def find_references(main: Table, roots: list[Root], meta_names: set[str], data_names: list[str],
                     prefixes: tuple[str, ...], *, processes: int | None = None,
-                    shared: frozenset[str] | None = None) -> References:
+                    copied: frozenset[str] | None = None) -> References:
     """The used set of ``roots``, restricted to the listed names.
 
     ``prefixes`` are the file-name prefixes of data and changelog files (see NameScanner);
     ``processes`` caps the processes of the manifest scan (None: :func:`default_processes`);
-    ``shared``: the changelog lists roots of several branches name (default: among ``roots``).
+    ``copied``: the changelog lists of copied snapshots (default: among ``roots``).
 
     Raises:
         IncompleteProtectionSetError: a file a still existing root references is missing or damaged.
@@ -102,9 +102,9 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
         child_process = _forking()
         claims = child_process.SharedClaims()
         helpers = [child_process.ForkedCall(functools.partial(_helper_scan, main, roots, meta_names, data_names, prefixes,
-                                                       joined, claims, shared)) for _ in range(processes - 1)]
+                                                       joined, claims, copied)) for _ in range(processes - 1)]
     try:
-        walk = _Walk(main, meta_names, NameScanner(data_names, prefixes, joined), data_names, shared)
+        walk = _Walk(main, meta_names, NameScanner(data_names, prefixes, joined), data_names, copied)
         manifest_paths = walk.adopt_walk(helpers[0]) if helpers else None
         if manifest_paths is None:
             manifest_paths = []
@@ -143,7 +143,7 @@ def _digest(paths: list[str]) -> bytes:
 
 def _helper_scan(main: Table, roots: list[Root], meta_names: set[str], data_names: list[str],
                  prefixes: tuple[str, ...], joined: bytes, claims: child_process.SharedClaims,
-                 shared: frozenset[str] | None, send: child_process.Send) -> bytes:
+                 copied: frozenset[str] | None, send: child_process.Send) -> bytes:
     """In a forked helper: walk the roots as the caller does and send that walk (the manifests
     found, the metadata names marked); build the same name scanner as the caller; once the
     caller published the digest of the walk it uses, and only if this walk is the same, claim
@@ -152,7 +152,7 @@ def _helper_scan(main: Table, roots: list[Root], meta_names: set[str], data_name
     those)."""
     import pickle
 
-    walk = _Walk(main, meta_names, None, [], shared)
+    walk = _Walk(main, meta_names, None, [], copied)
     paths: list[str] = []
     walk.walk(roots, paths.append)
     send(pickle.dumps((paths, sorted(walk.used), walk.vanished, walk.ignored), protocol=pickle.HIGHEST_PROTOCOL))
@@ -175,7 +175,7 @@ def _helper_scan(main: Table, roots: list[Root], meta_names: set[str], data_name
 
 class _Walk:
     def __init__(self, main: Table, meta_names: set[str], scanner: NameScanner | None, data_names: list[str],
-                 shared: frozenset[str] | None = None) -> None:
+                 copied: frozenset[str] | None = None) -> None:
         self.main = main
         self.reach = Reachability(main)
         self.meta_names = meta_names
@@ -184,7 +184,7 @@ class _Walk:
         self.used: set[str] = set()  # metadata names, and data names marked by decoding entries
         self.vanished: list[str] = []  # roots gone before they were walked
         self.ignored: list[guarantees.IgnoredReference] = []  # missing files by design
-        self.shared = shared
+        self.copied = copied
         self._scanner = scanner
 
     @property
@@ -235,7 +235,7 @@ class _Walk:
         that names the same file by a kept reference still fails on it."""
         reach, mark = self.reach, self.mark
         producer = reach.changelog_producer()
-        shared = self.shared if self.shared is not None else shared_of(roots)
+        copied = self.copied if self.copied is not None else copied_of(roots)
         done_lists: set[str] = set()
         done_blocks: set[int] = set()
         done_manifests: set[str] = set()
@@ -247,7 +247,7 @@ class _Walk:
                 for role, list_name in root_metadata.lists_of(snap, (ListRole.BASE, ListRole.DELTA, ListRole.CHANGELOG)):
                     reference = guarantees.list_reference(role)
                     rule = guarantees.rule_for(root.kind, reference, reads_delta=delta)
-                    dangles = rule.dangles(shared=list_name in shared)
+                    dangles = rule.dangles(copied=list_name in copied)
                     mark(list_name)
                     if list_name in done_lists:
                         continue

@@ -58,9 +58,9 @@ DIR_FIELDS: Fields = (("dir", "string"),)
 LISTING_FIELDS: Fields = (("dir", "string"), ("temp_prefix", "string"), ("kind", "string"))
 CANDIDATE_FIELDS: Fields = (("name", "string"), ("path", "string"), ("size", "long"), ("mtime_ms", "long"),
                             ("parent_dir", "string"), ("kind", "string"), ("stage", "int"))
-ROOT_FIELDS: Fields = (("root_path", "string"), ("root_kind", "string"))
-ROOT_REF_FIELDS: Fields = (("root_path", "string"), ("what", "string"), ("name", "string"),
-                           ("error_kind", "string"), ("error", "string"))
+ROOT_FIELDS: Fields = (("root_path", "string"), ("root_kind", "string"), ("branch", "string"))
+ROOT_REF_FIELDS: Fields = (("root_path", "string"), ("what", "string"), ("name", "string"), ("role", "string"),
+                           ("rule", "int"), ("error_kind", "string"), ("error", "string"))
 NAME_FIELDS: Fields = (("name", "string"),)
 LIST_FIELDS: Fields = (("list_name", "string"), ("manifest_name", "string"), ("manifest_size", "long"),
                        ("extra_files", "array<string>"), ("pos", "int"), ("error_kind", "string"), ("error", "string"))
@@ -285,19 +285,26 @@ def list_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
 
 # -- metadata reads --------------------------------------------------------------------------------
 def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """(root_path, root_kind snapshot|tag|changelog) -> what the root names: ``list`` (manifest
-    lists), ``optlist`` (the base/delta lists of a changelog-N that has changelog manifests:
-    Paimon's expiration deletes those on purpose, so they may be missing), ``index`` (index
-    manifest; ``optindex`` for a changelog-N's, which may be missing: ``decisions.optional_index``), ``name`` (statistics). A root that vanished yields nothing (concurrent
-    expiration: nothing to protect); an unreadable one an error row."""
-    from tablekeeper.core import decisions, errors
+    """(root_path, root_kind snapshot|tag|changelog, branch) -> what the root names: ``list``
+    (manifest lists, with their ``role``), ``index`` (the index manifest), ``name`` (statistics),
+    each with the index in ``guarantees.RULES`` of the rule that says whether Paimon keeps it
+    (the driver judges a missing one by it). A root that vanished yields nothing (concurrent
+    expiration: nothing to protect); an unreadable one a ``root`` error row."""
+    from tablekeeper.core import decisions, errors, guarantees
+    from tablekeeper.core.decisions import ListRole
     from tablekeeper.core.paimon.snapshot import Snapshot
     from tablekeeper.core.paimon.tag import Tag
 
     io = file_io(spec["storage"])
+    producer = spec.get("changelog_producer", "none")
+
+    def rule(kind: guarantees.RootKind, snap: Snapshot, role: ListRole) -> int:
+        found = guarantees.rule_for(kind, guarantees.list_reference(role),
+                                    reads_delta=guarantees.reads_delta(kind, snap, producer))
+        return guarantees.RULES.index(found)
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
-        path, kind = row
+        path, kind, branch = row
         try:
             data = io.read_bytes(path)
         except FileNotFoundError:
@@ -310,20 +317,20 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
             else:
                 snap = Snapshot.from_json(data, what=path)
         except (errors.FormatError, ValueError, KeyError, TypeError) as e:
-            out.add(path, "root", path.rsplit("/", 1)[-1], "format", f"{type(e).__name__}: {e}")
+            out.add(path, "root", path.rsplit("/", 1)[-1], None, None, "format", f"{type(e).__name__}: {e}")
             return
-        for name in snap.manifest_lists:
-            what = "optlist" if decisions.optional_list(kind, snap, name,
-                                                        spec.get("changelog_producer", "none")) else "list"
-            out.add(path, what, name, None, None)
+        root_kind = guarantees.root_kind(kind, branch)
+        for role, name in ((ListRole.BASE, snap.base_manifest_list), (ListRole.DELTA, snap.delta_manifest_list),
+                           (ListRole.CHANGELOG, snap.changelog_manifest_list)):
+            if name:
+                out.add(path, "list", name, role.value, rule(root_kind, snap, role), None, None)
         if snap.index_manifest:
-            # a changelog-N's index manifest may be gone (Java's expiration deletes it)
-            out.add(path, "optindex" if decisions.optional_index(kind == "changelog") else "index",
-                    snap.index_manifest, None, None)
+            out.add(path, "index", snap.index_manifest, ListRole.INDEX.value, rule(root_kind, snap, ListRole.INDEX),
+                    None, None)
         if snap.statistics:
-            out.add(path, "name", snap.statistics, None, None)
+            out.add(path, "name", snap.statistics, None, None, None, None)
 
-    return _map(batches, ("root_path", "root_kind"), ROOT_REF_FIELDS, one)
+    return _map(batches, ("root_path", "root_kind", "branch"), ROOT_REF_FIELDS, one)
 
 
 def _map_manifest_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch], out_fields: Fields,
