@@ -25,7 +25,7 @@ from tablekeeper.core.paimon.snapshot import Snapshot
 
 __all__ = [
     "ListRole", "CandidateDir", "OrphanRoot", "OrphanCleanDecision", "missing_reference_aborts", "changelog_reads",
-    "optional_index", "optional_list", "is_partition_dir", "is_bucket_dir", "is_candidate_name", "may_empty",
+    "is_partition_dir", "is_bucket_dir", "is_candidate_name", "may_empty",
 ]
 
 
@@ -79,17 +79,6 @@ class OrphanRoot:
     name: str
 
 
-def optional_list(root_kind: str, snapshot: Snapshot, list_name: str, producer: str = "none") -> bool:
-    """A changelog-N with changelog manifests keeps only those: Paimon's expiration deleted its
-    base and delta lists on purpose, so their absence is no sign of damage. The same holds for
-    a changelog-N without changelog manifests when the table's ``changelog-producer`` is not
-    ``none`` (lookup and full-compaction write them only on compaction): it reads nothing, and
-    Java deletes its lists too (seen on Java-written lookup tables, issue 13)."""
-    if root_kind != "changelog" or list_name == snapshot.changelog_manifest_list:
-        return False
-    return bool(snapshot.changelog_manifest_list) or producer.strip().lower() != "none"
-
-
 def changelog_reads(snapshot: Snapshot, producer: str = "none") -> bool:
     """Whether a retained changelog-N (or a snapshot that lives on as one) reads any file: with
     changelog manifests it reads those; without, only under ``changelog-producer=none`` (the
@@ -99,16 +88,10 @@ def changelog_reads(snapshot: Snapshot, producer: str = "none") -> bool:
     return bool(snapshot.changelog_manifest_list) or producer.strip().lower() == "none"
 
 
-def optional_index(is_changelog: bool) -> bool:
-    """A changelog-N reads its changelog (or delta) files only: Java's expiration deletes the
-    index manifest of a snapshot that lives on as changelog-N (seen on Java-written dynamic
-    bucket tables, issue 13), so its absence there is no sign of damage."""
-    return is_changelog
-
-
 def missing_reference_aborts(root_exists: bool) -> bool:
-    """A file a root references is missing: abort (fail closed) while the root exists; a root
-    that vanished meanwhile (a concurrent expiration) protects nothing."""
+    """A file a root references by a reference Paimon keeps (``guarantees.RULES``) is missing:
+    abort (fail closed) while the root exists; a root that vanished meanwhile (a concurrent
+    expiration) protects nothing."""
     return root_exists
 
 
