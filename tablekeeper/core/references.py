@@ -102,7 +102,7 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
         child_process = _forking()
         claims = child_process.SharedClaims()
         helpers = [child_process.ForkedCall(functools.partial(_helper_scan, main, roots, meta_names, data_names, prefixes,
-                                                       joined, claims, copied)) for _ in range(processes - 1)]
+                                                       joined, claims, copied=copied)) for _ in range(processes - 1)]
     try:
         walk = _Walk(main, meta_names, NameScanner(data_names, prefixes, joined), data_names, copied)
         manifest_paths = walk.adopt_walk(helpers[0]) if helpers else None
@@ -143,7 +143,7 @@ def _digest(paths: list[str]) -> bytes:
 
 def _helper_scan(main: Table, roots: list[Root], meta_names: set[str], data_names: list[str],
                  prefixes: tuple[str, ...], joined: bytes, claims: child_process.SharedClaims,
-                 copied: frozenset[str] | None, send: child_process.Send) -> bytes:
+                 send: child_process.Send, *, copied: frozenset[str] | None = None) -> bytes:
     """In a forked helper: walk the roots as the caller does and send that walk (the manifests
     found, the metadata names marked); build the same name scanner as the caller; once the
     caller published the digest of the walk it uses, and only if this walk is the same, claim
