@@ -161,8 +161,8 @@ def protecting_roots(table: Table) -> tuple[list[NamedRoot], list[NamedRoot], li
 
 
 class _Uses:
-    """Makes the RootUses of one decision: each names its root, and a protecting use carries
-    the references of its root that may dangle (``guarantees.dangling_roles``, with the
+    """Makes the RootUses of one decision: each names its root and carries the references of
+    its root that may dangle (``guarantees.dangling_roles``, with the
     changelog lists of copied snapshots among ``roots``: ``guarantees.copied_lists``)."""
 
     def __init__(self, producer: str, roots: Sequence[NamedRoot]) -> None:
@@ -171,9 +171,6 @@ class _Uses:
 
     def __call__(self, named: NamedRoot, **uses: Any) -> expire_decisions.RootUse:
         name, snapshot = named
-        use = expire_decisions.RootUse(snapshot, root=name, **uses)
-        if not use.protects:
-            return use
         dangling = guarantees.dangling_roles(name.kind, snapshot, producer=self.producer, copied=self.copied)
         return expire_decisions.RootUse(snapshot, root=name, dangling=dangling, **uses)
 

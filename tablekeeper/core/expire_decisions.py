@@ -55,7 +55,8 @@ class RootUse:
     #: which root this is (kind, branch, id or name): named by every refusal and report
     root: guarantees.RootName | None = None
     #: its lists (``ListRole.INDEX``: its index manifest) whose absence is by design
-    #: (``guarantees.dangling_roles``): protect what they name while they exist, ignored when gone
+    #: (``guarantees.dangling_roles``): protect what they name while they exist, ignored when
+    #: gone (and, for an expiring use, no sign of an earlier interrupted run)
     dangling: frozenset[ListRole] = frozenset()
     #: its live files (base + delta, merged) protect data files
     keep_live: bool = False

@@ -47,7 +47,7 @@ def _abort_if(use: RootUse, what: str, role: ListRole, error: BaseException,
     outcomes = expire_decisions.judge_missing(use, what, role)
     if ReadOutcome.ABORT in outcomes:
         raise expire_decisions.abort_unreadable_protection(use, *_missing(error)) from error
-    if ReadOutcome.DANGLING in outcomes:
+    if ReadOutcome.DANGLING in outcomes and use.protects:  # (an expiring root's are no news)
         ignored.append(use.ignored(role, _missing(error)[1], getattr(error, "list_name", None)))
     return outcomes
 
@@ -165,7 +165,8 @@ def evaluate(table: object, decision: expire_decisions.ExpirationDecision, reach
         try:
             refs = reach.delta_refs(use.snapshot)
         except FileNotFoundError as e:
-            if ReadOutcome.SKIP_DELTA in _abort_if(use, "manifest", ListRole.DELTA, e, ignored):
+            outcomes = _abort_if(use, "manifest", ListRole.DELTA, e, ignored)
+            if ReadOutcome.SKIP_DELTA in outcomes and ReadOutcome.DANGLING not in outcomes:
                 skipped.append(use.sid)  # an earlier run already removed this delta: its data went first
             continue
         protected: set[DataKey] = set()

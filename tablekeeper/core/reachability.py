@@ -456,7 +456,8 @@ class Reachability:
 
         ``tolerant`` is for roots being deleted: a list or index manifest that is already gone
         (an interrupted earlier run deletes manifests before lists, index files before the
-        index manifest) contributes only its own name. Never use it for protecting roots.
+        index manifest; or Paimon deleted it by design) contributes nothing. Never use it for
+        protecting roots.
         ``dangling`` (with ``missing``) is for protecting roots: the lists (``ListRole.INDEX``:
         the index manifest) Paimon lets dangle for this root; one that is gone is told to
         ``missing`` and contributes its own name. Any other missing file raises
@@ -468,9 +469,9 @@ class Reachability:
         new_blocks: list[int] = []
         for role, list_name in root_metadata.lists_of(snapshot, roles):
             ref = root_metadata.list_file(self.manifest_dir, snapshot, role, list_name)
-            out.add(MetaFile(ref.kind, ref.path, ref.size))
             try:
                 blocks = self.manifest_list_blocks(list_name)
+                out.add(MetaFile(ref.kind, ref.path, ref.size))  # (a list already gone is not reported)
             except MissingFile as e:
                 if tolerant:
                     continue
@@ -489,19 +490,22 @@ class Reachability:
         new_index: str | None = None
         index_manifest = root_metadata.index_manifest_file(self.manifest_dir, snapshot)
         if index_manifest is not None and snapshot.index_manifest:
-            out.add(MetaFile(index_manifest.kind, index_manifest.path, index_manifest.size))
             entries: list[manifests.IndexManifestEntry] = []
+            present = True
             if union is None or snapshot.index_manifest not in union.index_manifests:
                 try:
                     entries = self.index_entries(snapshot.index_manifest)
                     new_index = snapshot.index_manifest
                 except MissingFile:
+                    present = False
                     if tolerant:
                         pass
                     elif missing is not None and ListRole.INDEX in dangling:
                         missing(ListRole.INDEX, snapshot.index_manifest, None)
                     else:
                         raise
+            if present:  # (an index manifest already gone is not reported)
+                out.add(MetaFile(index_manifest.kind, index_manifest.path, index_manifest.size))
             for entry in root_metadata.added_index_entries(entries):
                 out.add(MetaFile("index", self.index_path(entry), entry.file_size))
         statistics = root_metadata.statistics_file(self.table.shared_dir(layout.STATISTICS_DIR), snapshot)

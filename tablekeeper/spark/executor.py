@@ -80,7 +80,8 @@ DELETE_FIELDS: Fields = (("path", "string"), ("kind", "string"), ("size", "long"
                          ("stage", "int"))
 BATCHED_FIELDS: Fields = (*DELETE_FIELDS, ("batch", "long"))
 SUMMARY_FIELDS: Fields = (("stage", "int"), ("kind", "string"), ("deleted", "long"), ("missing", "long"),
-                          ("failed", "long"), ("bytes", "long"), ("failure_sample", "array<string>"))
+                          ("failed", "long"), ("bytes", "long"), ("failure_sample", "array<string>"),
+                          ("unsized", "long"))
 REMOVED_FIELDS: Fields = (("removed", "long"),)
 EMPTIED_FIELDS: Fields = (("dir", "string"), ("listed", "long"), ("deleted", "long"))
 PID_FIELDS: Fields = (("pid", "long"),)
@@ -514,14 +515,15 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                          None, None, None, None, None, None))
 
         for role, name in root_metadata.lists_of(snap, meta_roles):
-            meta_row(root_metadata.list_file(manifest_dir, snap, role, name))
+            if failed.get(name, ("",))[0] != "missing":  # (a list already gone is not reported)
+                meta_row(root_metadata.list_file(manifest_dir, snap, role, name))
             for ref in root_metadata.list_contents(manifest_dir, read.get(role) or ()):
                 meta_row(ref)
         index_file = root_metadata.index_manifest_file(manifest_dir, snap) if meta_extra else None
         if index_file is not None and index_manifest:
-            meta_row(index_file)
             try:
                 entries = manifests.read_index_manifest(io, index_file.path)
+                meta_row(index_file)  # (an index manifest already gone is not reported)
             except (FileNotFoundError, errors.FormatError) as e:
                 error(ListRole.INDEX.value, index_manifest, e)
                 entries = []
@@ -583,7 +585,7 @@ def expand_paths(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     root = spec["root"]
     in_data_dir = bool(spec.get("index_file_in_data_file_dir"))
 
-    def emit(out: _Rows, path: str, kind: str, size: int) -> None:
+    def emit(out: _Rows, path: str, kind: str, size: int | None) -> None:
         out.add(path, kind, size, path.rsplit("/", 1)[0], stage_of(kind, path))
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
@@ -597,9 +599,9 @@ def expand_paths(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                     raise ValueError(f"no bucket directory resolved for {name}")
                 directory = bucket_dir
                 path = _join(directory, name)
-            emit(out, path, kind, int(size or 0))
-            for x in extra or ():
-                emit(out, _join(directory, x), kind, 0)
+            emit(out, path, kind, None if size is None else int(size))
+            for x in extra or ():  # (no size in the manifest: the delete stats it)
+                emit(out, _join(directory, x), kind, None)
         elif what == "index":
             if external:
                 path = local_form(external)
@@ -609,7 +611,7 @@ def expand_paths(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                 path = _join(bucket_dir, name)
             else:
                 path = _join(root, "index", name)
-            emit(out, path, kind, int(size or 0))
+            emit(out, path, kind, None if size is None else int(size))
         else:
             raise ValueError(f"unknown planned row kind {what!r}")
 
@@ -687,14 +689,17 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     fault = _Fault(spec.get("fault"))
     totals: dict[tuple[int, str], list[Any]] = {}
 
-    def tally(chunk: list[tuple[str, str, int, int]], results: list[DeleteResult]) -> None:
+    def tally(chunk: list[tuple[str, str, int | None, int]], results: list[DeleteResult]) -> None:
         by_path = {p: (kind, size, stage) for p, kind, size, stage in chunk}
         for r in results:
             kind, size, stage = by_path[r.path]
-            t = totals.setdefault((stage, kind), [0, 0, 0, 0, []])
+            t = totals.setdefault((stage, kind), [0, 0, 0, 0, [], 0])
             if r.outcome == DeleteOutcome.DELETED:
                 t[0] += 1
-                t[3] += size
+                if size is None:
+                    t[5] += 1
+                else:
+                    t[3] += size
             elif r.outcome == DeleteOutcome.MISSING:
                 t[1] += 1
             else:
@@ -702,15 +707,34 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                 if len(t[4]) < _SAMPLE_MAX:
                     t[4].append(f"{r.path}: {r.error}")
 
-    def delete(chunk: list[tuple[str, str, int, int]]) -> list[DeleteResult]:
+    def delete(chunk: list[tuple[str, str, int | None, int]]) -> list[DeleteResult]:
         return execution.delete_batch(io, [x[0] for x in chunk])
 
-    pending: list[list[tuple[str, str, int, int]]] = []
+    def sized(chunk: list[tuple[str, str, int | None, int]]) -> list[tuple[str, str, int | None, int]]:
+        """The chunk with the sizes the plan could not tell taken from a stat (core's
+        ``execution.stat_sizes``), without the files that are gone (counted as missing)."""
+        unsized = [x[0] for x in chunk if x[2] is None]
+        if not unsized:
+            return chunk
+        found = dict(zip(unsized, execution.stat_sizes(io, unsized), strict=True))
+        out: list[tuple[str, str, int | None, int]] = []
+        for path, kind, size, stage in chunk:
+            if size is None:
+                got = found[path]
+                if got is None:
+                    totals.setdefault((stage, kind), [0, 0, 0, 0, [], 0])[1] += 1
+                    continue
+                size = None if got == execution.SIZE_UNKNOWN else got
+            out.append((path, kind, size, stage))
+        return out
+
+    pending: list[list[tuple[str, str, int | None, int]]] = []
 
     def flush() -> None:
         if not pending:
             return
         stage = pending[0][0][3]
+        pending[:] = [sized(group) for group in pending]
         if fault.active_for(stage):  # the test hook counts deletions one chunk at a time
             size = min(batch_size, fault.after) if fault.after else batch_size
             for group in pending:
@@ -723,10 +747,11 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                     tally(chunk, results)
         else:
             for chunk in pending:
-                tally(chunk, delete(chunk))
+                if chunk:
+                    tally(chunk, delete(chunk))
         pending.clear()
 
-    group: list[tuple[str, str, int, int]] = []
+    group: list[tuple[str, str, int | None, int]] = []
     current: int | None = None
     for path, kind, size, _parent, stage, batch in _rows_of(batches, ("path", "kind", "size", "parent_dir", "stage",
                                                                      "batch")):
@@ -736,13 +761,13 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                 if len(pending) >= threads:
                     flush()
             group, current = [], batch
-        group.append((path, kind, int(size or 0), int(stage)))
+        group.append((path, kind, None if size is None else int(size), int(stage)))
     if group:
         pending.append(group)
     flush()
     out = _Rows(SUMMARY_FIELDS)
-    for (stage, kind), (deleted, missing, failed, nbytes, sample) in sorted(totals.items()):
-        out.add(stage, kind, deleted, missing, failed, nbytes, sample)
+    for (stage, kind), (deleted, missing, failed, nbytes, sample, unsized_n) in sorted(totals.items()):
+        out.add(stage, kind, deleted, missing, failed, nbytes, sample, unsized_n)
     if out.count:
         yield out.take()
 

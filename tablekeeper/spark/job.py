@@ -234,13 +234,16 @@ def _record_planned(ctx: _Ctx, planned: DataFrame) -> Stages:
     """Per-kind counts and bytes, a bounded sample; returns the stages present with their rows
     per partition of ``planned`` (what :func:`_delete_stages` numbers its batches from)."""
     rows = planned.groupBy("stage", "kind", F.spark_partition_id().alias("pid")).agg(
-        F.count(F.lit(1)).alias("n"), F.sum("size").alias("bytes")).collect()
+        F.count(F.lit(1)).alias("n"), F.sum("size").alias("bytes"),
+        F.sum(F.when(F.col("size").isNull(), 1).otherwise(0)).alias("unsized")).collect()
     files: dict[str, int] = {}
     nbytes: dict[str, int] = {}
     stages: Stages = {}
     for r in rows:
         files[r["kind"]] = files.get(r["kind"], 0) + int(r["n"])
         nbytes[r["kind"]] = nbytes.get(r["kind"], 0) + int(r["bytes"] or 0)
+        if r["unsized"]:
+            ctx.result.planned_unsized[r["kind"]] = ctx.result.planned_unsized.get(r["kind"], 0) + int(r["unsized"])
         per_task = stages.setdefault(int(r["stage"]), {})
         per_task[int(r["pid"])] = per_task.get(int(r["pid"]), 0) + int(r["n"])
     for kind, n in files.items():
@@ -306,6 +309,8 @@ def _add_summary(result: result_artifact.RunResult, rows: Iterable[Any]) -> None
             result.deleted_bytes[kind] = result.deleted_bytes.get(kind, 0) + int(r["bytes"])
         if r["missing"]:
             result.missing[kind] = result.missing.get(kind, 0) + int(r["missing"])
+        if r["unsized"]:
+            result.unsized[kind] = result.unsized.get(kind, 0) + int(r["unsized"])
         result.failed_count += int(r["failed"])
         for line in r["failure_sample"] or ():
             if len(result.failure_sample) < safety.STATUS_SAMPLE_MAX:
@@ -603,6 +608,8 @@ class _Judgement:
     skip_changelog: set[int] = field(default_factory=set)
     broken_tags: dict[int, tuple[str, str]] = field(default_factory=dict)  # tag_live rid -> (what, file)
     ignored: list[guarantees.IgnoredReference] = field(default_factory=list)
+    #: expiring deltas an earlier interrupted run removed (not those Paimon deleted by design)
+    cleaned_before: set[int] = field(default_factory=set)
 
     def missing(self, rid: int, use: RootUse, what: str, role: str, file: str, via_list: str | None = None) -> None:
         """``file`` (a list or index manifest of ``role``, ``what`` = ``list``; or a manifest of
@@ -612,12 +619,14 @@ class _Judgement:
         described = _described(what, list_role, via_list)
         if ReadOutcome.ABORT in outcomes:
             raise expire_decisions.abort_unreadable_protection(use, described, file)
-        if ReadOutcome.DANGLING in outcomes:
+        if ReadOutcome.DANGLING in outcomes and use.protects:  # (an expiring root's are no news)
             self.ignored.append(use.ignored(list_role, file, via_list))
         if ReadOutcome.BREAKS_TAG in outcomes:
             self.broken_tags.setdefault(rid, (described, file))
         if ReadOutcome.SKIP_DELTA in outcomes:
             self.skip_delta.add(rid)
+            if ReadOutcome.DANGLING not in outcomes:
+                self.cleaned_before.add(rid)
         if ReadOutcome.SKIP_CHANGELOG in outcomes:
             self.skip_changelog.add(rid)
 
@@ -698,7 +707,7 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: expire_decisions.Expirat
     cand_entries = _without(cand_entries, ListRole.DELTA, judged.skip_delta)
     cand_entries = _without(cand_entries, ListRole.CHANGELOG, judged.skip_changelog)
     key = ["partition", "bucket", "file_name"]
-    size = F.when(F.col("cand_sizes"), F.col("file_size")).otherwise(F.lit(0)).cast("long").alias("size")
+    size = F.when(F.col("cand_sizes"), F.col("file_size")).otherwise(F.lit(None)).cast("long").alias("size")
     deltas = cand_entries.filter((F.col("list_role") == ListRole.DELTA.value) & F.col("cand_delta").isNotNull())
     # core's rule (expire_decisions.effective_deletions) on each file's entry kinds within one delta
     effective = ctx.io(deltas.groupBy("rid", *key).agg(F.collect_set("kind").alias("kinds")),
@@ -789,7 +798,7 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: expire_decisions.Expirat
     first = F.min(F.struct("stage", "kind", "size", "parent_dir")).alias("f")
     planned = _planning(lambda: ctx.keep(paths.unionByName(plain_meta).groupBy("path").agg(first).select(
         "path", "f.kind", "f.size", "f.parent_dir", "f.stage")), "planning")
-    skipped = sorted({by_rid[r].sid for r in judged.skip_delta})
+    skipped = sorted({by_rid[r].sid for r in judged.cleaned_before})
     if skipped:
         note = f"deltas of snapshots {skipped[:10]} already cleaned by an earlier run"
         if note not in ctx.result.notes:
@@ -953,6 +962,8 @@ def _tail_summary(ctx: _Ctx, tail: plans.Plan) -> None:
     for kind, n in summary["files"].items():
         ctx.result.planned_files[kind] = ctx.result.planned_files.get(kind, 0) + n
         ctx.result.planned_bytes[kind] = ctx.result.planned_bytes.get(kind, 0) + summary["bytes"].get(kind, 0)
+    for kind, n in summary["unsized"].items():
+        ctx.result.planned_unsized[kind] = ctx.result.planned_unsized.get(kind, 0) + n
     room = safety.STATUS_SAMPLE_MAX - len(ctx.result.sample)
     ctx.result.sample.extend(f.path for f in tail.files[:max(0, room)])
 
