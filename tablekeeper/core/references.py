@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from tablekeeper.core import decisions, errors, guarantees, root_metadata
+from tablekeeper.core import decisions, errors, guarantees
 from tablekeeper.core.decisions import ListRole
 from tablekeeper.core.name_scan import NameScanner
 from tablekeeper.core.paimon import manifests
@@ -244,7 +244,11 @@ class _Walk:
             delta = guarantees.reads_delta(root.kind, snap, producer)
             reading = ("its snapshot file", root_path)
             try:
-                for role, list_name in root_metadata.lists_of(snap, (ListRole.BASE, ListRole.DELTA, ListRole.CHANGELOG)):
+                for role, list_name in ((ListRole.BASE, snap.base_manifest_list),
+                                        (ListRole.DELTA, snap.delta_manifest_list),
+                                        (ListRole.CHANGELOG, snap.changelog_manifest_list)):
+                    if not list_name:
+                        continue
                     reference = guarantees.list_reference(role)
                     rule = guarantees.rule_for(root.kind, reference, reads_delta=delta)
                     dangles = rule.dangles(copied=list_name in copied)

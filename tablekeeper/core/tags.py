@@ -11,15 +11,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from tablekeeper.core import errors, fork_points, guarantees, names, plans
-from tablekeeper.core.decisions import ListRole
+from tablekeeper.core import errors, fork_points, names, plans
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.paimon.tag import Tag
 
 if TYPE_CHECKING:  # reads manifests: imported by the tag cleanup only (``tag list`` and ``create`` start faster)
+    from tablekeeper.core import guarantees
+    from tablekeeper.core.decisions import ListRole
     from tablekeeper.core.reachability import DataKey, Missing
+
+    #: A root and what it is.
+    _Named = tuple[guarantees.RootName, Snapshot]
 
 __all__ = [
     "TagRow", "TagResult", "list_tags", "resolve_snapshot", "create_tag", "plan_delete_tag", "plan_tag_cleanup",
@@ -190,13 +194,11 @@ def _refuse_fork_tag(table: Table, name: str, verb: str, force: bool) -> None:
             fix=f"drop or fast-forward those branches first, or pass --force to {verb} it anyway")
 
 
-#: A root and what it is.
-_Named = tuple[guarantees.RootName, Snapshot]
-
-
 def _retained_roots(table: Table, *, exclude_tag: str) -> tuple[list[_Named], list[_Named], list[_Named]]:
     """(snapshots+tags of this branch, snapshots+tags of every other branch, long-lived
     changelogs of every branch), each with its name."""
+    from tablekeeper.core import guarantees
+
     own: list[_Named] = []
     others: list[_Named] = []
     changelogs: list[_Named] = []
@@ -255,6 +257,7 @@ def plan_tag_cleanup(table: Table, tag: Tag, tag_files: tuple[plans.PlannedFile,
     if others_same:
         notes.append(f"tag {others_same[0].name!r} pins the same snapshot: only the tag file is removed")
         return plans.Plan("delete-tag", table.identifier, plans.Plan.ordered_deletes(tag_files), tuple(notes))
+    from tablekeeper.core import guarantees
     from tablekeeper.core.reachability import MetaUnion, MissingFile, Reachability
 
     reach = Reachability(table)
@@ -324,6 +327,8 @@ def plan_tag_cleanup(table: Table, tag: Tag, tag_files: tuple[plans.PlannedFile,
 
 def _told(root: guarantees.RootName, snap: Snapshot, ignored: list[guarantees.IgnoredReference], producer: str
           ) -> Missing:
+    from tablekeeper.core import guarantees
+
     def told(role: ListRole, file: str, via_list: str | None) -> None:
         ignored.append(guarantees.ignored_reference(root, snap, role, file, via_list, producer=producer))
 
