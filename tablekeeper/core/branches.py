@@ -299,11 +299,14 @@ def fast_forward(table: Table, name: str, *, dry_run: bool = False) -> BranchCha
         raise errors.DivergedBranchError(
             f"branch {name!r} shares no snapshot with main; fast-forward would replace main's history",
             fix="use 'tablekeeper branch replace-main' to make the branch main")
-    if fp.snapshot_id is not None and fp.snapshot_id != earliest:
+    between = [sid for sid in main.snapshot_ids() if fp.snapshot_id is not None and fp.snapshot_id <= sid < earliest]
+    if between:  # main would keep snapshots the branch's history never had, then follow the branch
         raise errors.DivergedBranchError(
-            f"branch {name!r} starts at snapshot {earliest} but forked at {fp.snapshot_id}: "
-            "its fork snapshot expired, so main cannot be fast-forwarded safely",
-            fix="create a fresh branch from a tag and fast-forward that one")
+            f"branch {name!r} starts at snapshot {earliest} but forked at {fp.snapshot_id}, and main still has "
+            f"snapshot(s) {between[0]}..{between[-1]} in between: its fork snapshot expired, so main cannot be "
+            "fast-forwarded safely",
+            fix="create a fresh branch from a tag and fast-forward that one, or expire main's snapshots "
+                f"before {earliest} first")
     w = _Writer(main, dry_run)
     io = main.file_io
     schema_floor = first.schema_id

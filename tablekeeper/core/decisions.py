@@ -25,7 +25,7 @@ from tablekeeper.core.paimon.snapshot import Snapshot
 
 __all__ = [
     "ListRole", "CandidateDir", "OrphanRoot", "OrphanCleanDecision", "missing_reference_aborts", "changelog_reads",
-    "is_partition_dir", "is_bucket_dir", "is_candidate_name", "may_empty",
+    "is_partition_dir", "is_bucket_dir", "is_candidate_name", "may_empty", "bucket_file_kind",
 ]
 
 
@@ -66,6 +66,17 @@ def is_partition_dir(name: str) -> bool:
 
 def is_bucket_dir(name: str) -> bool:
     return name.startswith("bucket-")
+
+
+def bucket_file_kind(name: str, changelog_prefixes: tuple[str, ...]) -> plans.FileKind:
+    """What a file in a bucket directory is, by its name: a changelog file (its prefix), an
+    index file kept beside the data (``index-file-in-data-file-dir``), else a data file (or one
+    of its extra files)."""
+    if name.startswith(changelog_prefixes):
+        return plans.FileKind.CHANGELOG_DATA
+    if name.startswith("index-"):
+        return plans.FileKind.INDEX
+    return plans.FileKind.DATA
 
 
 @dataclass(frozen=True)
@@ -113,6 +124,8 @@ class OrphanCleanDecision:
     #: name prefixes of the data and changelog files manifests may reference
     name_prefixes: tuple[str, ...]
     clean_empty_directories: bool = True
+    #: name prefixes of changelog files (``bucket_file_kind``)
+    changelog_prefixes: tuple[str, ...] = ("changelog-",)
 
 
 def may_empty(listed: int, deleted: int) -> bool:

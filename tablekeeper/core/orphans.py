@@ -148,9 +148,9 @@ def _emptied_dirs(listing: CandidateListing, files: list[plans.PlannedFile]) -> 
     """Bucket directories the plan may empty: those where it deletes every entry listed. Only
     they are checked for emptiness (one request each on an object store, docs/storage.md
     "Request cost"); a directory still holding a listed file cannot become empty."""
-    deleted = Counter(f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA)
     listed = Counter(e.path.rsplit("/", 1)[0] for e in listing.data_files)
     listed.update({directory: len(names) for directory, names in listing.local_data})
+    deleted = Counter(d for d in (f.path.rsplit("/", 1)[0] for f in files) if d in listed)  # (bucket dirs only)
     return {d for d, n in deleted.items() if decisions.may_empty(listed.get(d, 0), n)}
 
 
@@ -175,7 +175,8 @@ def decide_orphan_clean(table: Table, config: OrphanConfig) -> decisions.OrphanC
                 "data-", "changelog-")
     return decisions.OrphanCleanDecision(
         main.identifier, config.older_than_ms, tuple(listings), tuple(data_roots(main)),
-        len(main.schema().partition_keys), tuple(dict.fromkeys(prefixes)), config.clean_empty_directories)
+        len(main.schema().partition_keys), tuple(dict.fromkeys(prefixes)), config.clean_empty_directories,
+        tuple(dict.fromkeys((options.get("changelog-file.prefix", "changelog-"), "changelog-"))))
 
 
 def list_candidates(table: Table, decision: decisions.OrphanCleanDecision) -> CandidateListing:
@@ -421,8 +422,8 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
     for s in main.file_io.statuses_of(candidates):
         if s is None or s.is_dir or s.mtime_ms >= config.older_than_ms:
             continue  # vanished, replaced by a directory, or written after the threshold
-        parent_dir = s.path.rsplit("/", 1)[0]
-        kind = kind_of.get(parent_dir, plans.FileKind.DATA)
+        parent_dir, name = s.path.rsplit("/", 1)
+        kind = kind_of.get(parent_dir) or decisions.bucket_file_kind(name, decision.changelog_prefixes)
         files.append(plans.PlannedFile(s.path, kind, s.size, "referenced by no snapshot, tag or changelog"))
     n_listed = listing.count
     steps: list[plans.Step] = list(plans.Plan.ordered_deletes(files))

@@ -272,6 +272,7 @@ def list_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
 
     io = file_io(spec["storage"])
     threshold = int(spec["older_than_ms"])
+    changelog_prefixes = tuple(spec.get("changelog_prefixes") or ("changelog-",))
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
         directory, temp_prefix, kind = row
@@ -279,7 +280,8 @@ def list_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
         for s in io.list_dir(directory):
             if s.is_dir or s.mtime_ms >= threshold or not decisions.is_candidate_name(candidate_dir, s.name):
                 continue
-            out.add(s.name, s.path, s.size, s.mtime_ms, s.path.rsplit("/", 1)[0], kind, stage_of(kind, s.path))
+            found = decisions.bucket_file_kind(s.name, changelog_prefixes).value if kind == "data" else kind
+            out.add(s.name, s.path, s.size, s.mtime_ms, s.path.rsplit("/", 1)[0], found, stage_of(found, s.path))
 
     return _map(batches, ("dir", "temp_prefix", "kind"), CANDIDATE_FIELDS, one)
 

@@ -355,7 +355,8 @@ def _clean_orphans(ctx: _Ctx) -> None:
         producer = main.options().get("changelog-producer", "none").strip().lower()
     threshold = decision.older_than_ms
     depth = decision.partition_depth
-    spec = ctx.spec(main, older_than_ms=threshold, depth=depth, changelog_producer=producer)
+    spec = ctx.spec(main, older_than_ms=threshold, depth=depth, changelog_producer=producer,
+                    changelog_prefixes=list(decision.changelog_prefixes))
     t0 = time.perf_counter()
 
     # 1. candidates, listed and materialised before any root is read
@@ -430,7 +431,8 @@ def _clean_orphans(ctx: _Ctx) -> None:
     _delete_stages(ctx, orphan_df, stages, spec)
     if decision.clean_empty_directories:  # the directories the deletes may have emptied
         def per_dir(df: DataFrame, name: str) -> DataFrame:
-            return df.filter(F.col("kind") == _DATA).groupBy(F.col("parent_dir").alias("dir")).agg(
+            in_bucket = ~F.col("parent_dir").isin([d.path for d in decision.listings])  # (the rest: bucket dirs)
+            return df.filter(in_bucket).groupBy(F.col("parent_dir").alias("dir")).agg(
                 F.count(F.lit(1)).alias(name))
 
         touched = per_dir(orphan_df, "deleted").join(per_dir(cands, "listed"), "dir", "left").select(
@@ -462,7 +464,7 @@ def _candidate_rows(ctx: _Ctx, decision: decisions.OrphanCleanDecision,
         for e in entries:
             assert e.status is not None  # a listing of an object store or an inventory carries both
             parent = e.path.rsplit("/", 1)[0]
-            kind = _DATA if data else kind_of[parent]
+            kind = decisions.bucket_file_kind(e.name, decision.changelog_prefixes).value if data else kind_of[parent]
             rows.append((e.name, e.path, e.status.size, e.status.mtime_ms, parent, kind, ex.stage_of(kind, e.path)))
     return ctx.keep(ctx.df(rows, ex.CANDIDATE_FIELDS))
 
