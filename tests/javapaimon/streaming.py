@@ -15,10 +15,11 @@ on its own copy.
   naming a changelog manifest list that no longer exists (by design: tags never keep changelog).
 - ``live.metrics``: primary key, one bucket, ``changelog-producer = full-compaction`` with
   ``full-compaction.delta-commits = 2``, changelog not decoupled (snapshot expiry deletes the
-  changelog with the snapshot), ``tag.automatic-creation = process-time`` (daily), tag ``v1`` by
-  ``createTag(name)`` on a COMPACT snapshot, branch ``exp`` from it with its own commits and
-  compactions (its own expiry deletes the changelog list main's snapshot and tag share), and a
-  consumer ``reader-1`` that holds main's expiration back.
+  changelog with the snapshot), ``tag.automatic-creation = process-time`` (daily), tags ``v0``
+  and ``v1`` by ``createTag(name)`` on COMPACT snapshots (main's own expiry deletes v0's
+  changelog list), branch ``exp`` from v1 with its own commits and compactions (its own expiry
+  deletes the changelog list main's snapshot 6 and tag v1 share), and a consumer ``reader-1``
+  that holds main's expiration back.
 
 Partition values of ``live.orders`` are days: one 60 days old (a 30 d partition expiration drops
 it), the rest yesterday and today (``yyyy-MM-dd``).
@@ -110,8 +111,10 @@ def _metrics(java: J.JavaPaimon, wh: str) -> None:
                        "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "3",
                        "snapshot.time-retained": "1 ms",
                        "tag.automatic-creation": "process-time", "tag.creation-period": "daily"})
-    first = [[[1, "a"], [2, "b"]], [[2, "b2"], [3, "c"]], [[4, "d"]], [[1, "a2"]]]
-    java.table_call("stream", wh, METRICS, commits=_commits(first))  # 2 and 4 fully compact
+    java.table_call("stream", wh, METRICS, commits=_commits([[[1, "a"], [2, "b"]], [[2, "b2"], [3, "c"]]]))
+    java.table_call("create_tag", wh, METRICS, tag="v0", snapshot=None)  # snapshot 3: the full compaction's
+    # main's own commit-time expiry expires snapshot 3, deleting the changelog list tag v0 names
+    java.table_call("stream", wh, METRICS, commits=_commits([[[4, "d"]], [[1, "a2"]]]))
     java.table_call("create_tag", wh, METRICS, tag="v1", snapshot=None)  # on the latest (COMPACT)
     fork = java.table_call("latest_snapshot", wh, METRICS)
     # a streaming reader of main at the tagged snapshot: main keeps it and everything after

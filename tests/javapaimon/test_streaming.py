@@ -224,7 +224,7 @@ def test_branch_create_from_tags(java: J.JavaPaimon, swh: str, capsys: pytest.Ca
 @pytest.mark.parametrize(("table", "branch"), [(S.ORDERS, "hotfix"), (S.METRICS, "exp")])
 def test_branch_drop(java: J.JavaPaimon, swh: str, table: str, branch: str,
                      capsys: pytest.CaptureFixture[str]) -> None:
-    twin = _twin(swh)
+    _twin(swh)
     docs: list[dict[str, Any]] = []
     before, after = judge.judged(java, swh, table, lambda: docs.append(_run(
         capsys, swh, "branch", "drop", "-w", swh, table, branch)))
