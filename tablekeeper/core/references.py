@@ -234,14 +234,17 @@ class _Walk:
         (``guarantees.rule_for``) is recorded in ``ignored`` instead, and not as done: a root
         that names the same file by a kept reference still fails on it."""
         reach, mark = self.reach, self.mark
-        producer = reach.changelog_producer()
         copied = self.copied if self.copied is not None else copied_of(roots)
+
+        def rule_of(root: guarantees.RootName, snap: Snapshot, reference: guarantees.Reference) -> guarantees.Rule:
+            """(asked only for a missing file: the producer is read then, a request on a store)"""
+            return guarantees.rule_for(root.kind, reference, reads_delta=guarantees.reads_delta(
+                root.kind, snap, reach.changelog_producer()))
         done_lists: set[str] = set()
         done_blocks: set[int] = set()
         done_manifests: set[str] = set()
         done_index: set[str] = set()
         for branch, root_path, snap, root in roots:
-            delta = guarantees.reads_delta(root.kind, snap, producer)
             reading = ("its snapshot file", root_path)
             try:
                 for role, list_name in ((ListRole.BASE, snap.base_manifest_list),
@@ -250,8 +253,6 @@ class _Walk:
                     if not list_name:
                         continue
                     reference = guarantees.list_reference(role)
-                    rule = guarantees.rule_for(root.kind, reference, reads_delta=delta)
-                    dangles = rule.dangles(copied=list_name in copied)
                     mark(list_name)
                     if list_name in done_lists:
                         continue
@@ -259,7 +260,8 @@ class _Walk:
                     try:
                         blocks = reach.manifest_list_names(list_name)
                     except FileNotFoundError:
-                        if not dangles:
+                        rule = rule_of(root, snap, reference)
+                        if not rule.dangles(copied=list_name in copied):
                             raise
                         self.ignored.append(guarantees.IgnoredReference(root, reference, list_name, rule))
                         continue
@@ -278,7 +280,8 @@ class _Walk:
                             try:
                                 visit_manifest(join(reach.manifest_dir, manifest_name))
                             except FileNotFoundError:
-                                if not dangles:
+                                rule = rule_of(root, snap, reference)
+                                if not rule.dangles(copied=list_name in copied):
                                     raise
                                 self.ignored.append(guarantees.IgnoredReference(root, reference, manifest_name, rule,
                                                                                 via_list=list_name))
@@ -293,11 +296,11 @@ class _Walk:
                 if snap.index_manifest:
                     mark(snap.index_manifest)
                     if snap.index_manifest not in done_index:
-                        rule = guarantees.rule_for(root.kind, guarantees.Reference.INDEX_MANIFEST, reads_delta=delta)
                         reading = ("its index manifest", snap.index_manifest)
                         try:
                             entries = reach.index_entries(snap.index_manifest)
                         except FileNotFoundError:
+                            rule = rule_of(root, snap, guarantees.Reference.INDEX_MANIFEST)
                             if not rule.dangles():
                                 raise
                             self.ignored.append(guarantees.IgnoredReference(
