@@ -327,17 +327,8 @@ public final class PaimonDriver {
         boolean dynamicBucket = !t.primaryKeys().isEmpty() && "-1".equals(t.options().get("bucket"));
         try (BatchTableWrite w = wb.newWrite(); BatchTableCommit c = wb.newCommit()) {
             w.withIOManager(IO_MANAGER); // lookup changelogs and spilling need a local temp dir
-            for (JsonNode row : r.get("rows")) {
-                RowKind kind = RowKind.INSERT;
-                JsonNode values = row;
-                if (row.isObject()) {
-                    kind = RowKind.fromShortString(row.get("kind").asText());
-                    values = row.get("values");
-                }
-                GenericRow g = new GenericRow(kind, fields.size());
-                for (int i = 0; i < fields.size(); i++) {
-                    g.setField(i, toInternal(values.get(i), fields.get(i).type()));
-                }
+            for (JsonNode one : r.get("rows")) {
+                GenericRow g = row(one, fields);
                 if (dynamicBucket) {
                     w.write(g, 0); // one assigner, few rows: every key stays in bucket 0 (as Flink's would)
                 } else {

@@ -48,8 +48,11 @@ def java_warehouse(java: J.JavaPaimon, tmp_path_factory: pytest.TempPathFactory)
 @pytest.fixture
 def wh(java_warehouse: W.Built, tmp_path: Path) -> str:
     """A private copy of the Java-written warehouse (metadata and data are small: copying is cheap)."""
-    target = tmp_path / "wh"
-    shutil.copytree(java_warehouse.root, target, copy_function=shutil.copy2)
+    return _private_copy(java_warehouse.root, tmp_path / "wh")
+
+
+def _private_copy(root: str, target: Path) -> str:
+    shutil.copytree(root, target, copy_function=shutil.copy2)
     return str(target)
 
 
@@ -63,6 +66,4 @@ def java_streaming(java: J.JavaPaimon, tmp_path_factory: pytest.TempPathFactory)
 @pytest.fixture
 def swh(java_streaming: S.Built, tmp_path: Path) -> str:
     """A private copy of the streaming warehouse."""
-    target = tmp_path / "swh"
-    shutil.copytree(java_streaming.root, target, copy_function=shutil.copy2)
-    return str(target)
+    return _private_copy(java_streaming.root, tmp_path / "swh")

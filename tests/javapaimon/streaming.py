@@ -27,31 +27,20 @@ it), the rest yesterday and today (``yyyy-MM-dd``).
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tests.javapaimon.warehouse import OLD, TODAY, YESTERDAY, Built
 from tests.support import javapaimon as J
+
+__all__ = ["ORDERS", "METRICS", "TABLES", "OLD", "YESTERDAY", "TODAY", "Built", "build"]
 
 ORDERS = "live.orders"
 METRICS = "live.metrics"
 TABLES = (ORDERS, METRICS)
-
-
-def day(offset: int) -> str:
-    return (datetime.now(UTC) + timedelta(days=offset)).strftime("%Y-%m-%d")
-
-
-OLD, YESTERDAY, TODAY = day(-60), day(-1), day(0)
 #: the first watermark: two days ago, on the hour (one automatic tag per hour the watermark passes)
 _WATERMARK_0 = int((datetime.now(UTC) - timedelta(days=2)).replace(minute=0, second=0, microsecond=0)
                    .timestamp() * 1000)
-
-
-@dataclasses.dataclass(frozen=True)
-class Built:
-    root: str
-    version: str
 
 
 def build(java: J.JavaPaimon, wh: str) -> Built:
