@@ -112,7 +112,8 @@ def of_run(run: RunResult) -> dict[str, Any]:
                     files=run.planned_files, nbytes=run.planned_bytes, unsized=run.planned_unsized,
                     writes=[], notes=run.notes, result=result, status=run.status, sample=list(run.sample),
                     timings=dict(run.timings), errors=list(run.errors),
-                    ignored_references=run.details.get("ignoredReferences", []), details=details)
+                    ignored_references=run.details.get("ignoredReferences", []),
+                    fields={**details, "details": details})  # (the run's details, also at the top as locally)
 
 
 def error(e: BaseException, *, partial: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -272,7 +272,7 @@ def list_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
 
     io = file_io(spec["storage"])
     threshold = int(spec["older_than_ms"])
-    changelog_prefixes = tuple(spec.get("changelog_prefixes") or ("changelog-",))
+    changelog_prefixes = tuple(spec.get("changelog_prefixes") or ())  # (the decision's; none for metadata dirs)
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
         directory, temp_prefix, kind = row

@@ -419,8 +419,8 @@ def _clean_orphans(ctx: _Ctx) -> None:
     orphan_df = _planning(lambda: ctx.keep(cands.join(used.distinct(), "name", "left_anti")), "the anti-join")
     stages = _record_planned(ctx, orphan_df)
     n_orphans = sum(result.planned_files.values())
-    result.details.update({"older_than_ms": threshold, "candidates": n_candidates, "bucket_dirs": n_buckets,
-                           "roots": len(roots)})
+    result.details.update({"older_than_ms": threshold, "candidates": n_candidates, "unreferenced": n_orphans,
+                           "bucket_dirs": n_buckets, "roots": len(roots)})
     result.notes.append(f"{n_candidates} candidate file(s) older than the threshold, {n_orphans} unreferenced")
     result.timings["planSeconds"] = round(time.perf_counter() - t0, 3)
     if request.dry_run or not n_orphans:
