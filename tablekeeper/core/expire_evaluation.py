@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tablekeeper.core import expire_decisions, guarantees, plans
+from tablekeeper.core import errors, expire_decisions, guarantees, plans
 from tablekeeper.core.decisions import ListRole
 from tablekeeper.core.expire_decisions import ReadOutcome, RootUse
 from tablekeeper.core.paimon import manifests
@@ -107,6 +107,8 @@ def _kept(reach: Reachability, roots: Sequence[RootUse], ignored: list[guarantee
                 keep_meta |= reach.changelog_root_meta(use.snapshot, dangling=use.dangling, missing=told)
         except FileNotFoundError as e:
             raise expire_decisions.abort_unreadable_protection(use, *_missing(e)) from e
+        except errors.FormatError as e:  # a damaged file: named with the root that reads it
+            raise errors.FormatError(f"{use.label}: {e.message}", fix=e.fix) from e
     return keep_data, keep_changelog, keep_meta
 
 

@@ -46,6 +46,11 @@ class RootKind(enum.StrEnum):
     CHANGELOG = "changelog"
     CONSUMER = "consumer"
 
+    @property
+    def file_kind(self) -> str:
+        """How ``orphans.enumerate_roots`` names it: ``snapshot``, ``tag``, ``changelog`` (or ``consumer``)."""
+        return {RootKind.BRANCH_SNAPSHOT: "snapshot", RootKind.BRANCH_TAG: "tag"}.get(self, self.value)
+
 
 class Reference(enum.StrEnum):
     BASE_LIST = "base manifest list"

@@ -402,7 +402,7 @@ def _clean_orphans(ctx: _Ctx) -> None:
         nonlocal used, passes
         passes += 1
         names.update({path: root for _branch, path, _snap, root in fresh})
-        fresh_roots = [(path, _KIND_OF[root.kind], root.branch) for _branch, path, _snap, root in fresh]
+        fresh_roots = [(path, root.kind.file_kind, root.branch) for _branch, path, _snap, root in fresh]
         more, _keys, gone = _used_set(ctx, io, fresh_roots, cands, spec, names, ignored)
         used = used.unionByName(more)
         return gone
@@ -484,12 +484,6 @@ def _inventory_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanClea
     ctx.result.notes.append(f"candidates from the storage inventory {request.listing} "
                             f"({len(listed.files)} file(s) of the table listed there)")
     return _candidate_rows(ctx, decision, found), found.count, len(found.bucket_dirs)
-
-
-#: How ``orphans.enumerate_roots`` names a root kind (``read_roots`` reads by it).
-_KIND_OF = {guarantees.RootKind.SNAPSHOT: "snapshot", guarantees.RootKind.BRANCH_SNAPSHOT: "snapshot",
-            guarantees.RootKind.TAG: "tag", guarantees.RootKind.BRANCH_TAG: "tag",
-            guarantees.RootKind.CHANGELOG: "changelog"}
 
 
 def _used_set(ctx: _Ctx, io: Any, roots: list[tuple[str, str, str]], cands: DataFrame, spec: Mapping[str, Any],
@@ -822,7 +816,9 @@ def _judge_manifest_errors(judged: _Judgement, by_rid: Mapping[int, RootUse], us
                            rows: Sequence[Any]) -> None:
     for row in rows:
         if row["error_kind"] != "missing":
-            raise errors.FormatError(f"cannot read manifest {row['manifest_name']}: {row['error']}",
+            first = uses.filter(F.col("manifest_name") == row["manifest_name"]).select("rid").limit(1).collect()
+            label = f" of {by_rid[int(first[0]['rid'])].label}" if first else ""
+            raise errors.FormatError(f"cannot read manifest {row['manifest_name']}{label}: {row['error']}",
                                      fix="repair the damaged file")
     names = sorted({row["manifest_name"] for row in rows})
     for use in uses.filter(F.col("manifest_name").isin(names)).select("rid", "list_role", "manifest_name") \
