@@ -52,6 +52,15 @@ import org.apache.paimon.table.Table;
 import org.apache.paimon.table.sink.BatchTableCommit;
 import org.apache.paimon.table.sink.BatchTableWrite;
 import org.apache.paimon.table.sink.BatchWriteBuilder;
+import org.apache.paimon.table.sink.CommitMessage;
+import org.apache.paimon.table.sink.SinkRecord;
+import org.apache.paimon.table.sink.StreamTableCommit;
+import org.apache.paimon.table.sink.StreamTableWrite;
+import org.apache.paimon.table.sink.StreamWriteBuilder;
+import org.apache.paimon.table.sink.TableCommitImpl;
+import org.apache.paimon.table.sink.TableWriteImpl;
+import org.apache.paimon.manifest.ManifestCommittable;
+import org.apache.paimon.data.BinaryRow;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.types.DataField;
 import org.apache.paimon.types.DataType;
@@ -180,6 +189,8 @@ public final class PaimonDriver {
                 return alterTable(r);
             case "write":
                 return write(r);
+            case "stream":
+                return stream(r);
             case "read":
                 return read(r);
             case "commit_probe":
@@ -353,17 +364,8 @@ public final class PaimonDriver {
         boolean dynamicBucket = !t.primaryKeys().isEmpty() && "-1".equals(t.options().get("bucket"));
         try (BatchTableWrite w = wb.newWrite(); BatchTableCommit c = wb.newCommit()) {
             w.withIOManager(IO_MANAGER); // lookup changelogs and spilling need a local temp dir
-            for (JsonNode row : r.get("rows")) {
-                RowKind kind = RowKind.INSERT;
-                JsonNode values = row;
-                if (row.isObject()) {
-                    kind = RowKind.fromShortString(row.get("kind").asText());
-                    values = row.get("values");
-                }
-                GenericRow g = new GenericRow(kind, fields.size());
-                for (int i = 0; i < fields.size(); i++) {
-                    g.setField(i, toInternal(values.get(i), fields.get(i).type()));
-                }
+            for (JsonNode one : r.get("rows")) {
+                GenericRow g = row(one, fields);
                 if (dynamicBucket) {
                     w.write(g, 0); // one assigner, few rows: every key stays in bucket 0 (as Flink's would)
                 } else {
@@ -373,6 +375,80 @@ public final class PaimonDriver {
             c.commit(w.prepareCommit());
         }
         return null;
+    }
+
+    private static GenericRow row(JsonNode row, List<DataField> fields) {
+        RowKind kind = RowKind.INSERT;
+        JsonNode values = row;
+        if (row.isObject()) {
+            kind = RowKind.fromShortString(row.get("kind").asText());
+            values = row.get("values");
+        }
+        GenericRow g = new GenericRow(kind, fields.size());
+        for (int i = 0; i < fields.size(); i++) {
+            g.setField(i, toInternal(values.get(i), fields.get(i).type()));
+        }
+        return g;
+    }
+
+    /**
+     * One run of a streaming job (what a Flink sink does between checkpoints): one
+     * StreamTableWrite and one StreamTableCommit for every batch of "commits", each written,
+     * prepared and committed under its own identifier. Every "full-compaction.delta-commits"
+     * commits (or where a batch says "full_compaction": true) every bucket written so far is
+     * fully compacted first, as Flink's GlobalFullCompactionSinkWrite does; lookup tables wait
+     * for their compaction on every commit (LookupSinkWrite). A batch's "watermark" (epoch ms)
+     * is the commit's watermark (tag.automatic-creation = watermark). Commit-time maintenance
+     * (snapshot and changelog expiry, tag auto-creation and expiry) runs as configured.
+     * Returns the latest snapshot id after each commit.
+     */
+    private JsonNode stream(JsonNode r) throws Exception {
+        FileStoreTable t = fileStoreTable(r);
+        List<DataField> fields = t.rowType().getFields();
+        org.apache.paimon.CoreOptions options = t.coreOptions();
+        Integer deltaCommits = options.toConfiguration()
+                .getOptional(org.apache.paimon.CoreOptions.FULL_COMPACTION_DELTA_COMMITS).orElse(null);
+        boolean fullCompactionProducer =
+                options.changelogProducer() == org.apache.paimon.CoreOptions.ChangelogProducer.FULL_COMPACTION;
+        int every = deltaCommits != null ? Math.max(deltaCommits, 1) : (fullCompactionProducer ? 1 : -1);
+        boolean waitAlways = options.needLookup() || options.prepareCommitWaitCompaction();
+        boolean dynamicBucket = !t.primaryKeys().isEmpty() && "-1".equals(t.options().get("bucket"));
+        String user = r.path("commit_user").asText(java.util.UUID.randomUUID().toString());
+        StreamWriteBuilder wb = t.newStreamWriteBuilder().withCommitUser(user);
+        ArrayNode latest = JSON.createArrayNode();
+        java.util.Set<org.apache.paimon.utils.Pair<BinaryRow, Integer>> buckets = new java.util.LinkedHashSet<>();
+        try (StreamTableWrite w = wb.newWrite(); StreamTableCommit c = wb.newCommit()) {
+            w.withIOManager(IO_MANAGER);
+            TableWriteImpl<?> write = (TableWriteImpl<?>) w;
+            long identifier = r.path("first_identifier").asLong(1L);
+            int n = 0;
+            for (JsonNode batch : r.get("commits")) {
+                n++;
+                for (JsonNode one : batch.path("rows")) {
+                    SinkRecord rec = dynamicBucket ? write.writeAndReturn(row(one, fields), 0)
+                            : write.writeAndReturn(row(one, fields));
+                    buckets.add(org.apache.paimon.utils.Pair.of(rec.partition().copy(), rec.bucket()));
+                }
+                boolean full = batch.path("full_compaction").asBoolean(false) || (every > 0 && n % every == 0);
+                if (full) {
+                    for (org.apache.paimon.utils.Pair<BinaryRow, Integer> pb : buckets) {
+                        w.compact(pb.getLeft(), pb.getRight(), true);
+                    }
+                }
+                List<CommitMessage> messages = w.prepareCommit(full || waitAlways, identifier);
+                if (batch.hasNonNull("watermark")) {
+                    ManifestCommittable committable = new ManifestCommittable(identifier, batch.get("watermark").asLong());
+                    messages.forEach(committable::addFileCommittable);
+                    ((TableCommitImpl) c).commit(committable);
+                } else {
+                    c.commit(identifier, messages);
+                }
+                identifier++;
+                Long id = t.snapshotManager().latestSnapshotId();
+                latest.add(id == null ? -1 : id);
+            }
+        }
+        return latest;
     }
 
     /** One commit of one row whose values follow the column types (a writer's "still works" probe). */

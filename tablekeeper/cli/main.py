@@ -1,8 +1,9 @@
 """The ``tablekeeper`` command line: tags, branches and the table timeline.
 
 Every destructive command takes ``--dry-run`` and prints what would change; ``--output json``
-prints machine-readable results. Errors print one line plus the fix and exit with code 2,
-having changed nothing.
+prints exactly one JSON document on stdout, in one shape for every command that changes a
+table (``cli/results.py``), errors included (``{"error": {...}}``). Errors print one line plus
+the fix and exit with code 2, having changed nothing.
 
 Start-up: this module imports click and the engine's constants only; each command imports the
 engine modules it runs when it runs (``tablekeeper --help`` or a local ``clean-orphans`` never
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from tablekeeper.cli import render
+from tablekeeper.cli import render, results
 from tablekeeper.core import errors
 from tablekeeper.core.paimon import layout
 
@@ -141,15 +142,31 @@ def _open_table(table: str, warehouse: str | None, options: tuple[str, ...], bra
         fix="pass --warehouse URI (or set TABLEKEEPER_WAREHOUSE), or give the table's path")
 
 
+#: The JSON document of the running command, printed once it finished (or inside the error
+#: document of a command that failed after it: ``main``): exactly one document on stdout.
+_PENDING: list[Any] = []
+
+
 def _emit(output: str, payload: Any, text: Callable[[], None]) -> None:
     if output == "json":
         ctx = click.get_current_context(silent=True)
         io = ctx.meta.get(_IO_META) if ctx is not None else None
         if isinstance(payload, dict) and io is not None and "requests" not in payload:  # by kind
             payload = {**payload, "requests": io.requests.counts.snapshot()}
-        click.echo(json.dumps(payload, indent=2, default=str))
+        _PENDING[:] = [payload]
     else:
         text()
+
+
+def _print_pending() -> None:
+    while _PENDING:
+        click.echo(json.dumps(_PENDING.pop(0), indent=2, default=str))
+
+
+def _nothing_deleted(written: list[str]) -> dict[str, Any]:
+    """The ``result`` of a command that only writes metadata files."""
+    return {"deleted": {}, "deleted_bytes": {}, "already_gone": {}, "unsized": {}, "failed": [], "failed_count": 0,
+            "written": written, "removed_dirs": 0}
 
 
 def _duration(value: str | None, field: str) -> Any:
@@ -166,22 +183,23 @@ def _timestamp_ms(value: str | None) -> int | None:
     return None if value is None else timestamps.parse_instant_ms(value, flag="--timestamp")
 
 
-def _run_plan(plan: plans.Plan, table: Table, dry_run: bool, output: str, parallelism: int | None) -> None:
-    if dry_run:
-        summary = plan.summary()
-        summary["dry_run"] = True
-        _emit(output, summary, lambda: render.plan(plan, dry_run=True))
-        return
+def _run_plan(plan: plans.Plan, table: Table, dry_run: bool, output: str, parallelism: int | None,
+              action: str | None = None) -> None:
     from tablekeeper.core import execution
 
+    if dry_run:  # sized as a run would count (a stat for what the plan cannot size)
+        shown = execution.sized(plan, table.file_io)
+        _emit(output, results.of_plan(shown, branch=table.branch, dry_run=True, action=action),
+              lambda: render.plan(shown, dry_run=True))
+        return
     result = execution.execute(plan, table.file_io, parallelism=parallelism, progress=render.progress_callback())
-    _report(plan, result, output)
+    _report(plan, result, output, table.branch)
 
 
-def _report(plan: plans.Plan, result: execution.ExecutionResult, output: str) -> None:
-    summary = plan.summary()
-    summary["result"] = result.as_dict()
-    _emit(output, summary, lambda: render.plan(plan, dry_run=False, result=result))
+def _report(plan: plans.Plan, result: execution.ExecutionResult, output: str, branch: str,
+            action: str | None = None) -> None:
+    _emit(output, results.of_plan(plan, branch=branch, dry_run=False, result=result, action=action),
+          lambda: render.plan(plan, dry_run=False, result=result))
     if result.failed:
         raise errors.StorageError(f"{len(result.failed)} file(s) could not be deleted",
                                   fix="check permissions and rerun the same command; it resumes")
@@ -216,7 +234,7 @@ def _run_on_spark(operation: str, t: Table, options: tuple[str, ...], dry_run: b
                                 branch=t.branch, options=_parse_options(options), dry_run=dry_run, **params)
     io_before, process_before = t.file_io.requests.counts.snapshot(), storage_requests.process_snapshot()
     result = dispatch.run(request, engine="spark")
-    payload = dispatch.describe(result)
+    payload = results.of_run(result)
     # this command's requests: the table opened here (format guard, lease), the driver's during
     # dispatch (its lease, the job's planning) and the executors' (counted there, summed by Spark)
     io_after = t.file_io.requests.counts.snapshot()
@@ -229,7 +247,12 @@ def _run_on_spark(operation: str, t: Table, options: tuple[str, ...], dry_run: b
         click.echo(f"{operation} on {t.identifier} (engine spark): status {result.status}")
         for kind, n in sorted(result.planned_files.items()):
             done = "" if dry_run else f", {verb} {result.deleted.get(kind, 0)}"
-            click.echo(f"  {kind}: {n} planned ({result.planned_bytes.get(kind, 0)} bytes){done}")
+            unsized = result.planned_unsized.get(kind, 0)
+            size = f"{result.planned_bytes.get(kind, 0)} bytes" + (f", {unsized} of unknown size" if unsized else "")
+            click.echo(f"  {kind}: {n} planned ({size}){done}")
+        gone = sum(result.missing.values())
+        if gone and not dry_run:
+            click.echo(f"  {gone} file(s) were already gone (counted, not an error)")
         for note in result.notes:
             click.echo(f"  note: {note}")
         for path in result.sample:
@@ -243,7 +266,8 @@ def _run_on_spark(operation: str, t: Table, options: tuple[str, ...], dry_run: b
                                   fix="check permissions and rerun the same command; it resumes")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+             result_callback=lambda *_a, **_k: _print_pending())
 @click.version_option(package_name="tablekeeper")
 def cli() -> None:
     """Keep Apache Paimon tables healthy: tags, branches and retention, declaratively.
@@ -282,7 +306,10 @@ def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | Non
     t = _open(table, warehouse, options, branch)
     result = tags.create_tag(t, name, snapshot_id=snapshot, timestamp_ms=_timestamp_ms(timestamp),
                              time_retained=retained, dry_run=dry_run)
-    payload = {"action": result.action, "tag": name, "snapshot_id": result.snapshot_id, "branch": branch}
+    writes = [t.tag_path(name)] if result.action in ("created", "would-create") else []
+    payload = results.document("create-tag", t.identifier, branch, dry_run=dry_run, action=result.action,
+                               writes=writes, result=None if dry_run else _nothing_deleted(writes), tag=name,
+                               snapshot_id=result.snapshot_id)
     _emit(output, payload, lambda: click.echo(f"{result.action}: tag {name!r} at snapshot {result.snapshot_id}"))
 
 
@@ -302,11 +329,11 @@ def tag_delete(table: str, name: str, branch: str, force: bool, parallelism: int
 
     t = _open(table, warehouse, options, branch)
     if dry_run:
-        _run_plan(tags.plan_delete_tag(t, name, force=force), t, dry_run, output, parallelism)
+        _run_plan(tags.plan_delete_tag(t, name, force=force), t, dry_run, output, parallelism, action="would-delete")
         return
     deletion = tag_deletion.delete_tag(t, name, force=force, run=lambda p: execution.execute(
         p, t.file_io, parallelism=parallelism, progress=render.progress_callback()))
-    _report(deletion.executed, deletion.result, output)
+    _report(deletion.executed, deletion.result, output, branch, action="deleted")
 
 
 @tag_group.command("rename")
@@ -325,7 +352,11 @@ def tag_rename(table: str, old: str, new: str, branch: str, force: bool, dry_run
 
     t = _open(table, warehouse, options, branch)
     result = tags.rename_tag(t, old, new, force=force, dry_run=dry_run)
-    _emit(output, {"action": result.action, "from": old, "to": new},
+    writes = [t.tag_path(new)] if result.action in ("renamed", "would-rename") else []
+    _emit(output, results.document("rename-tag", t.identifier, branch, dry_run=dry_run, action=result.action,
+                                   writes=writes, result=None if dry_run else _nothing_deleted(writes),
+                                   notes=[f"tag file renamed: {t.tag_path(old)} -> {t.tag_path(new)}"] if writes else [],
+                                   tag=new, snapshot_id=result.snapshot_id, fields={"from": old, "to": new}),
           lambda: click.echo(f"{result.action}: tag {old!r} -> {new!r}"))
 
 
@@ -347,7 +378,10 @@ def tag_replace(table: str, name: str, snapshot: int | None, time_retained: str 
     retained = _duration(time_retained, "--time-retained")
     t = _open(table, warehouse, options, branch)
     result = tags.replace_tag(t, name, snapshot_id=snapshot, time_retained=retained, force=force, dry_run=dry_run)
-    _emit(output, {"action": result.action, "tag": name, "snapshot_id": result.snapshot_id},
+    writes = [t.tag_path(name)] if result.action in ("replaced", "would-replace") else []
+    _emit(output, results.document("replace-tag", t.identifier, branch, dry_run=dry_run, action=result.action,
+                                   writes=writes, result=None if dry_run else _nothing_deleted(writes), tag=name,
+                                   snapshot_id=result.snapshot_id),
           lambda: click.echo(f"{result.action}: tag {name!r} at snapshot {result.snapshot_id}"))
 
 
@@ -388,7 +422,8 @@ def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: in
                                        fix="e.g. --from-tag nightly")
     t = _open(table, warehouse, options)
     change = branches.create_branch(t, name, from_tag=from_tag, from_snapshot=from_snapshot, dry_run=dry_run)
-    _emit(output, change.as_dict(), lambda: render.change(change))
+    _emit(output, results.of_change("create-branch", t.identifier, change, dry_run=dry_run),
+          lambda: render.change(change))
 
 
 @branch_group.command("drop")
@@ -402,8 +437,10 @@ def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, opt
     """Drop branch NAME (its own data files become orphans for clean-orphans)."""
     from tablekeeper.core import branches
 
-    change = branches.drop_branch(_open(table, warehouse, options), name, dry_run=dry_run)
-    _emit(output, change.as_dict(), lambda: render.change(change))
+    t = _open(table, warehouse, options)
+    change = branches.drop_branch(t, name, dry_run=dry_run)
+    _emit(output, results.of_change("drop-branch", t.identifier, change, dry_run=dry_run),
+          lambda: render.change(change))
 
 
 @branch_group.command("fast-forward")
@@ -417,8 +454,10 @@ def branch_fast_forward(table: str, name: str, dry_run: bool, warehouse: str | N
     """Merge branch NAME into main: main then reads exactly what the branch reads."""
     from tablekeeper.core import branches
 
-    change = branches.fast_forward(_open(table, warehouse, options), name, dry_run=dry_run)
-    _emit(output, change.as_dict(), lambda: render.change(change))
+    t = _open(table, warehouse, options)
+    change = branches.fast_forward(t, name, dry_run=dry_run)
+    _emit(output, results.of_change("fast-forward-branch", t.identifier, change, dry_run=dry_run),
+          lambda: render.change(change))
 
 
 @branch_group.command("replace-main")
@@ -433,8 +472,10 @@ def branch_replace_main(table: str, name: str, backup: str | None, dry_run: bool
     """Make branch NAME the table's main (the branch is removed)."""
     from tablekeeper.core import branches
 
-    change = branches.replace_main(_open(table, warehouse, options), name, backup=backup, dry_run=dry_run)
-    _emit(output, change.as_dict(), lambda: render.change(change))
+    t = _open(table, warehouse, options)
+    change = branches.replace_main(t, name, backup=backup, dry_run=dry_run)
+    _emit(output, results.of_change("replace-main", t.identifier, change, dry_run=dry_run),
+          lambda: render.change(change))
 
 
 @branch_group.command("rename")
@@ -449,8 +490,10 @@ def branch_rename(table: str, old: str, new: str, dry_run: bool, warehouse: str 
     """Rename branch OLD to NEW."""
     from tablekeeper.core import branches
 
-    change = branches.rename_branch(_open(table, warehouse, options), old, new, dry_run=dry_run)
-    _emit(output, change.as_dict(), lambda: render.change(change))
+    t = _open(table, warehouse, options)
+    change = branches.rename_branch(t, old, new, dry_run=dry_run)
+    _emit(output, results.of_change("rename-branch", t.identifier, change, dry_run=dry_run, **{"from": old}),
+          lambda: render.change(change))
 
 
 @branch_group.command("list")
@@ -507,7 +550,7 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
         return
     made, result = expire_commit.run_expire(t, config, _now_ms(now), lambda p: execution.execute(
         p, t.file_io, parallelism=parallelism, progress=render.progress_callback()))
-    _report(made, result, output)
+    _report(made, result, output, branch)
 
 
 @cli.command("expire-changelog")
@@ -531,7 +574,7 @@ def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: 
     # unpublish, verify, then delete (core/expire_commit.py)
     made, result = expire_commit.run_expire_changelog(t, config, _now_ms(now), lambda p: execution.execute(
         p, t.file_io, parallelism=parallelism, progress=render.progress_callback()))
-    _report(made, result, output)
+    _report(made, result, output, branch)
 
 
 @cli.command("expire-partitions")
@@ -566,9 +609,12 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
                                            fix="pass --expiration-time or set partition.expiration-time")
         plan = partitions.plan_partition_expiry(t, config, datetime.fromtimestamp(_now_ms(now) / 1000))
     summary = plan.summary()
-    if not dry_run:
-        summary["dropped"] = partitions.apply_partition_expiry(t, plan, options=_parse_options(options))
-    summary["dry_run"] = dry_run
+    dropped = None if dry_run else partitions.apply_partition_expiry(t, plan, options=_parse_options(options))
+    payload = results.document(
+        "expire-partitions", t.identifier, branch, dry_run=dry_run, action=None, notes=summary["notes"],
+        result=None if dry_run else _nothing_deleted([]), dropped=dropped,
+        fields={k: v for k, v in summary.items() if k not in ("operation", "table", "branch", "notes", "files")},
+        partition_files=summary["files"])
 
     def text() -> None:
         verb = "would drop" if dry_run else "dropped"
@@ -580,7 +626,7 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
         for note in plan.notes:
             click.echo(f"  note: {note}")
 
-    _emit(output, summary, text)
+    _emit(output, payload, text)
 
 
 @cli.command("clean-orphans")
@@ -789,10 +835,33 @@ def operator(namespaces: tuple[str, ...], liveness: str, metrics_port: int) -> N
     operator_main.run(namespaces=namespaces, liveness_endpoint=liveness or None, metrics_port=metrics_port)
 
 
+def _wants_json(argv: list[str]) -> bool:
+    """Whether the command line asks for ``--output json`` (also when it fails to parse)."""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg in ("-o", "--output") and i + 1 < len(argv) and argv[i + 1] == "json":
+            return True
+        if arg in ("--output=json", "-ojson", "-o=json"):
+            return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = _wants_json(args)
+    _PENDING.clear()
+
+    def failed(e: BaseException) -> None:
+        if as_json:  # the one document on stdout: the error, with what the command did before it
+            partial = _PENDING.pop() if _PENDING else None
+            _PENDING.clear()
+            click.echo(json.dumps(results.error(e, partial=partial), indent=2, default=str))
+
     try:
-        rv = cli.main(args=argv, prog_name="tablekeeper", standalone_mode=False)
+        rv = cli.main(args=args, prog_name="tablekeeper", standalone_mode=False)
     except errors.TablekeeperError as e:
+        failed(e)
         click.echo(f"error: {e.message}", err=True)
         if e.fix:
             click.echo(f"  fix: {e.fix}", err=True)
@@ -801,8 +870,10 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("aborted", err=True)
         return 1
     except click.ClickException as e:
+        failed(e)
         e.show()
         return EXIT_INPUT_ERROR
+    _print_pending()  # (a command that ends with click's Exit: plan with changes pending)
     return rv if isinstance(rv, int) else 0  # click returns an Exit's code here (plan: 2 = changes pending)
 
 

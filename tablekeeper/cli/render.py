@@ -35,15 +35,29 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
+def plain_rows(items: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``items`` as plain, space-aligned columns with every value in full (what a pipe or a file
+    gets: nothing is cut to a terminal's width)."""
+    keys = list(items[0])
+    cells = [keys, *[["" if item.get(k) is None else str(item.get(k)) for k in keys] for item in items]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(keys))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+
+
 def rows(items: Sequence[Mapping[str, Any]], empty: str) -> None:
+    """A table: drawn by rich on a terminal, plain full-width columns otherwise."""
     if not items:
         click.echo(empty)
+        return
+    if not sys.stdout.isatty():
+        for line in plain_rows(items):
+            click.echo(line)
         return
     from rich.table import Table as RichTable
 
     table = RichTable(show_edge=False, pad_edge=False)
     for key in items[0]:
-        table.add_column(key)
+        table.add_column(key, overflow="fold")  # (a long value wraps, never cut)
     for item in items:
         table.add_row(*["" if v is None else str(v) for v in item.values()])
     _print_rich(table)
@@ -59,8 +73,10 @@ def plan(p: plans.Plan, *, dry_run: bool, result: execution.ExecutionResult | No
     for step in p.steps:
         if isinstance(step, plans.DeleteStep):
             size = sum(f.size or 0 for f in step.files)
+            unsized = sum(1 for f in step.files if f.size is None)
             click.echo(f"  {head} {len(step.files)} {step.kind.value} file(s)"
-                       + (f", {human_bytes(size)}" if size else ""))
+                       + (f", {human_bytes(size)}" if size or not unsized else "")
+                       + (f" ({unsized} of unknown size)" if unsized else ""))
             if dry_run:
                 for f in step.files[:20]:
                     click.echo(f"    - {f.path}")
@@ -75,6 +91,9 @@ def plan(p: plans.Plan, *, dry_run: bool, result: execution.ExecutionResult | No
         missing = sum(result.missing.values())
         if missing:
             click.echo(f"  {missing} file(s) were already gone (counted, not an error)")
+        unsized = sum(result.unsized.values())
+        if unsized:
+            click.echo(f"  {unsized} deleted file(s) of unknown size (not in the bytes above)")
         for failure in result.failed[:20]:
             click.echo(f"  FAILED {failure.path}: {failure.error}", err=True)
     if not p.steps:

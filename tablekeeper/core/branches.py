@@ -48,10 +48,15 @@ class BranchChange:
     written: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    #: the size of each deleted file as listed before it was deleted (None: gone already, or unknown)
+    deleted_sizes: tuple[int | None, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {"action": self.action, "branch": self.branch, "written": list(self.written),
                 "deleted": list(self.deleted), "notes": list(self.notes)}
+
+    def size_of(self, i: int) -> int | None:
+        return self.deleted_sizes[i] if i < len(self.deleted_sizes) else None
 
 
 def fork_tag_name(branch: str, snapshot_id: int) -> str:
@@ -85,6 +90,7 @@ class _Writer:
         self.dry_run = dry_run
         self.written: list[str] = []
         self.deleted: list[str] = []
+        self.sizes: list[int | None] = []
 
     def copy_if_absent(self, src: str, dst: str) -> None:
         """Byte copy; an existing identical target is a finished earlier step."""
@@ -111,10 +117,15 @@ class _Writer:
         if not self.dry_run:
             self.io.overwrite(dst, data)
 
-    def delete(self, paths: list[str]) -> None:
+    def delete(self, paths: list[str], sizes: list[int | None] | None = None) -> None:
+        """Delete files (sized by a stat first, unless ``sizes`` are known from a listing)."""
         if not paths:
             return
+        from tablekeeper.core import execution
+
+        found = sizes if sizes is not None else execution.stat_sizes(self.io, paths)
         self.deleted.extend(paths)
+        self.sizes.extend(None if s is None or s < 0 else s for s in found)
         if not self.dry_run:
             failed = [r for r in self.io.delete_files(paths) if r.outcome.value == "failed"]
             if failed:
@@ -219,11 +230,12 @@ def drop_branch(table: Table, name: str, *, dry_run: bool = False) -> BranchChan
             f"branch {name!r} is main's scan.fallback-branch/scan.primary-branch",
             fix="unset that table option first")
     format_guard.check_formats(main, [name])
-    files = [s.path for s in main.file_io.walk_files(branch.branch_path)]
+    listed = sorted((s.path, s.size) for s in main.file_io.walk_files(branch.branch_path))
     if not dry_run:
         _drop_in_order(branch)
-    return BranchChange("would-drop" if dry_run else "dropped", name, (), tuple(sorted(files)),
-                        ("data files only this branch wrote are now orphans: run clean-orphans",))
+    return BranchChange("would-drop" if dry_run else "dropped", name, (), tuple(p for p, _ in listed),
+                        ("data files only this branch wrote are now orphans: run clean-orphans",),
+                        tuple(s for _, s in listed))
 
 
 def _drop_in_order(branch: Table) -> None:
@@ -287,11 +299,14 @@ def fast_forward(table: Table, name: str, *, dry_run: bool = False) -> BranchCha
         raise errors.DivergedBranchError(
             f"branch {name!r} shares no snapshot with main; fast-forward would replace main's history",
             fix="use 'tablekeeper branch replace-main' to make the branch main")
-    if fp.snapshot_id is not None and fp.snapshot_id != earliest:
+    between = [sid for sid in main.snapshot_ids() if fp.snapshot_id is not None and fp.snapshot_id <= sid < earliest]
+    if between:  # main would keep snapshots the branch's history never had, then follow the branch
         raise errors.DivergedBranchError(
-            f"branch {name!r} starts at snapshot {earliest} but forked at {fp.snapshot_id}: "
-            "its fork snapshot expired, so main cannot be fast-forwarded safely",
-            fix="create a fresh branch from a tag and fast-forward that one")
+            f"branch {name!r} starts at snapshot {earliest} but forked at {fp.snapshot_id}, and main still has "
+            f"snapshot(s) {between[0]}..{between[-1]} in between: its fork snapshot expired, so main cannot be "
+            "fast-forwarded safely",
+            fix="create a fresh branch from a tag and fast-forward that one, or expire main's snapshots "
+                f"before {earliest} first")
     w = _Writer(main, dry_run)
     io = main.file_io
     schema_floor = first.schema_id
@@ -336,7 +351,7 @@ def fast_forward(table: Table, name: str, *, dry_run: bool = False) -> BranchCha
     return BranchChange("would-fast-forward" if dry_run else "fast-forwarded", name,
                         tuple(w.written), tuple(w.deleted),
                         (f"main now follows branch {name!r} from snapshot {earliest}; "
-                         "main's replaced files become orphans for clean-orphans",))
+                         "main's replaced files become orphans for clean-orphans",), tuple(w.sizes))
 
 
 _REPLACED_DIRS = (layout.SNAPSHOT_DIR, layout.SCHEMA_DIR, layout.TAG_DIR, layout.CHANGELOG_DIR)
@@ -400,11 +415,13 @@ def replace_main(table: Table, name: str, *, backup: str | None = None, dry_run:
     present = sorted(i for i in snapshot_ids if i is not None)
     if present and f"{layout.SNAPSHOT_DIR}/{hints.EARLIEST}" not in source:
         w.overwrite(join(main.dir(layout.SNAPSHOT_DIR), hints.EARLIEST), hints.encode_hint(present[0]))
+    source_files = sorted((s.path, s.size) for s in io.walk_files(branch.branch_path))
     if not dry_run:
         io.delete_tree(branch.branch_path)
-    w.deleted.append(branch.branch_path)
+    w.deleted.extend(p for p, _ in source_files)
+    w.sizes.extend(s for _, s in source_files)
     return BranchChange("would-replace-main" if dry_run else "replaced-main", name, tuple(w.written),
-                        tuple(w.deleted), (f"old main kept as branch {backup!r}",) if backup else ())
+                        tuple(w.deleted), (f"old main kept as branch {backup!r}",) if backup else (), tuple(w.sizes))
 
 
 def rename_branch(table: Table, old: str, new: str, *, dry_run: bool = False) -> BranchChange:
@@ -420,4 +437,5 @@ def rename_branch(table: Table, old: str, new: str, *, dry_run: bool = False) ->
     format_guard.check_formats(main, [old])
     if not dry_run:
         main.file_io.rename(src.branch_path, dst.branch_path)
-    return BranchChange("would-rename" if dry_run else "renamed", new, (dst.branch_path,), (src.branch_path,))
+    return BranchChange("would-rename" if dry_run else "renamed", new, (dst.branch_path,), (),
+                        (f"branch {old!r} renamed to {new!r} (a directory rename: no file is deleted)",))

@@ -25,7 +25,7 @@ from tablekeeper.core.paimon.snapshot import Snapshot
 
 __all__ = [
     "ListRole", "CandidateDir", "OrphanRoot", "OrphanCleanDecision", "missing_reference_aborts", "changelog_reads",
-    "optional_index", "optional_list", "is_partition_dir", "is_bucket_dir", "is_candidate_name", "may_empty",
+    "is_partition_dir", "is_bucket_dir", "is_candidate_name", "may_empty", "bucket_file_kind",
 ]
 
 
@@ -68,6 +68,17 @@ def is_bucket_dir(name: str) -> bool:
     return name.startswith("bucket-")
 
 
+def bucket_file_kind(name: str, changelog_prefixes: tuple[str, ...]) -> plans.FileKind:
+    """What a file in a bucket directory is, by its name: a changelog file (its prefix), an
+    index file kept beside the data (``index-file-in-data-file-dir``), else a data file (or one
+    of its extra files)."""
+    if name.startswith(changelog_prefixes):
+        return plans.FileKind.CHANGELOG_DATA
+    if name.startswith("index-"):
+        return plans.FileKind.INDEX
+    return plans.FileKind.DATA
+
+
 @dataclass(frozen=True)
 class OrphanRoot:
     """A snapshot, tag or changelog-N file of some branch: everything it reaches is used.
@@ -79,17 +90,6 @@ class OrphanRoot:
     name: str
 
 
-def optional_list(root_kind: str, snapshot: Snapshot, list_name: str, producer: str = "none") -> bool:
-    """A changelog-N with changelog manifests keeps only those: Paimon's expiration deleted its
-    base and delta lists on purpose, so their absence is no sign of damage. The same holds for
-    a changelog-N without changelog manifests when the table's ``changelog-producer`` is not
-    ``none`` (lookup and full-compaction write them only on compaction): it reads nothing, and
-    Java deletes its lists too (seen on Java-written lookup tables, issue 13)."""
-    if root_kind != "changelog" or list_name == snapshot.changelog_manifest_list:
-        return False
-    return bool(snapshot.changelog_manifest_list) or producer.strip().lower() != "none"
-
-
 def changelog_reads(snapshot: Snapshot, producer: str = "none") -> bool:
     """Whether a retained changelog-N (or a snapshot that lives on as one) reads any file: with
     changelog manifests it reads those; without, only under ``changelog-producer=none`` (the
@@ -99,16 +99,10 @@ def changelog_reads(snapshot: Snapshot, producer: str = "none") -> bool:
     return bool(snapshot.changelog_manifest_list) or producer.strip().lower() == "none"
 
 
-def optional_index(is_changelog: bool) -> bool:
-    """A changelog-N reads its changelog (or delta) files only: Java's expiration deletes the
-    index manifest of a snapshot that lives on as changelog-N (seen on Java-written dynamic
-    bucket tables, issue 13), so its absence there is no sign of damage."""
-    return is_changelog
-
-
 def missing_reference_aborts(root_exists: bool) -> bool:
-    """A file a root references is missing: abort (fail closed) while the root exists; a root
-    that vanished meanwhile (a concurrent expiration) protects nothing."""
+    """A file a root references by a reference Paimon keeps (``guarantees.RULES``) is missing:
+    abort (fail closed) while the root exists; a root that vanished meanwhile (a concurrent
+    expiration) protects nothing."""
     return root_exists
 
 
@@ -130,6 +124,8 @@ class OrphanCleanDecision:
     #: name prefixes of the data and changelog files manifests may reference
     name_prefixes: tuple[str, ...]
     clean_empty_directories: bool = True
+    #: name prefixes of changelog files (``bucket_file_kind``)
+    changelog_prefixes: tuple[str, ...] = ("changelog-",)
 
 
 def may_empty(listed: int, deleted: int) -> bool:

@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 
 from tablekeeper.core import plans, safety, seams
 from tablekeeper.core.paimon import hints
-from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, basename, native_unlink, parent
+from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, ListedEntry, basename, native_unlink, parent
 
 __all__ = ["ExecutionResult", "execute", "default_parallelism", "delete_batch", "delete_batch_size", "Progress",
-           "FaultInjector"]
+           "FaultInjector", "stat_sizes", "sized", "SIZE_UNKNOWN"]
 
 #: Files a batch of a local delete step when the caller names no batch size: one native call
 #: each (fewer calls, and helper threads that start once unlinks wait have work to share);
@@ -53,17 +53,70 @@ class ExecutionResult:
     written: list[str] = field(default_factory=list)
     removed_dirs: list[str] = field(default_factory=list)
     order: list[str] = field(default_factory=list)
+    #: deleted files whose size neither the plan nor a stat before the delete could tell (0 bytes counted)
+    unsized: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "deleted": dict(self.deleted),
             "deleted_bytes": dict(self.deleted_bytes),
-            "missing": dict(self.missing),
+            "already_gone": dict(self.missing),
+            "unsized": dict(self.unsized),
             "failed": [{"path": r.path, "error": r.error} for r in self.failed[:20]],
             "failed_count": len(self.failed),
             "written": list(self.written),
             "removed_dirs": len(self.removed_dirs),
         }
+
+
+#: :func:`stat_sizes` of a file whose stat failed for another reason than its absence.
+SIZE_UNKNOWN = -1
+
+
+def stat_sizes(file_io: FileIO, paths: list[str]) -> list[int | None]:
+    """The sizes of ``paths`` as a listing tells them (one stat each, for files a plan could not
+    size from its metadata: index manifests, statistics, changelog-N files, extra files): None
+    for a file that is gone, :data:`SIZE_UNKNOWN` where the stat failed."""
+    try:
+        statuses = file_io.statuses_of([ListedEntry(p, basename(p), False) for p in paths])
+    except OSError:
+        return [SIZE_UNKNOWN] * len(paths)
+    return [None if st is None else (SIZE_UNKNOWN if st.is_dir else st.size) for st in statuses]
+
+
+def _size_step(step: plans.DeleteStep, file_io: FileIO) -> tuple[plans.DeleteStep, int]:
+    """``step`` with every file of unknown size sized by a stat (:func:`stat_sizes`), and
+    without the files that stat found gone (their number is returned: already gone)."""
+    unsized = [f.path for f in step.files if f.size is None]
+    if not unsized:
+        return step, 0
+    found = dict(zip(unsized, stat_sizes(file_io, unsized), strict=True))
+    kept: list[plans.PlannedFile] = []
+    for f in step.files:
+        if f.size is not None or f.path not in found:
+            kept.append(f)
+            continue
+        size = found[f.path]
+        if size is None:
+            continue  # gone already: counted, not deleted
+        kept.append(plans.PlannedFile(f.path, f.kind, None if size == SIZE_UNKNOWN else size, f.reason))
+    return plans.DeleteStep(step.kind, tuple(kept)), len(step.files) - len(kept)
+
+
+def sized(plan: plans.Plan, file_io: FileIO) -> plans.Plan:
+    """``plan`` with the files of unknown size sized by a stat and those already gone left out
+    (a note says how many): what a dry run prints, with the bytes a run would count."""
+    steps: list[plans.Step] = []
+    gone = 0
+    for step in plan.steps:
+        if isinstance(step, plans.DeleteStep):
+            step, n = _size_step(step, file_io)
+            gone += n
+            if not step.files:
+                continue
+        steps.append(step)
+    notes = (*plan.notes, f"{gone} planned file(s) are already gone") if gone else plan.notes
+    return plans.Plan(plan.operation, plan.table, tuple(steps), notes, plan.details)
 
 
 def _batches(items: list[plans.PlannedFile], size: int) -> list[list[plans.PlannedFile]]:
@@ -143,6 +196,10 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
             result.order.append(f"write:{step.path}")
             continue
         kind = step.kind.value
+        step, gone = _size_step(step, file_io)  # sizes the plan could not tell, from a stat
+        if gone:
+            result.missing[kind] += gone
+        unknown = sum(1 for f in step.files if f.size is None)
         # a file's bytes count once it is deleted; a path planned twice counts its last planned
         # size (the one rule of a per-path table), which only a step with repeated paths needs
         repeated = len(set(map(_path, step.files))) != len(step.files)
@@ -186,6 +243,11 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
                     if deleted:  # counters gain a kind only when a file of it was deleted (or missing)
                         result.deleted[kind] += deleted
                         result.deleted_bytes[kind] += deleted_bytes
+                        if unknown:
+                            failed_paths = {paths[j] for j, _ in failures}
+                            unsized = sum(1 for f in batch if f.size is None and f.path not in failed_paths)
+                            if unsized:
+                                result.unsized[kind] += unsized
                     if missing:
                         result.missing[kind] += missing
                     done += len(paths)

@@ -19,7 +19,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from tablekeeper.core import decisions, errors, expire_decisions, expire_evaluation, plans, retention_settings, safety
+from tablekeeper.core import (
+    decisions,
+    errors,
+    expire_decisions,
+    expire_evaluation,
+    guarantees,
+    plans,
+    retention_settings,
+    safety,
+)
 from tablekeeper.core.paimon import hints, layout
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
@@ -29,7 +38,7 @@ from tablekeeper.core.storage import join
 
 __all__ = ["ExpireConfig", "ExpireRange", "ChangelogConfig", "expire_config", "changelog_config",
            "config_from_options", "changelog_config_from_options",
-           "compute_range", "changelog_range", "protecting_roots", "expiring_snapshots", "previous_tag",
+           "compute_range", "changelog_range", "NamedRoot", "protecting_roots", "expiring_snapshots", "previous_tag",
            "decide_expire", "decide_expire_changelog", "evaluate_expire", "plan_expire", "plan_expire_changelog"]
 
 
@@ -123,23 +132,55 @@ def compute_range(table: Table, config: ExpireConfig, now_ms: int) -> ExpireRang
     return ExpireRange(earliest, latest, end, reason)
 
 
-def protecting_roots(table: Table) -> tuple[list[Snapshot], list[Snapshot], list[Snapshot]]:
+#: A root and what it is.
+NamedRoot = tuple[guarantees.RootName, Snapshot]
+
+
+def _named(kind: str, branch: str, name: object, snapshot: Snapshot) -> NamedRoot:
+    return guarantees.RootName(guarantees.root_kind(kind, branch), branch, str(name)), snapshot
+
+
+def protecting_roots(table: Table) -> tuple[list[NamedRoot], list[NamedRoot], list[NamedRoot]]:
     """(tags of every branch, snapshots and tags of the other branches, long-lived changelogs of
     every branch): the roots that protect files from an expiration of ``table``'s branch."""
-    tags: list[Snapshot] = []
-    others: list[Snapshot] = []
-    changelogs: list[Snapshot] = []
+    tags: list[NamedRoot] = []
+    others: list[NamedRoot] = []
+    changelogs: list[NamedRoot] = []
     for branch in table.all_branches():
-        tags.extend(t.snapshot for t in branch.tags())
+        own_tags = [_named("tag", branch.branch, t.name, t.snapshot) for t in branch.tags()]
+        tags.extend(own_tags)
         if branch.branch != table.branch:
-            others.extend(branch.snapshots())
-            others.extend(t.snapshot for t in branch.tags())
+            others.extend(_named("snapshot", branch.branch, s.id, s) for s in branch.snapshots())
+            others.extend(own_tags)
         for cid in branch.changelog_ids():
             try:
-                changelogs.append(branch.changelog(cid))
+                changelogs.append(_named("changelog", branch.branch, cid, branch.changelog(cid)))
             except FileNotFoundError:
                 continue
     return tags, others, changelogs
+
+
+class _Uses:
+    """Makes the RootUses of one decision: each names its root and carries the references of
+    its root that may dangle (``guarantees.dangling_roles``, with the
+    changelog lists of copied snapshots among ``roots``: ``guarantees.copied_lists``)."""
+
+    def __init__(self, producer: str, roots: Sequence[NamedRoot]) -> None:
+        self.producer = producer
+        self.copied = guarantees.copied_lists((name, snap.changelog_manifest_list) for name, snap in roots)
+
+    def __call__(self, named: NamedRoot, **uses: Any) -> expire_decisions.RootUse:
+        name, snapshot = named
+        dangling = guarantees.dangling_roles(name.kind, snapshot, producer=self.producer, copied=self.copied)
+        return expire_decisions.RootUse(snapshot, root=name, dangling=dangling, **uses)
+
+
+def _vanished_root(operation: str, e: FileNotFoundError) -> errors.TablekeeperError:
+    what = getattr(e, "filename", None) or str(e)
+    return errors.IncompleteProtectionSetError(
+        f"{operation}: a snapshot, tag or changelog file vanished while the roots were read ({what})",
+        fix="another process is changing the table (a concurrent expiration or tag deletion): rerun "
+            "(nothing was deleted)")
 
 
 def expiring_snapshots(table: Table, begin: int, end: int) -> tuple[list[Snapshot], list[int]]:
@@ -208,30 +249,37 @@ def decide_expire(table: Table, config: ExpireConfig, now_ms: int) -> expire_dec
     end_snapshot = table.snapshot(end)
     try:
         tag_roots, other_roots, changelog_roots = protecting_roots(table)
-        own_tags = sorted((t.snapshot for t in table.tags()), key=lambda s: s.id)
+        own_tags = sorted((_named("tag", table.branch, t.name, t.snapshot) for t in table.tags()),
+                          key=lambda r: r[1].id)
     except FileNotFoundError as e:
-        raise expire_decisions.abort_unreadable_protection("a root", e) from e
+        raise _vanished_root("expiration", e) from e
     decoupled = config.changelog_decoupled
     data, changelog = plans.FileKind.DATA, plans.FileKind.CHANGELOG_DATA
+    own = [_named("snapshot", table.branch, s.id, s) for s in expiring]
+    end_root = _named("snapshot", table.branch, end_snapshot.id, end_snapshot)
+    use = _Uses(config.changelog_producer, [*tag_roots, *other_roots, *changelog_roots, *own, end_root])
+    tag_snapshots = [s for _n, s in own_tags]
     roots: list[expire_decisions.RootUse] = []
-    roots.extend(expire_decisions.RootUse(s, keep_changelog=True, keep_meta=True) for s in tag_roots)
-    roots.extend(expire_decisions.RootUse(s, keep_live=True, keep_changelog=True, keep_meta=True) for s in other_roots)
-    roots.append(expire_decisions.RootUse(end_snapshot, keep_changelog=True, keep_meta=True, cand_delta=data,
-                                   prev_tag=previous_tag(own_tags, end_snapshot.id)))
+    roots.extend(use(r, keep_changelog=True, keep_meta=True) for r in tag_roots)
+    roots.extend(use(r, keep_live=True, keep_changelog=True, keep_meta=True) for r in other_roots)
+    roots.append(use(end_root, keep_changelog=True, keep_meta=True, cand_delta=data,
+                     prev_tag=previous_tag(tag_snapshots, end_snapshot.id)))
     # decoupled: the expiring snapshots live on as changelog-N and protect what a changelog reads
-    roots.extend(expire_decisions.RootUse(s, log_keep=True, log_reads=decisions.changelog_reads(s, config.changelog_producer))
-                 for s in [*changelog_roots, *(expiring if decoupled else [])])
-    for i, s in enumerate(expiring):
-        roots.append(expire_decisions.RootUse(s, cand_delta=data if i > 0 else None,
-                                       prev_tag=previous_tag(own_tags, s.id) if i > 0 else None,
-                                       cand_changelog=None if decoupled else changelog,
-                                       cand_meta=True, cand_meta_changelog=not decoupled))
+    as_changelogs = [_named("changelog", table.branch, s.id, s) for s in expiring] if decoupled else []
+    roots.extend(use(r, log_keep=True, log_reads=decisions.changelog_reads(r[1], config.changelog_producer))
+                 for r in [*changelog_roots, *as_changelogs])
+    for i, r in enumerate(own):
+        s = r[1]
+        roots.append(use(r, cand_delta=data if i > 0 else None,
+                         prev_tag=previous_tag(tag_snapshots, s.id) if i > 0 else None,
+                         cand_changelog=None if decoupled else changelog,
+                         cand_meta=True, cand_meta_changelog=not decoupled))
     used_tags = {r.prev_tag for r in roots if r.prev_tag is not None}
     seen: set[int] = set()
     for t in own_tags:
-        if t.id in used_tags and t.id not in seen:
-            seen.add(t.id)
-            roots.append(expire_decisions.RootUse(t, tag_live=True))
+        if t[1].id in used_tags and t[1].id not in seen:
+            seen.add(t[1].id)
+            roots.append(use(t, tag_live=True))
     tail: list[plans.Step] = []
     if decoupled:  # keep changelog-N copies before the snapshot files go
         for snap in expiring:
@@ -338,26 +386,32 @@ def decide_expire_changelog(table: Table, config: ChangelogConfig, now_ms: int) 
         expiring = [table.changelog(i) for i in expiring_ids]
         tag_roots, other_roots, _logs = protecting_roots(table)
         earliest_snapshot = table.snapshot(table.earliest_snapshot_id() or latest)
-        kept_logs = [table.changelog(i) for i in ids if i >= end]
-        all_snapshots = table.snapshots()
-    except (FileNotFoundError, errors.SnapshotNotFoundError) as e:
-        raise errors.IncompleteProtectionSetError(f"cannot read a protecting root: {e}",
-                                                  fix="repair the table; nothing was deleted") from e
+        kept_logs = [_named("changelog", table.branch, i, table.changelog(i)) for i in ids if i >= end]
+        all_snapshots = [_named("snapshot", table.branch, s.id, s) for s in table.snapshots()]
+    except errors.SnapshotNotFoundError as e:
+        raise errors.IncompleteProtectionSetError(
+            f"changelog expiration: {e.message}", fix="another process is changing the table (a concurrent "
+                                                     "expiration): rerun (nothing was deleted)") from e
+    except FileNotFoundError as e:
+        raise _vanished_root("changelog expiration", e) from e
+    earliest = _named("snapshot", table.branch, earliest_snapshot.id, earliest_snapshot)
+    use = _Uses(config.changelog_producer, [*tag_roots, *other_roots, *kept_logs, *all_snapshots, earliest,
+                                            *_logs])
     roots: list[expire_decisions.RootUse] = []
-    roots.extend(expire_decisions.RootUse(s, keep_live=True) for s in [*other_roots, *tag_roots, earliest_snapshot])
-    roots.extend(expire_decisions.RootUse(s, keep_meta=True)
-                 for s in [earliest_snapshot, *tag_roots, *other_roots, *all_snapshots])
-    roots.extend(expire_decisions.RootUse(log, log_keep=True, log_reads=decisions.changelog_reads(log, config.changelog_producer))
-                 for log in kept_logs)
+    roots.extend(use(r, keep_live=True) for r in [*other_roots, *tag_roots, earliest])
+    roots.extend(use(r, keep_meta=True) for r in [earliest, *tag_roots, *other_roots, *all_snapshots])
+    roots.extend(use(r, log_keep=True, log_reads=decisions.changelog_reads(r[1], config.changelog_producer))
+                 for r in kept_logs)
     for log in expiring:
+        named = _named("changelog", table.branch, log.id, log)
         if log.changelog_manifest_list:
-            roots.append(expire_decisions.RootUse(log, cand_changelog=plans.FileKind.CHANGELOG_DATA, changelog_vs_data=True,
-                                           cand_sizes=False, cand_meta=True))
+            roots.append(use(named, cand_changelog=plans.FileKind.CHANGELOG_DATA, changelog_vs_data=True,
+                             cand_meta=True))
         else:
-            roots.append(expire_decisions.RootUse(log, cand_delta=plans.FileKind.DATA, cand_sizes=False, cand_meta=True))
+            roots.append(use(named, cand_delta=plans.FileKind.DATA, cand_meta=True))
     tail = (
         plans.DeleteStep(plans.FileKind.CHANGELOG_META, tuple(
-            plans.PlannedFile(table.changelog_path(c.id), plans.FileKind.CHANGELOG_META, None, "expired")
+            plans.PlannedFile(table.changelog_path(c.id), plans.FileKind.CHANGELOG_META, c.file_size, "expired")
             for c in expiring)),
         plans.WriteStep(join(table.dir(layout.CHANGELOG_DIR), hints.EARLIEST), hints.encode_hint(end),
                         "new earliest changelog"))

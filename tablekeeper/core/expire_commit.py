@@ -201,7 +201,8 @@ def merged(a: execution.ExecutionResult, b: execution.ExecutionResult) -> execut
 
     return execution.ExecutionResult(add(a.deleted, b.deleted), add(a.deleted_bytes, b.deleted_bytes),
                                      add(a.missing, b.missing), [*a.failed, *b.failed], [*a.written, *b.written],
-                                     [*a.removed_dirs, *b.removed_dirs], [*a.order, *b.order])
+                                     [*a.removed_dirs, *b.removed_dirs], [*a.order, *b.order],
+                                     add(a.unsized, b.unsized))
 
 
 def expire_snapshots(table: Table, config: expire.ExpireConfig, now_ms: int, ev: Evaluator[P]) -> Expiration[P]:
@@ -399,9 +400,11 @@ def _executed(done: Expiration[plans.Plan]) -> tuple[plans.Plan, execution.Execu
     """The in-process report of an expiration: one plan in the order it ran."""
     again, planned = done.decision, done.planned
     unpublish = unpublishing(again)
+    details = dict(again.details)
+    details.update({k: v for k, v in planned.details if k not in details})  # (the evaluation's: ignored references)
     executed = plans.Plan(again.operation, again.table,
                           (*unpublish, *planned.steps, *(s for s in again.tail if s not in unpublish)),
-                          (*planned.notes, *done.notes), again.details)
+                          (*planned.notes, *done.notes), tuple(details.items()))
     return executed, done.result
 
 

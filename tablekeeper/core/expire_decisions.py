@@ -15,7 +15,7 @@ import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from tablekeeper.core import errors, plans
+from tablekeeper.core import errors, guarantees, plans
 from tablekeeper.core.decisions import ListRole
 from tablekeeper.core.paimon.manifest_records import FileRef
 from tablekeeper.core.paimon.snapshot import Snapshot
@@ -37,6 +37,8 @@ class ReadOutcome(enum.StrEnum):
     SKIP_CHANGELOG = "skip-changelog"
     #: a tag's live set is unreadable: abort only if a delta after it still needs it
     BREAKS_TAG = "breaks-tag"
+    #: the file is gone by design (Paimon lets this reference dangle: guarantees.RULES): ignored, reported
+    DANGLING = "dangling"
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,12 @@ class RootUse:
     """
 
     snapshot: Snapshot
+    #: which root this is (kind, branch, id or name): named by every refusal and report
+    root: guarantees.RootName | None = None
+    #: its lists (``ListRole.INDEX``: its index manifest) whose absence is by design
+    #: (``guarantees.dangling_roles``): protect what they name while they exist, ignored when
+    #: gone (and, for an expiring use, no sign of an earlier interrupted run)
+    dangling: frozenset[ListRole] = frozenset()
     #: its live files (base + delta, merged) protect data files
     keep_live: bool = False
     #: every file its changelog list names protects changelog files
@@ -82,6 +90,20 @@ class RootUse:
     @property
     def sid(self) -> int:
         return self.snapshot.id
+
+    @property
+    def label(self) -> str:
+        """The root as refusals name it."""
+        return str(self.root) if self.root is not None else f"snapshot {self.sid}"
+
+    def ignored(self, role: ListRole, file: str, via_list: str | None = None) -> guarantees.IgnoredReference:
+        """The report of a file of ``role`` (in :attr:`dangling`) that is gone by design."""
+        assert self.root is not None, "a use with dangling references names its root"
+        kind = self.root.kind
+        reads_delta = kind == guarantees.RootKind.CHANGELOG and self.log_reads and self.log_role == ListRole.DELTA
+        reference = guarantees.list_reference(role)
+        return guarantees.IgnoredReference(self.root, reference, file,
+                                           guarantees.rule_for(kind, reference, reads_delta=reads_delta), via_list)
 
     @property
     def log_role(self) -> ListRole:
@@ -148,14 +170,17 @@ class RootUse:
 def judge_missing(use: RootUse, what: str, role: ListRole) -> frozenset[ReadOutcome]:
     """What a *missing* file means for ``use``: ``what`` is ``list`` (a manifest list of
     ``role``, or the index manifest for ``ListRole.INDEX``) or ``manifest`` (a manifest named by
-    the list of ``role``). The empty set means tolerated. An unreadable (damaged) file always
+    the list of ``role``). The empty set means tolerated; ``DANGLING`` means tolerated and
+    reported (the reference may dangle: ``use.dangling``). An unreadable (damaged) file always
     aborts; see :func:`abort_unreadable_protection`.
     """
     out: set[ReadOutcome] = set()
+    if role in use.dangling:  # gone by design: whatever this use read it for, it is ignored
+        out.add(ReadOutcome.DANGLING)
     if role == ListRole.INDEX:
-        return frozenset({ReadOutcome.ABORT}) if use.strict_index else frozenset()
+        return frozenset({ReadOutcome.ABORT}) if use.strict_index and role not in use.dangling else frozenset(out)
     strict = use.strict_list(role) if what == "list" else use.strict_entries(role)
-    if strict:
+    if strict and role not in use.dangling:
         out.add(ReadOutcome.ABORT)
     if use.tag_live and role in (ListRole.BASE, ListRole.DELTA):
         out.add(ReadOutcome.BREAKS_TAG)
@@ -166,11 +191,17 @@ def judge_missing(use: RootUse, what: str, role: ListRole) -> frozenset[ReadOutc
     return frozenset(out)
 
 
-def abort_unreadable_protection(what: str, error: object) -> errors.TablekeeperError:
-    """The error an evaluator raises when a protecting read fails (nothing was deleted)."""
+def abort_unreadable_protection(use: RootUse | None, what: str, file: str, operation: str = "expiration"
+                                ) -> errors.TablekeeperError:
+    """The error an evaluator raises when a file a protecting root keeps is missing (nothing
+    was deleted): names the root and the file (``what``: what the file is to the root)."""
+    if use is not None and use.root is not None:
+        return guarantees.missing_kept_file(use.root, what, file, operation=operation)
+    label = use.label if use is not None else "a protecting root"
     return errors.IncompleteProtectionSetError(
-        f"cannot read a protecting root while planning expiration: {what}: {error}",
-        fix="a manifest of a retained snapshot/tag/branch is missing; repair it (nothing was deleted)")
+        f"{operation}: {label} names {what} {file}, which is missing; Paimon keeps that file while the root exists, "
+        "so the table is damaged (nothing was deleted)",
+        fix=f"restore {file} (from a backup or the store's object versioning) and rerun")
 
 
 def effectively_deleted(refs: Iterable[FileRef]) -> Iterator[FileRef]:

@@ -24,22 +24,43 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tablekeeper.core import errors, expire_decisions, plans
+from tablekeeper.core import errors, expire_decisions, guarantees, plans
 from tablekeeper.core.decisions import ListRole
 from tablekeeper.core.expire_decisions import ReadOutcome, RootUse
 from tablekeeper.core.paimon import manifests
-from tablekeeper.core.reachability import DataKey, MetaUnion, Reachability
+from tablekeeper.core.reachability import DataKey, MetaUnion, Missing, MissingFile, Reachability
 
 __all__ = ["evaluate"]
 
 _META_KINDS = {"manifest": plans.FileKind.MANIFEST, "index": plans.FileKind.INDEX}
 
 
-def _abort_if(use: RootUse, what: str, role: ListRole, error: BaseException) -> frozenset[ReadOutcome]:
+def _missing(error: BaseException) -> tuple[str, str]:
+    """(what the missing file is to its root, its name)."""
+    if isinstance(error, MissingFile):
+        return error.described()
+    return ("a file", getattr(error, "filename", None) or str(error))
+
+
+def _abort_if(use: RootUse, what: str, role: ListRole, error: BaseException,
+              ignored: list[guarantees.IgnoredReference]) -> frozenset[ReadOutcome]:
     outcomes = expire_decisions.judge_missing(use, what, role)
     if ReadOutcome.ABORT in outcomes:
-        raise expire_decisions.abort_unreadable_protection(f"snapshot {use.sid} ({role})", error) from error
+        raise expire_decisions.abort_unreadable_protection(use, *_missing(error)) from error
+    if ReadOutcome.DANGLING in outcomes and use.protects:  # (an expiring root's are no news)
+        ignored.append(use.ignored(role, _missing(error)[1], getattr(error, "list_name", None)))
     return outcomes
+
+
+def _told(use: RootUse, ignored: list[guarantees.IgnoredReference]) -> Missing | None:
+    """What a protecting use's reads tell of a dangling reference that is gone (None: it has none)."""
+    if not use.dangling:
+        return None
+
+    def told(role: ListRole, file: str, via_list: str | None) -> None:
+        ignored.append(use.ignored(role, file, via_list))
+
+    return told
 
 
 def _prefetch(reach: Reachability, roots: Sequence[RootUse]) -> None:
@@ -56,25 +77,38 @@ def _prefetch(reach: Reachability, roots: Sequence[RootUse]) -> None:
                    then_lists=[n for use in roots for n in use.snapshot.manifest_lists])
 
 
-def _kept(reach: Reachability, roots: Sequence[RootUse]) -> tuple[set[DataKey], set[DataKey], set[str]]:
-    """(data files, changelog files, metadata paths) the protecting uses keep; every read is
-    strict (a missing file aborts: the protection set would be incomplete)."""
+def _kept(reach: Reachability, roots: Sequence[RootUse], ignored: list[guarantees.IgnoredReference]
+          ) -> tuple[set[DataKey], set[DataKey], set[str]]:
+    """(data files, changelog files, metadata paths) the protecting uses keep. Every read is
+    strict (a missing file aborts, naming the root and the file: the protection set would be
+    incomplete), except of the references a use's root lets dangle (``RootUse.dangling``): what
+    they name is kept while they exist, and a missing one is reported in ``ignored``."""
     keep_data: set[DataKey] = set()
     keep_changelog: set[DataKey] = set()
-    try:
-        keep_data |= reach.union_live(u.snapshot for u in roots if u.keep_live)
-        for use in roots:
+    keep_meta: set[str] = set()
+    union = MetaUnion()
+    for use in roots:
+        if not (use.keep_live or use.keep_changelog or use.keep_meta or use.log_keep):
+            continue
+        told = _told(use, ignored)
+        try:
+            if use.keep_live:
+                keep_data.update(reach.live_files(use.snapshot))
             if use.keep_changelog:
-                keep_changelog.update((r.partition, r.bucket, r.file_name) for r in reach.changelog_refs(use.snapshot))
-        keep_meta = reach.union_meta(u.snapshot for u in roots if u.keep_meta)
-        for use in roots:
+                keep_changelog.update((r.partition, r.bucket, r.file_name) for r in reach.changelog_refs(
+                    use.snapshot, missing=told if ListRole.CHANGELOG in use.dangling else None))
+            if use.keep_meta:
+                keep_meta.update(m.path for m in reach.meta_files(use.snapshot, union=union, dangling=use.dangling,
+                                                                  missing=told))
             if use.log_keep:
-                log_data = reach.changelog_root_data(use.snapshot)
+                log_data = reach.changelog_root_data(use.snapshot, dangling=use.dangling, missing=told)
                 keep_data |= log_data
                 keep_changelog |= log_data
-                keep_meta |= reach.changelog_root_meta(use.snapshot)
-    except FileNotFoundError as e:
-        raise expire_decisions.abort_unreadable_protection("a root", e) from e
+                keep_meta |= reach.changelog_root_meta(use.snapshot, dangling=use.dangling, missing=told)
+        except FileNotFoundError as e:
+            raise expire_decisions.abort_unreadable_protection(use, *_missing(e)) from e
+        except errors.FormatError as e:  # a damaged file: named with the root that reads it
+            raise errors.FormatError(f"{use.label}: {e.message}", fix=e.fix) from e
     return keep_data, keep_changelog, keep_meta
 
 
@@ -95,7 +129,8 @@ def evaluate(table: object, decision: expire_decisions.ExpirationDecision, reach
     roots = decision.roots
     reach = reach if reach is not None else Reachability(table)
     _prefetch(reach, roots)
-    keep_data, keep_changelog, keep_meta = _kept(reach, roots)
+    ignored: list[guarantees.IgnoredReference] = []
+    keep_data, keep_changelog, keep_meta = _kept(reach, roots, ignored)
     tags = {u.sid: u for u in roots if u.tag_live}
     tag_live: dict[int, set[DataKey]] = {}
     by_snapshot = decision.operation == "expire-snapshots"
@@ -132,7 +167,8 @@ def evaluate(table: object, decision: expire_decisions.ExpirationDecision, reach
         try:
             refs = reach.delta_refs(use.snapshot)
         except FileNotFoundError as e:
-            if ReadOutcome.SKIP_DELTA in _abort_if(use, "manifest", ListRole.DELTA, e):
+            outcomes = _abort_if(use, "manifest", ListRole.DELTA, e, ignored)
+            if ReadOutcome.SKIP_DELTA in outcomes and ReadOutcome.DANGLING not in outcomes:
                 skipped.append(use.sid)  # an earlier run already removed this delta: its data went first
             continue
         protected: set[DataKey] = set()
@@ -142,8 +178,7 @@ def evaluate(table: object, decision: expire_decisions.ExpirationDecision, reach
                 try:
                     tag_live[use.prev_tag] = set(reach.live_files(tag.snapshot))
                 except FileNotFoundError as e:
-                    raise errors.IncompleteProtectionSetError(
-                        f"cannot read tag at snapshot {tag.sid}: {e}", fix="repair the tag's manifests") from e
+                    raise expire_decisions.abort_unreadable_protection(tag, *_missing(e)) from e
             protected = tag_live[use.prev_tag]
         reason = f"deleted in snapshot {use.sid}" if by_snapshot else f"changelog {use.sid} expired"
         for ref in expire_decisions.effectively_deleted(refs):
@@ -158,7 +193,7 @@ def evaluate(table: object, decision: expire_decisions.ExpirationDecision, reach
         try:
             refs = reach.changelog_refs(use.snapshot)
         except FileNotFoundError as e:
-            _abort_if(use, "manifest", ListRole.CHANGELOG, e)
+            _abort_if(use, "manifest", ListRole.CHANGELOG, e, ignored)
             continue
         against = keep_data if use.changelog_vs_data else keep_changelog
         reason = f"changelog of snapshot {use.sid}" if by_snapshot else f"changelog {use.sid} expired"
@@ -192,4 +227,6 @@ def evaluate(table: object, decision: expire_decisions.ExpirationDecision, reach
     notes = list(decision.notes)
     if skipped:
         notes.append(f"deltas of snapshots {skipped[:10]} already cleaned by an earlier run")
-    return plans.Plan(decision.operation, decision.table, tuple(steps), tuple(notes), decision.details)
+    notes.extend(guarantees.notes_of(ignored))
+    return plans.Plan(decision.operation, decision.table, tuple(steps), tuple(notes),
+                      (*decision.details, ("ignored_references", guarantees.details_of(ignored))))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from tablekeeper.core import decisions, errors, plans, references, safety, seams
+from tablekeeper.core import decisions, errors, guarantees, plans, references, safety, seams
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.reachability import gc_paused
@@ -148,9 +148,9 @@ def _emptied_dirs(listing: CandidateListing, files: list[plans.PlannedFile]) -> 
     """Bucket directories the plan may empty: those where it deletes every entry listed. Only
     they are checked for emptiness (one request each on an object store, docs/storage-internals.md
     "Request cost"); a directory still holding a listed file cannot become empty."""
-    deleted = Counter(f.path.rsplit("/", 1)[0] for f in files if f.kind == plans.FileKind.DATA)
     listed = Counter(e.path.rsplit("/", 1)[0] for e in listing.data_files)
     listed.update({directory: len(names) for directory, names in listing.local_data})
+    deleted = Counter(d for d in (f.path.rsplit("/", 1)[0] for f in files) if d in listed)  # (bucket dirs only)
     return {d for d, n in deleted.items() if decisions.may_empty(listed.get(d, 0), n)}
 
 
@@ -175,7 +175,8 @@ def decide_orphan_clean(table: Table, config: OrphanConfig) -> decisions.OrphanC
                 "data-", "changelog-")
     return decisions.OrphanCleanDecision(
         main.identifier, config.older_than_ms, tuple(listings), tuple(data_roots(main)),
-        len(main.schema().partition_keys), tuple(dict.fromkeys(prefixes)), config.clean_empty_directories)
+        len(main.schema().partition_keys), tuple(dict.fromkeys(prefixes)), config.clean_empty_directories,
+        tuple(dict.fromkeys((options.get("changelog-file.prefix", "changelog-"), "changelog-"))))
 
 
 def list_candidates(table: Table, decision: decisions.OrphanCleanDecision) -> CandidateListing:
@@ -290,7 +291,8 @@ def read_roots(table: Table, roots: tuple[decisions.OrphanRoot, ...]) -> list[re
             if decisions.missing_reference_aborts(branch.file_io.exists(root.path)):
                 raise
             continue
-        out.append((branch, root.path, snap, root.kind == "changelog"))
+        out.append((branch, root.path, snap, guarantees.RootName(guarantees.root_kind(root.kind, root.branch),
+                                                                 root.branch, root.name)))
     manifest_dir = main.shared_dir(layout.MANIFEST_DIR)
     main.file_io.prefetch(join(manifest_dir, name) for _b, _p, snap, _c in out
                           for name in (snap.base_manifest_list, snap.delta_manifest_list,
@@ -349,18 +351,24 @@ def cover_vanished_roots(main: Table, seen: set[RootKey], vanished: bool,
 def _cover_vanished_roots(main: Table, walked: list[references.Root], refs: references.References,
                           meta_names: set[str], data_names: list[str], prefixes: tuple[str, ...],
                           processes: int | None) -> references.References:
-    """:func:`cover_vanished_roots`, walking the fresh roots in process."""
+    """:func:`cover_vanished_roots`, walking the fresh roots in process (a changelog list the
+    roots walked before name counts for the fresh ones: ``guarantees.copied_lists``)."""
     used, unreferenced = set(refs.used_meta), set(refs.unreferenced_data)
+    ignored = list(refs.ignored)
+    named = [(r[3], r[2].changelog_manifest_list) for r in walked]
 
     def walk(fresh: list[references.Root]) -> bool:
         nonlocal unreferenced
-        more = references.find_references(main, fresh, meta_names, data_names, prefixes, processes=processes)
+        named.extend((r[3], r[2].changelog_manifest_list) for r in fresh)
+        more = references.find_references(main, fresh, meta_names, data_names, prefixes, processes=processes,
+                                          copied=guarantees.copied_lists(named))
         used.update(more.used_meta)
         unreferenced &= more.unreferenced_data
+        ignored.extend(more.ignored)
         return bool(more.vanished)
 
     cover_vanished_roots(main, {_root_key(r) for r in walked}, bool(refs.vanished), walk)
-    return references.References(frozenset(used), frozenset(unreferenced))
+    return references.References(frozenset(used), frozenset(unreferenced), (), tuple(dict.fromkeys(ignored)))
 
 
 def plan_orphan_clean(table: Table, config: OrphanConfig, *,
@@ -401,7 +409,8 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
     refs = references.find_references(main, roots, meta_names, data_names,
                                       decision.name_prefixes, processes=config.processes)
     if len(roots) < len(enumerated):  # some vanished between enumeration and reading
-        refs = references.References(refs.used_meta, refs.unreferenced_data, (*refs.vanished, "(unread roots)"))
+        refs = references.References(refs.used_meta, refs.unreferenced_data, (*refs.vanished, "(unread roots)"),
+                                     refs.ignored)
     refs = _cover_vanished_roots(main, roots, refs, meta_names, data_names, decision.name_prefixes,
                                  config.processes)
     seams.point("orphans:walked")
@@ -413,8 +422,8 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
     for s in main.file_io.statuses_of(candidates):
         if s is None or s.is_dir or s.mtime_ms >= config.older_than_ms:
             continue  # vanished, replaced by a directory, or written after the threshold
-        parent_dir = s.path.rsplit("/", 1)[0]
-        kind = kind_of.get(parent_dir, plans.FileKind.DATA)
+        parent_dir, name = s.path.rsplit("/", 1)
+        kind = kind_of.get(parent_dir) or decisions.bucket_file_kind(name, decision.changelog_prefixes)
         files.append(plans.PlannedFile(s.path, kind, s.size, "referenced by no snapshot, tag or changelog"))
     n_listed = listing.count
     steps: list[plans.Step] = list(plans.Plan.ordered_deletes(files))
@@ -424,9 +433,10 @@ def _plan_orphan_clean(table: Table, config: OrphanConfig, after_listing: Callab
             steps.append(plans.RemoveEmptyDirsStep(tuple(touched), depth=len(main.schema().partition_keys)))
     return plans.Plan("clean-orphans", main.identifier, tuple(steps),
                       (f"{n_listed} candidate file(s) listed, {unreferenced} unreferenced, "
-                       f"{len(files)} of them older than the threshold",),
+                       f"{len(files)} of them older than the threshold", *guarantees.notes_of(refs.ignored)),
                       (("older_than_ms", config.older_than_ms), ("candidates", n_listed),
                        ("unreferenced", unreferenced),
                        ("bucket_dirs", len(listing.bucket_dirs)),
+                       ("ignored_references", guarantees.details_of(refs.ignored)),
                        *((("listing", config.listing.source), ("listing_taken_ms", config.listing.taken_ms))
                          if config.listing is not None else ())))

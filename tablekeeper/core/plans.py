@@ -148,6 +148,7 @@ class Plan:
     def summary(self) -> dict[str, Any]:
         counts: Counter[str] = Counter()
         sizes: Counter[str] = Counter()
+        unsized: Counter[str] = Counter()
         for step in self.steps:
             if not isinstance(step, DeleteStep) or not step.files:
                 continue
@@ -155,10 +156,15 @@ class Plan:
             if all(f.kind is kind for f in step.files):  # the usual step: one kind (~100k data files)
                 counts[kind.value] += len(step.files)
                 sizes[kind.value] += sum(f.size or 0 for f in step.files)
+                unknown = sum(1 for f in step.files if f.size is None)
+                if unknown:
+                    unsized[kind.value] += unknown
                 continue
             for f in step.files:
                 counts[f.kind.value] += 1
                 sizes[f.kind.value] += f.size or 0
+                if f.size is None:
+                    unsized[f.kind.value] += 1
         return {
             "operation": self.operation,
             "table": self.table,
@@ -166,6 +172,8 @@ class Plan:
             "bytes": dict(sizes),
             "total_files": sum(counts.values()),
             "total_bytes": sum(sizes.values()),
+            #: files whose size is not known (bytes above count 0 for them)
+            "unsized": dict(unsized),
             "writes": [s.path for s in self.steps if isinstance(s, WriteStep)],
             "notes": list(self.notes),
             **dict(self.details),

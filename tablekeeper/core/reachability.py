@@ -36,7 +36,7 @@ from tablekeeper.core.storage import FileIO, join
 if TYPE_CHECKING:  # imported where used: a local orphan cleanup never forks, reads root metadata or paths
     from tablekeeper.core.paimon import pypaimon_adapter
 
-__all__ = ["DataKey", "MetaFile", "MetaUnion", "Reachability", "gc_paused"]
+__all__ = ["DataKey", "MetaFile", "MetaUnion", "MissingFile", "Missing", "Reachability", "gc_paused"]
 
 #: Threads that fetch and decode manifests ahead of a planner on object stores (latency-bound).
 #: Local files are not prefetched: decoding holds the GIL and threads measured no faster.
@@ -44,6 +44,32 @@ PREFETCH_WORKERS = 4
 
 #: Java's skip key for data files: (partition bytes, bucket, file name).
 DataKey = tuple[bytes, int, str]
+
+
+class MissingFile(FileNotFoundError):
+    """A metadata file a read needed is missing: ``name`` (in the manifest directory) is a
+    ``manifest list``, a ``manifest`` (of the list ``list_name``) or an ``index manifest``;
+    ``role``: the root's list it was read through, where the reader knows it."""
+
+    def __init__(self, name: str, what: str, role: ListRole | None = None, list_name: str | None = None) -> None:
+        super().__init__(2, f"{what} {name} is missing", name)
+        self.name, self.what, self.role, self.list_name = name, what, role, list_name
+
+    def described(self) -> tuple[str, str]:
+        """(what it is to its root, its name), for an error naming both."""
+        from tablekeeper.core import guarantees
+
+        reference = guarantees.list_reference(self.role).value if self.role is not None else "manifest list"
+        if self.what == "manifest":
+            return (f"a manifest of its {reference} {self.list_name}:" if self.list_name else "a manifest", self.name)
+        if self.what == "index manifest":
+            return ("its index manifest", self.name)
+        return (f"its {reference}", self.name)
+
+
+#: Told of a file a root names by a reference that may dangle and that is gone:
+#: (the root's list role, or ListRole.INDEX; the missing file; the list naming it, if a manifest).
+Missing = Callable[[ListRole, str, "str | None"], None]
 
 
 @dataclass(frozen=True)
@@ -142,7 +168,10 @@ class Reachability:
         return cached
 
     def _read_list_blocks(self, path: str) -> list[ListBlock]:
-        data = self.file_io.read_bytes(path)  # not found / permission errors propagate as before
+        try:
+            data = self.file_io.read_bytes(path)  # permission errors propagate as before
+        except FileNotFoundError as e:
+            raise MissingFile(path.rsplit("/", 1)[-1], "manifest list") from e
 
         def whole() -> list[ListBlock]:
             entries = manifests.read_manifest_list(_Preloaded(self.file_io, path, data), path)
@@ -194,7 +223,10 @@ class Reachability:
         are concatenated without framing, so when a block's bytes start with a whole decoded
         block of the same writer schema, its first rows are that block's."""
         path = join(self.manifest_dir, name)
-        data = self.file_io.read_bytes(path)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundError as e:
+            raise MissingFile(name, "manifest list") from e
         framed = avro_container.frame(data)
         schema = framed.schema_json if framed is not None else None
         if framed is None or schema is None:
@@ -241,7 +273,10 @@ class Reachability:
     def manifest_refs(self, name: str) -> list[manifests.FileRef]:
         cached = self._refs.get(name)
         if cached is None:
-            cached = manifests.read_manifest_refs(self.file_io, join(self.manifest_dir, name))
+            try:
+                cached = manifests.read_manifest_refs(self.file_io, join(self.manifest_dir, name))
+            except FileNotFoundError as e:
+                raise MissingFile(name, "manifest") from e
             with self._lock:
                 self._refs[name] = cached
         return cached
@@ -249,18 +284,40 @@ class Reachability:
     def index_entries(self, name: str) -> list[manifests.IndexManifestEntry]:
         cached = self._index.get(name)
         if cached is None:
-            cached = manifests.read_index_manifest(self.file_io, join(self.manifest_dir, name))
+            try:
+                cached = manifests.read_index_manifest(self.file_io, join(self.manifest_dir, name))
+            except FileNotFoundError as e:
+                raise MissingFile(name, "index manifest", ListRole.INDEX) from e
             with self._lock:
                 self._index[name] = cached
         return cached
 
     # -- per root -----------------------------------------------------------------------
-    def refs_of_list(self, list_name: str | None) -> list[manifests.FileRef]:
+    def refs_of_list(self, list_name: str | None, role: ListRole | None = None, *,
+                     missing: Missing | None = None) -> list[manifests.FileRef]:
+        """The entries of every manifest the list names. ``missing``: the list may dangle (for
+        the root it is read for): a missing list or manifest is told to it and left out, the
+        entries of the manifests that exist still count; else a missing file raises
+        :class:`MissingFile` (with ``role`` and the list)."""
         if not list_name:
             return []
+        try:
+            metas = self.manifest_list(list_name)
+        except MissingFile as e:
+            if missing is None or role is None:
+                e.role = role
+                raise
+            missing(role, list_name, None)
+            return []
         out: list[manifests.FileRef] = []
-        for meta in self.manifest_list(list_name):
-            out.extend(self.manifest_refs(meta.file_name))
+        for meta in metas:
+            try:
+                out.extend(self.manifest_refs(meta.file_name))
+            except MissingFile as e:
+                if missing is None or role is None:
+                    e.role, e.list_name = role, list_name
+                    raise
+                missing(role, meta.file_name, list_name)
         return out
 
     def live_files(self, snapshot: Snapshot) -> dict[DataKey, manifests.FileRef]:
@@ -269,17 +326,20 @@ class Reachability:
         key = (snapshot.base_manifest_list, snapshot.delta_manifest_list)
         cached = self._live.get(key)
         if cached is None:
-            refs = self.refs_of_list(snapshot.base_manifest_list) + self.refs_of_list(snapshot.delta_manifest_list)
+            refs = (self.refs_of_list(snapshot.base_manifest_list, ListRole.BASE)
+                    + self.refs_of_list(snapshot.delta_manifest_list, ListRole.DELTA))
             cached = {(r.partition, r.bucket, r.file_name): r for r in manifests.merge_live(refs)}
             with self._lock:
                 self._live[key] = cached
         return cached
 
     def delta_refs(self, snapshot: Snapshot) -> list[manifests.FileRef]:
-        return self.refs_of_list(snapshot.delta_manifest_list)
+        return self.refs_of_list(snapshot.delta_manifest_list, ListRole.DELTA)
 
-    def changelog_refs(self, snapshot: Snapshot) -> list[manifests.FileRef]:
-        return self.refs_of_list(snapshot.changelog_manifest_list)
+    def changelog_refs(self, snapshot: Snapshot, *, missing: Missing | None = None) -> list[manifests.FileRef]:
+        """The changelog entries of ``snapshot`` (``missing``: the list may dangle, see
+        :meth:`refs_of_list`)."""
+        return self.refs_of_list(snapshot.changelog_manifest_list, ListRole.CHANGELOG, missing=missing)
 
     @property
     def prefetches(self) -> bool:
@@ -385,7 +445,8 @@ class Reachability:
             pass
 
     def meta_files(self, snapshot: Snapshot, *, include_changelog: bool = True,
-                   tolerant: bool = False, union: MetaUnion | None = None) -> set[MetaFile]:
+                   tolerant: bool = False, union: MetaUnion | None = None,
+                   dangling: frozenset[ListRole] = frozenset(), missing: Missing | None = None) -> set[MetaFile]:
         """Manifest lists, manifests, index manifest + index files, statistics of a root.
 
         ``union`` (many roots in a row): leave out the files of list blocks and index manifests
@@ -395,7 +456,12 @@ class Reachability:
 
         ``tolerant`` is for roots being deleted: a list or index manifest that is already gone
         (an interrupted earlier run deletes manifests before lists, index files before the
-        index manifest) contributes only its own name. Never use it for protecting roots."""
+        index manifest; or Paimon deleted it by design) contributes nothing. Never use it for
+        protecting roots.
+        ``dangling`` (with ``missing``) is for protecting roots: the lists (``ListRole.INDEX``:
+        the index manifest) Paimon lets dangle for this root; one that is gone is told to
+        ``missing`` and contributes its own name. Any other missing file raises
+        :class:`MissingFile`."""
         from tablekeeper.core import root_metadata
 
         out: set[MetaFile] = set()
@@ -403,13 +469,17 @@ class Reachability:
         new_blocks: list[int] = []
         for role, list_name in root_metadata.lists_of(snapshot, roles):
             ref = root_metadata.list_file(self.manifest_dir, snapshot, role, list_name)
-            out.add(MetaFile(ref.kind, ref.path, ref.size))
             try:
                 blocks = self.manifest_list_blocks(list_name)
-            except FileNotFoundError:
-                if not tolerant:
-                    raise
-                continue
+                out.add(MetaFile(ref.kind, ref.path, ref.size))  # (a list already gone is not reported)
+            except MissingFile as e:
+                if tolerant:
+                    continue
+                if missing is not None and role in dangling:
+                    missing(role, list_name, None)
+                    continue
+                e.role = role
+                raise
             for block_id, metas in blocks:
                 if union is not None:
                     if block_id in union.blocks:
@@ -420,15 +490,22 @@ class Reachability:
         new_index: str | None = None
         index_manifest = root_metadata.index_manifest_file(self.manifest_dir, snapshot)
         if index_manifest is not None and snapshot.index_manifest:
-            out.add(MetaFile(index_manifest.kind, index_manifest.path, index_manifest.size))
             entries: list[manifests.IndexManifestEntry] = []
+            present = True
             if union is None or snapshot.index_manifest not in union.index_manifests:
                 try:
                     entries = self.index_entries(snapshot.index_manifest)
                     new_index = snapshot.index_manifest
-                except FileNotFoundError:
-                    if not tolerant:
+                except MissingFile:
+                    present = False
+                    if tolerant:
+                        pass
+                    elif missing is not None and ListRole.INDEX in dangling:
+                        missing(ListRole.INDEX, snapshot.index_manifest, None)
+                    else:
                         raise
+            if present:  # (an index manifest already gone is not reported)
+                out.add(MetaFile(index_manifest.kind, index_manifest.path, index_manifest.size))
             for entry in root_metadata.added_index_entries(entries):
                 out.add(MetaFile("index", self.index_path(entry), entry.file_size))
         statistics = root_metadata.statistics_file(self.table.shared_dir(layout.STATISTICS_DIR), snapshot)
@@ -441,14 +518,18 @@ class Reachability:
         return out
 
     # -- long-lived changelog roots -----------------------------------------------------
-    def changelog_root_data(self, log: Snapshot) -> set[DataKey]:
+    def changelog_root_data(self, log: Snapshot, *, dangling: frozenset[ListRole] = frozenset(),
+                            missing: Missing | None = None) -> set[DataKey]:
         """Data a retained ``changelog-N`` reads: the files its changelog manifests add
         (producer != none), or else the files its delta adds (producer ``none``: the changelog
-        is the delta). Exactly one of the two, so reruns plan the same as clean runs."""
+        is the delta). Exactly one of the two, so reruns plan the same as clean runs.
+        ``dangling``/``missing``: as for :meth:`meta_files`."""
         role = self.changelog_role(log)
         if role == "empty":
             return set()
-        refs = self.changelog_refs(log) if role == "changelog" else self.delta_refs(log)
+        list_role = ListRole.CHANGELOG if role == "changelog" else ListRole.DELTA
+        name = log.changelog_manifest_list if role == "changelog" else log.delta_manifest_list
+        refs = self.refs_of_list(name, list_role, missing=missing if list_role in dangling else None)
         return {(r.partition, r.bucket, r.file_name) for r in refs if r.kind == manifests.ADD}
 
     def changelog_role(self, log: Snapshot) -> str:
@@ -468,23 +549,39 @@ class Reachability:
             self._producer = self.table.options().get("changelog-producer", "none").strip().lower()
         return self._producer
 
-    def changelog_root_meta(self, log: Snapshot) -> set[str]:
+    def changelog_root_meta(self, log: Snapshot, *, dangling: frozenset[ListRole] = frozenset(),
+                            missing: Missing | None = None) -> set[str]:
         """Metadata a retained ``changelog-N`` reads: with a changelog manifest list (producer
         != none) that list and its manifests; otherwise (producer ``none``) its base and delta
-        lists, which Paimon keeps for such changelogs. Plus index manifest and statistics."""
+        lists, which Paimon keeps for such changelogs. Plus index manifest and statistics.
+        ``dangling``/``missing``: as for :meth:`meta_files`; without ``missing`` a missing
+        index manifest is tolerated."""
         out: set[str] = set()
         role = self.changelog_role(log)
+        core = log.with_fields(baseManifestList=None, deltaManifestList=None, changelogManifestList=None)
         if role == "empty":
-            core = log.with_fields(baseManifestList=None, deltaManifestList=None, changelogManifestList=None)
-            out.update(m.path for m in self.meta_files(core, tolerant=True))
+            out.update(m.path for m in self._core_meta(core, dangling, missing))
         elif role == "changelog" and log.changelog_manifest_list:
             out.add(join(self.manifest_dir, log.changelog_manifest_list))
-            out.update(join(self.manifest_dir, m.file_name) for m in self.manifest_list(log.changelog_manifest_list))
-            core = log.with_fields(baseManifestList=None, deltaManifestList=None, changelogManifestList=None)
-            out.update(m.path for m in self.meta_files(core, tolerant=True))
+            try:
+                metas = self.manifest_list(log.changelog_manifest_list)
+            except MissingFile as e:
+                if missing is None or ListRole.CHANGELOG not in dangling:
+                    e.role = ListRole.CHANGELOG
+                    raise
+                missing(ListRole.CHANGELOG, log.changelog_manifest_list, None)
+                metas = []
+            out.update(join(self.manifest_dir, m.file_name) for m in metas)
+            out.update(m.path for m in self._core_meta(core, dangling, missing))
         else:
-            out.update(m.path for m in self.meta_files(log))
+            out.update(m.path for m in self.meta_files(log, dangling=dangling, missing=missing))
         return out
+
+    def _core_meta(self, core: Snapshot, dangling: frozenset[ListRole], missing: Missing | None) -> set[MetaFile]:
+        """A changelog-N's index manifest and statistics (``core``: without its lists)."""
+        if missing is None:
+            return self.meta_files(core, tolerant=True)
+        return self.meta_files(core, dangling=dangling, missing=missing)
 
     # -- paths --------------------------------------------------------------------------
     @property

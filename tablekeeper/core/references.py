@@ -12,7 +12,9 @@ have an unusual shape, is decoded instead. The scan is CPU-bound and the regex e
 GIL, so on local files it is shared with forked child processes (:mod:`tablekeeper.core.forked`).
 
 Errors fail closed: a missing or damaged file under a root that still exists raises
-IncompleteProtectionSetError. To attribute a manifest read error to its root, the fast path
+IncompleteProtectionSetError naming the root and the file, unless Paimon lets that reference
+dangle (:mod:`tablekeeper.core.guarantees`: a tag's changelog list, say): then the missing file
+is ignored and reported (``References.ignored``). To attribute a manifest read error to its root, the fast path
 (walk every root, then scan the manifests found) gives way to the careful one (scan each
 manifest as its root reaches it) as soon as any manifest read fails."""
 
@@ -25,7 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from tablekeeper.core import decisions, errors
+from tablekeeper.core import decisions, errors, guarantees
+from tablekeeper.core.decisions import ListRole
 from tablekeeper.core.name_scan import NameScanner
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon.snapshot import Snapshot
@@ -38,8 +41,8 @@ if TYPE_CHECKING:  # forking helpers (mmap, signal) is loaded only when a scan f
 
 __all__ = ["Root", "References", "find_references", "default_processes"]
 
-#: A root: (its branch, the path proving it still exists, its snapshot, whether it is a changelog-N).
-Root = tuple[Table, str, Snapshot, bool]
+#: A root: (its branch, the path proving it still exists, its snapshot, what it is).
+Root = tuple[Table, str, Snapshot, guarantees.RootName]
 
 #: Below this many listed data files, forking helpers costs more than it saves.
 MIN_NAMES_TO_FORK: Final = 20_000
@@ -68,14 +71,23 @@ class References:
     #: roots that vanished before they were walked (a concurrent expiration): roots created
     #: since may still need their files, so the caller walks the roots that appeared meanwhile
     vanished: tuple[str, ...] = ()
+    #: missing files the roots name by a reference Paimon lets dangle (guarantees.RULES)
+    ignored: tuple[guarantees.IgnoredReference, ...] = ()
+
+
+def copied_of(roots: list[Root]) -> frozenset[str]:
+    """The changelog lists of copied snapshots among ``roots`` (``guarantees.copied_lists``)."""
+    return guarantees.copied_lists((r[3], r[2].changelog_manifest_list) for r in roots)
 
 
 def find_references(main: Table, roots: list[Root], meta_names: set[str], data_names: list[str],
-                    prefixes: tuple[str, ...], *, processes: int | None = None) -> References:
+                    prefixes: tuple[str, ...], *, processes: int | None = None,
+                    copied: frozenset[str] | None = None) -> References:
     """The used set of ``roots``, restricted to the listed names.
 
     ``prefixes`` are the file-name prefixes of data and changelog files (see NameScanner);
-    ``processes`` caps the processes of the manifest scan (None: :func:`default_processes`).
+    ``processes`` caps the processes of the manifest scan (None: :func:`default_processes`);
+    ``copied``: the changelog lists of copied snapshots (default: among ``roots``).
 
     Raises:
         IncompleteProtectionSetError: a file a still existing root references is missing or damaged.
@@ -90,9 +102,9 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
         child_process = _forking()
         claims = child_process.SharedClaims()
         helpers = [child_process.ForkedCall(functools.partial(_helper_scan, main, roots, meta_names, data_names, prefixes,
-                                                       joined, claims)) for _ in range(processes - 1)]
+                                                       joined, claims, copied=copied)) for _ in range(processes - 1)]
     try:
-        walk = _Walk(main, meta_names, NameScanner(data_names, prefixes, joined), data_names)
+        walk = _Walk(main, meta_names, NameScanner(data_names, prefixes, joined), data_names, copied)
         manifest_paths = walk.adopt_walk(helpers[0]) if helpers else None
         if manifest_paths is None:
             manifest_paths = []
@@ -108,7 +120,8 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
     finally:
         for helper in helpers:
             helper.cancel()
-    return References(frozenset(walk.used), frozenset(walk.scanner.missing() - walk.used), tuple(walk.vanished))
+    return References(frozenset(walk.used), frozenset(walk.scanner.missing() - walk.used),
+                      tuple(dict.fromkeys(walk.vanished)), tuple(dict.fromkeys(walk.ignored)))
 
 
 def _forking() -> Any:
@@ -129,7 +142,8 @@ def _digest(paths: list[str]) -> bytes:
 
 
 def _helper_scan(main: Table, roots: list[Root], meta_names: set[str], data_names: list[str],
-                 prefixes: tuple[str, ...], joined: bytes, claims: child_process.SharedClaims, send: child_process.Send) -> bytes:
+                 prefixes: tuple[str, ...], joined: bytes, claims: child_process.SharedClaims,
+                 send: child_process.Send, *, copied: frozenset[str] | None = None) -> bytes:
     """In a forked helper: walk the roots as the caller does and send that walk (the manifests
     found, the metadata names marked); build the same name scanner as the caller; once the
     caller published the digest of the walk it uses, and only if this walk is the same, claim
@@ -138,10 +152,10 @@ def _helper_scan(main: Table, roots: list[Root], meta_names: set[str], data_name
     those)."""
     import pickle
 
-    walk = _Walk(main, meta_names, None, [])
+    walk = _Walk(main, meta_names, None, [], copied)
     paths: list[str] = []
     walk.walk(roots, paths.append)
-    send(pickle.dumps((paths, sorted(walk.used)), protocol=pickle.HIGHEST_PROTOCOL))
+    send(pickle.dumps((paths, sorted(walk.used), walk.vanished, walk.ignored), protocol=pickle.HIGHEST_PROTOCOL))
     scanner = NameScanner(data_names, prefixes, joined)
     digest = _digest(paths)
     claimed: list[tuple[int, int]] = []
@@ -160,7 +174,8 @@ def _helper_scan(main: Table, roots: list[Root], meta_names: set[str], data_name
 
 
 class _Walk:
-    def __init__(self, main: Table, meta_names: set[str], scanner: NameScanner | None, data_names: list[str]) -> None:
+    def __init__(self, main: Table, meta_names: set[str], scanner: NameScanner | None, data_names: list[str],
+                 copied: frozenset[str] | None = None) -> None:
         self.main = main
         self.reach = Reachability(main)
         self.meta_names = meta_names
@@ -168,6 +183,8 @@ class _Walk:
         self._data_name_set: set[str] | None = None  # built only if some manifest must be decoded
         self.used: set[str] = set()  # metadata names, and data names marked by decoding entries
         self.vanished: list[str] = []  # roots gone before they were walked
+        self.ignored: list[guarantees.IgnoredReference] = []  # missing files by design
+        self.copied = copied
         self._scanner = scanner
 
     @property
@@ -186,8 +203,10 @@ class _Walk:
             return None
         import pickle
 
-        paths, used = pickle.loads(message)  # noqa: S301 - our own child's bytes
+        paths, used, vanished, ignored = pickle.loads(message)  # noqa: S301 - our own child's bytes
         self.used.update(used)
+        self.vanished.extend(vanished)
+        self.ignored.extend(ignored)
         return list(paths)
 
     def mark(self, name: str | None) -> None:
@@ -211,63 +230,96 @@ class _Walk:
 
         A list, a list block, a manifest or an index manifest is recorded as done only after
         all of it was marked, so a read error part-way leaves it to be walked (and to fail)
-        again for the next root."""
+        again for the next root. A missing file a root names by a reference Paimon lets dangle
+        (``guarantees.rule_for``) is recorded in ``ignored`` instead, and not as done: a root
+        that names the same file by a kept reference still fails on it."""
         reach, mark = self.reach, self.mark
+        copied = self.copied if self.copied is not None else copied_of(roots)
+
+        def rule_of(root: guarantees.RootName, snap: Snapshot, reference: guarantees.Reference) -> guarantees.Rule:
+            """(asked only for a missing file: the producer is read then, a request on a store)"""
+            return guarantees.rule_for(root.kind, reference, reads_delta=guarantees.reads_delta(
+                root.kind, snap, reach.changelog_producer()))
         done_lists: set[str] = set()
         done_blocks: set[int] = set()
         done_manifests: set[str] = set()
         done_index: set[str] = set()
-        for branch, root_path, snap, is_changelog in roots:
+        for branch, root_path, snap, root in roots:
+            reading = ("its snapshot file", root_path)
             try:
-                for list_name in snap.manifest_lists:
+                for role, list_name in ((ListRole.BASE, snap.base_manifest_list),
+                                        (ListRole.DELTA, snap.delta_manifest_list),
+                                        (ListRole.CHANGELOG, snap.changelog_manifest_list)):
+                    if not list_name:
+                        continue
+                    reference = guarantees.list_reference(role)
                     mark(list_name)
                     if list_name in done_lists:
                         continue
+                    reading = (f"its {reference}", list_name)
                     try:
                         blocks = reach.manifest_list_names(list_name)
                     except FileNotFoundError:
-                        # a changelog-N of producer != none keeps only its changelog manifests:
-                        # Paimon's expiration deleted its base/delta lists on purpose
-                        if decisions.optional_list("changelog" if is_changelog else "snapshot", snap, list_name,
-                                                   reach.changelog_producer()):
-                            continue
-                        raise
+                        rule = rule_of(root, snap, reference)
+                        if not rule.dangles(copied=list_name in copied):
+                            raise
+                        self.ignored.append(guarantees.IgnoredReference(root, reference, list_name, rule))
+                        continue
+                    whole = True
                     for block_id, block in blocks:
                         if block_id in done_blocks:
                             continue
+                        block_whole = True
                         for manifest_name, extra_files in block:
                             mark(manifest_name)
                             for extra in extra_files:
                                 mark(extra)
                             if manifest_name in done_manifests:
                                 continue
-                            visit_manifest(join(reach.manifest_dir, manifest_name))
+                            reading = (f"a manifest of its {reference} {list_name}:", manifest_name)
+                            try:
+                                visit_manifest(join(reach.manifest_dir, manifest_name))
+                            except FileNotFoundError:
+                                rule = rule_of(root, snap, reference)
+                                if not rule.dangles(copied=list_name in copied):
+                                    raise
+                                self.ignored.append(guarantees.IgnoredReference(root, reference, manifest_name, rule,
+                                                                                via_list=list_name))
+                                block_whole = False
+                                continue
                             done_manifests.add(manifest_name)
-                        done_blocks.add(block_id)
-                    done_lists.add(list_name)
+                        if block_whole:
+                            done_blocks.add(block_id)
+                        whole = whole and block_whole
+                    if whole:
+                        done_lists.add(list_name)
                 if snap.index_manifest:
                     mark(snap.index_manifest)
                     if snap.index_manifest not in done_index:
+                        reading = ("its index manifest", snap.index_manifest)
                         try:
                             entries = reach.index_entries(snap.index_manifest)
                         except FileNotFoundError:
-                            if not decisions.optional_index(is_changelog):
+                            rule = rule_of(root, snap, guarantees.Reference.INDEX_MANIFEST)
+                            if not rule.dangles():
                                 raise
-                            entries = []
-                        for entry in entries:
+                            self.ignored.append(guarantees.IgnoredReference(
+                                root, guarantees.Reference.INDEX_MANIFEST, snap.index_manifest, rule))
+                            entries = None
+                        for entry in entries or ():
                             mark(entry.file_name)
-                        done_index.add(snap.index_manifest)
+                        if entries is not None:
+                            done_index.add(snap.index_manifest)
                 mark(snap.statistics)
             except FileNotFoundError as e:
                 if not decisions.missing_reference_aborts(branch.file_io.exists(root_path)):
                     self.vanished.append(root_path)  # concurrent expiry: see References.vanished
                     continue
-                raise errors.IncompleteProtectionSetError(
-                    f"{root_path} references a missing file: {e}",
-                    fix="repair the table (e.g. Paimon's remove_unexisting_files) before cleaning orphans") from e
+                raise guarantees.missing_kept_file(root, reading[0], reading[1], operation="orphan cleanup") from e
             except errors.FormatError as e:
-                raise errors.IncompleteProtectionSetError(f"cannot read metadata of {root_path}: {e}",
-                                                          fix="repair the damaged file") from e
+                raise errors.IncompleteProtectionSetError(
+                    f"orphan cleanup: cannot read {reading[0]} {reading[1]} of {root}: {e}",
+                    fix=f"restore or repair {reading[1]} (nothing was deleted)") from e
 
     def scan_shared(self, paths: list[str], helpers: list[child_process.ForkedCall], claims: child_process.SharedClaims) -> None:
         """Mark what the manifests at ``paths`` reference, claiming them batch by batch against

@@ -140,4 +140,4 @@ def _delete_tag(table: Table, name: str, force: bool, runner: Runner) -> TagDele
 def _merged(a: execution.ExecutionResult, b: execution.ExecutionResult) -> execution.ExecutionResult:
     return execution.ExecutionResult(a.deleted + b.deleted, a.deleted_bytes + b.deleted_bytes, a.missing + b.missing,
                                      [*a.failed, *b.failed], [*a.written, *b.written],
-                                     [*a.removed_dirs, *b.removed_dirs], [*a.order, *b.order])
+                                     [*a.removed_dirs, *b.removed_dirs], [*a.order, *b.order], a.unsized + b.unsized)

@@ -18,7 +18,12 @@ from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.paimon.tag import Tag
 
 if TYPE_CHECKING:  # reads manifests: imported by the tag cleanup only (``tag list`` and ``create`` start faster)
-    from tablekeeper.core.reachability import DataKey
+    from tablekeeper.core import guarantees
+    from tablekeeper.core.decisions import ListRole
+    from tablekeeper.core.reachability import DataKey, Missing
+
+    #: A root and what it is.
+    _Named = tuple[guarantees.RootName, Snapshot]
 
 __all__ = [
     "TagRow", "TagResult", "list_tags", "resolve_snapshot", "create_tag", "plan_delete_tag", "plan_tag_cleanup",
@@ -189,23 +194,30 @@ def _refuse_fork_tag(table: Table, name: str, verb: str, force: bool) -> None:
             fix=f"drop or fast-forward those branches first, or pass --force to {verb} it anyway")
 
 
-def _retained_roots(table: Table, *, exclude_tag: str
-                    ) -> tuple[list[Snapshot], list[Snapshot], list[Snapshot]]:
+def _retained_roots(table: Table, *, exclude_tag: str) -> tuple[list[_Named], list[_Named], list[_Named]]:
     """(snapshots+tags of this branch, snapshots+tags of every other branch, long-lived
-    changelogs of every branch)."""
-    own: list[Snapshot] = []
-    others: list[Snapshot] = []
-    changelogs: list[Snapshot] = []
+    changelogs of every branch), each with its name."""
+    from tablekeeper.core import guarantees
+
+    own: list[_Named] = []
+    others: list[_Named] = []
+    changelogs: list[_Named] = []
+
+    def named(kind: str, branch: str, name: object, snap: Snapshot) -> _Named:
+        return guarantees.RootName(guarantees.root_kind(kind, branch), branch, str(name)), snap
+
     for branch in table.all_branches():
-        roots: list[Snapshot] = []
-        roots.extend(t.snapshot for t in branch.tags() if not (branch.branch == table.branch and t.name == exclude_tag))
-        roots.extend(branch.snapshots())
+        roots: list[_Named] = []
+        b = branch.branch
+        roots.extend(named("tag", b, t.name, t.snapshot) for t in branch.tags()
+                     if not (b == table.branch and t.name == exclude_tag))
+        roots.extend(named("snapshot", b, s.id, s) for s in branch.snapshots())
         for cid in branch.changelog_ids():
             try:
-                changelogs.append(branch.changelog(cid))
+                changelogs.append(named("changelog", b, cid, branch.changelog(cid)))
             except FileNotFoundError:
                 continue
-        (own if branch.branch == table.branch else others).extend(roots)
+        (own if b == table.branch else others).extend(roots)
     return own, others, changelogs
 
 
@@ -226,7 +238,7 @@ def plan_delete_tag(table: Table, name: str, *, force: bool = False) -> plans.Pl
     """
     tag = table.tag(name)
     _refuse_fork_tag(table, name, "delete", force)
-    tag_file = plans.PlannedFile(table.tag_path(name), plans.FileKind.TAG, None, f"tag {name}")
+    tag_file = plans.PlannedFile(table.tag_path(name), plans.FileKind.TAG, tag.file_size, f"tag {name}")
     return plan_tag_cleanup(table, tag, (tag_file,))
 
 
@@ -245,9 +257,12 @@ def plan_tag_cleanup(table: Table, tag: Tag, tag_files: tuple[plans.PlannedFile,
     if others_same:
         notes.append(f"tag {others_same[0].name!r} pins the same snapshot: only the tag file is removed")
         return plans.Plan("delete-tag", table.identifier, plans.Plan.ordered_deletes(tag_files), tuple(notes))
-    from tablekeeper.core.reachability import Reachability
+    from tablekeeper.core import guarantees
+    from tablekeeper.core.reachability import MetaUnion, MissingFile, Reachability
 
     reach = Reachability(table)
+    ignored: list[guarantees.IgnoredReference] = []
+    producer = reach.changelog_producer()
     try:
         try:
             candidates = reach.live_files(tag.snapshot)
@@ -258,32 +273,47 @@ def plan_tag_cleanup(table: Table, tag: Tag, tag_files: tuple[plans.PlannedFile,
             notes.append("resuming an interrupted deletion: the tag's data files were already handled")
         candidate_meta = reach.meta_files(tag.snapshot, include_changelog=False, tolerant=True)
         own, others, changelogs = _retained_roots(table, exclude_tag=name)
-        sid = tag.snapshot_id
-        left = max((r for r in own if r.id < sid), key=lambda r: r.id, default=None)
-        right = min((r for r in own if r.id > sid), key=lambda r: r.id, default=None)
-        neighbours = [r for r in (left, right) if r is not None]
-        # A file's life is a contiguous range of one branch's history: if any root of this
-        # branch still reaches it, the nearest root on that side does (Java's skipper rule).
-        keep_data: set[DataKey] = reach.union_live(neighbours + others)
-        keep_meta = reach.union_meta(own + others)
-        for log in changelogs:  # long-lived changelog-N: what a changelog reader needs
-            keep_data.update(reach.changelog_root_data(log))
-            keep_meta.update(reach.changelog_root_meta(log))
-        candidate_paths = [
-            (key, reach.data_paths(ref)) for key, ref in candidates.items() if key not in keep_data
-        ]
     except FileNotFoundError as e:
         raise errors.IncompleteProtectionSetError(
-            f"cannot build the protection set for deleting tag {name!r}: {e}",
-            fix="a manifest or snapshot file is missing; run 'tablekeeper show' and repair the table "
-                "before deleting with cleanup") from e
-    except errors.FormatError as e:
-        raise errors.IncompleteProtectionSetError(
-            f"cannot read metadata while deleting tag {name!r}: {e}", fix="repair the damaged file") from e
+            f"deleting tag {name!r}: a snapshot, tag or changelog file vanished while the roots were read "
+            f"({getattr(e, 'filename', None) or e})",
+            fix="another process is changing the table: rerun (nothing was deleted)") from e
+    deleted = guarantees.RootName(guarantees.root_kind("tag", table.branch), table.branch, name)
+    copied = guarantees.copied_lists((n, snap.changelog_manifest_list) for n, snap in [
+        *own, *others, *changelogs, (deleted, tag.snapshot)])
+    sid = tag.snapshot_id
+    left = max((r for r in own if r[1].id < sid), key=lambda r: r[1].id, default=None)
+    right = min((r for r in own if r[1].id > sid), key=lambda r: r[1].id, default=None)
+    live_from = {r[0] for r in (left, right) if r is not None} | {r[0] for r in others}
+    keep_data: set[DataKey] = set()
+    keep_meta: set[str] = set()
+    union = MetaUnion()
+    for root, snap in [*own, *others, *changelogs]:
+        dangling = guarantees.dangling_roles(root.kind, snap, producer=producer, copied=copied)
+        told = _told(root, snap, ignored, producer) if dangling else None
+        try:
+            # A file's life is a contiguous range of one branch's history: if any root of this
+            # branch still reaches it, the nearest root on that side does (Java's skipper rule).
+            if root.kind == guarantees.RootKind.CHANGELOG:  # long-lived changelog-N: what a reader needs
+                keep_data.update(reach.changelog_root_data(snap, dangling=dangling, missing=told))
+                keep_meta.update(reach.changelog_root_meta(snap, dangling=dangling, missing=told))
+                continue
+            if root in live_from:
+                keep_data.update(reach.live_files(snap))
+            keep_meta.update(m.path for m in reach.meta_files(snap, union=union, dangling=dangling, missing=told))
+        except MissingFile as e:
+            raise guarantees.missing_kept_file(root, *e.described(), operation=f"deleting tag {name!r}") from e
+        except errors.FormatError as e:
+            raise errors.IncompleteProtectionSetError(
+                f"deleting tag {name!r}: cannot read the metadata of {root}: {e}", fix="repair the damaged file") from e
+    candidate_paths = [(key, reach.data_paths(ref), ref.file_size) for key, ref in candidates.items()
+                       if key not in keep_data]
+    notes.extend(guarantees.notes_of(ignored))
     files: list[plans.PlannedFile] = list(tag_files)
-    for _key, paths in candidate_paths:
-        for path in paths:
-            files.append(plans.PlannedFile(path, plans.FileKind.DATA, None, f"only tag {name} reached it"))
+    for _key, paths, size in candidate_paths:  # the data file sized by its manifest; its extra files unsized
+        for i, path in enumerate(paths):
+            files.append(plans.PlannedFile(path, plans.FileKind.DATA, size if i == 0 else None,
+                                           f"only tag {name} reached it"))
     for meta in candidate_meta:
         if meta.path in keep_meta:
             continue
@@ -291,7 +321,18 @@ def plan_tag_cleanup(table: Table, tag: Tag, tag_files: tuple[plans.PlannedFile,
             meta.kind, plans.FileKind.STATISTICS)
         files.append(plans.PlannedFile(meta.path, kind, meta.size, f"only tag {name} referenced it"))
     return plans.Plan("delete-tag", table.identifier, plans.Plan.ordered_deletes(files), tuple(notes),
-                      (("tag", name), ("snapshot_id", tag.snapshot_id)))
+                      (("tag", name), ("snapshot_id", tag.snapshot_id),
+                       ("ignored_references", guarantees.details_of(ignored))))
+
+
+def _told(root: guarantees.RootName, snap: Snapshot, ignored: list[guarantees.IgnoredReference], producer: str
+          ) -> Missing:
+    from tablekeeper.core import guarantees
+
+    def told(role: ListRole, file: str, via_list: str | None) -> None:
+        ignored.append(guarantees.ignored_reference(root, snap, role, file, via_list, producer=producer))
+
+    return told
 
 
 def rename_tag(table: Table, old: str, new: str, *, force: bool = False, dry_run: bool = False) -> TagResult:

@@ -56,6 +56,8 @@ class TableState:
     tags: Mapping[str, Mapping[str, TagState]]  # branch -> name -> tag
     branches: Mapping[str, BranchState]
     fork_tags: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)  # branch -> tag -> users
+    #: main's partition keys (None: not read)
+    partition_keys: tuple[str, ...] | None = None
 
     def branch_snapshots(self, branch: str = layout.MAIN) -> tuple[SnapshotPoint, ...]:
         return self.snapshots.get(branch, ())
@@ -123,4 +125,5 @@ def observe(table: Table) -> TableState:
                 users[tag.name] = tuple(forked)
         if users:
             fork_tags[branch_name] = users
-    return TableState(table.identifier, dict(main.options()), snapshots, tags, branches, fork_tags)
+    return TableState(table.identifier, dict(main.options()), snapshots, tags, branches, fork_tags,
+                      tuple(main.schema().partition_keys))

@@ -50,8 +50,12 @@ def plan_table_options(target: TableTarget, state: TableState, policy: Effective
                        unalterable: Collection[str] = ()) -> list[A.Action]:
     """``SetTableOptions`` when a managed option differs from the table's (pure). Keys in the
     table's ``protectedOptions`` or the operator's ``unalterable`` list are never written: a
-    difference there is reported as a ``Skipped`` (``ConflictingTableOption``)."""
+    difference there is reported as a ``Skipped`` (``ConflictingTableOption``). ``partition.*``
+    options are not written to a table without partition keys (Java Paimon's schema validation
+    refuses to read such a table)."""
     desired = managed_table_options(target, policy)
+    if state.partition_keys == ():  # Paimon refuses partition.* options on a table without partitions
+        desired = {k: v for k, v in desired.items() if not k.startswith("partition.")}
     if not desired:
         return []
     protected = set(target.spec.protected_options) | set(unalterable)

@@ -58,9 +58,9 @@ DIR_FIELDS: Fields = (("dir", "string"),)
 LISTING_FIELDS: Fields = (("dir", "string"), ("temp_prefix", "string"), ("kind", "string"))
 CANDIDATE_FIELDS: Fields = (("name", "string"), ("path", "string"), ("size", "long"), ("mtime_ms", "long"),
                             ("parent_dir", "string"), ("kind", "string"), ("stage", "int"))
-ROOT_FIELDS: Fields = (("root_path", "string"), ("root_kind", "string"))
-ROOT_REF_FIELDS: Fields = (("root_path", "string"), ("what", "string"), ("name", "string"),
-                           ("error_kind", "string"), ("error", "string"))
+ROOT_FIELDS: Fields = (("root_path", "string"), ("root_kind", "string"), ("branch", "string"))
+ROOT_REF_FIELDS: Fields = (("root_path", "string"), ("what", "string"), ("name", "string"), ("role", "string"),
+                           ("rule", "int"), ("error_kind", "string"), ("error", "string"))
 NAME_FIELDS: Fields = (("name", "string"),)
 LIST_FIELDS: Fields = (("list_name", "string"), ("manifest_name", "string"), ("manifest_size", "long"),
                        ("extra_files", "array<string>"), ("pos", "int"), ("error_kind", "string"), ("error", "string"))
@@ -80,7 +80,8 @@ DELETE_FIELDS: Fields = (("path", "string"), ("kind", "string"), ("size", "long"
                          ("stage", "int"))
 BATCHED_FIELDS: Fields = (*DELETE_FIELDS, ("batch", "long"))
 SUMMARY_FIELDS: Fields = (("stage", "int"), ("kind", "string"), ("deleted", "long"), ("missing", "long"),
-                          ("failed", "long"), ("bytes", "long"), ("failure_sample", "array<string>"))
+                          ("failed", "long"), ("bytes", "long"), ("failure_sample", "array<string>"),
+                          ("unsized", "long"))
 REMOVED_FIELDS: Fields = (("removed", "long"),)
 EMPTIED_FIELDS: Fields = (("dir", "string"), ("listed", "long"), ("deleted", "long"))
 PID_FIELDS: Fields = (("pid", "long"),)
@@ -271,6 +272,7 @@ def list_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
 
     io = file_io(spec["storage"])
     threshold = int(spec["older_than_ms"])
+    changelog_prefixes = tuple(spec.get("changelog_prefixes") or ())  # (the decision's; none for metadata dirs)
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
         directory, temp_prefix, kind = row
@@ -278,26 +280,34 @@ def list_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
         for s in io.list_dir(directory):
             if s.is_dir or s.mtime_ms >= threshold or not decisions.is_candidate_name(candidate_dir, s.name):
                 continue
-            out.add(s.name, s.path, s.size, s.mtime_ms, s.path.rsplit("/", 1)[0], kind, stage_of(kind, s.path))
+            found = decisions.bucket_file_kind(s.name, changelog_prefixes).value if kind == "data" else kind
+            out.add(s.name, s.path, s.size, s.mtime_ms, s.path.rsplit("/", 1)[0], found, stage_of(found, s.path))
 
     return _map(batches, ("dir", "temp_prefix", "kind"), CANDIDATE_FIELDS, one)
 
 
 # -- metadata reads --------------------------------------------------------------------------------
 def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """(root_path, root_kind snapshot|tag|changelog) -> what the root names: ``list`` (manifest
-    lists), ``optlist`` (the base/delta lists of a changelog-N that has changelog manifests:
-    Paimon's expiration deletes those on purpose, so they may be missing), ``index`` (index
-    manifest; ``optindex`` for a changelog-N's, which may be missing: ``decisions.optional_index``), ``name`` (statistics). A root that vanished yields nothing (concurrent
-    expiration: nothing to protect); an unreadable one an error row."""
-    from tablekeeper.core import decisions, errors
+    """(root_path, root_kind snapshot|tag|changelog, branch) -> what the root names: ``list``
+    (manifest lists, with their ``role``), ``index`` (the index manifest), ``name`` (statistics),
+    each with the index in ``guarantees.RULES`` of the rule that says whether Paimon keeps it
+    (the driver judges a missing one by it). A root that vanished yields nothing (concurrent
+    expiration: nothing to protect); an unreadable one a ``root`` error row."""
+    from tablekeeper.core import decisions, errors, guarantees
+    from tablekeeper.core.decisions import ListRole
     from tablekeeper.core.paimon.snapshot import Snapshot
     from tablekeeper.core.paimon.tag import Tag
 
     io = file_io(spec["storage"])
+    producer = spec.get("changelog_producer", "none")
+
+    def rule(kind: guarantees.RootKind, snap: Snapshot, role: ListRole) -> int:
+        found = guarantees.rule_for(kind, guarantees.list_reference(role),
+                                    reads_delta=guarantees.reads_delta(kind, snap, producer))
+        return guarantees.RULES.index(found)
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
-        path, kind = row
+        path, kind, branch = row
         try:
             data = io.read_bytes(path)
         except FileNotFoundError:
@@ -310,20 +320,20 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
             else:
                 snap = Snapshot.from_json(data, what=path)
         except (errors.FormatError, ValueError, KeyError, TypeError) as e:
-            out.add(path, "root", path.rsplit("/", 1)[-1], "format", f"{type(e).__name__}: {e}")
+            out.add(path, "root", path.rsplit("/", 1)[-1], None, None, "format", f"{type(e).__name__}: {e}")
             return
-        for name in snap.manifest_lists:
-            what = "optlist" if decisions.optional_list(kind, snap, name,
-                                                        spec.get("changelog_producer", "none")) else "list"
-            out.add(path, what, name, None, None)
+        root_kind = guarantees.root_kind(kind, branch)
+        for role, name in ((ListRole.BASE, snap.base_manifest_list), (ListRole.DELTA, snap.delta_manifest_list),
+                           (ListRole.CHANGELOG, snap.changelog_manifest_list)):
+            if name:
+                out.add(path, "list", name, role.value, rule(root_kind, snap, role), None, None)
         if snap.index_manifest:
-            # a changelog-N's index manifest may be gone (Java's expiration deletes it)
-            out.add(path, "optindex" if decisions.optional_index(kind == "changelog") else "index",
-                    snap.index_manifest, None, None)
+            out.add(path, "index", snap.index_manifest, ListRole.INDEX.value, rule(root_kind, snap, ListRole.INDEX),
+                    None, None)
         if snap.statistics:
-            out.add(path, "name", snap.statistics, None, None)
+            out.add(path, "name", snap.statistics, None, None, None, None)
 
-    return _map(batches, ("root_path", "root_kind"), ROOT_REF_FIELDS, one)
+    return _map(batches, ("root_path", "root_kind", "branch"), ROOT_REF_FIELDS, one)
 
 
 def _map_manifest_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch], out_fields: Fields,
@@ -507,14 +517,15 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                          None, None, None, None, None, None))
 
         for role, name in root_metadata.lists_of(snap, meta_roles):
-            meta_row(root_metadata.list_file(manifest_dir, snap, role, name))
+            if failed.get(name, ("",))[0] != "missing":  # (a list already gone is not reported)
+                meta_row(root_metadata.list_file(manifest_dir, snap, role, name))
             for ref in root_metadata.list_contents(manifest_dir, read.get(role) or ()):
                 meta_row(ref)
         index_file = root_metadata.index_manifest_file(manifest_dir, snap) if meta_extra else None
         if index_file is not None and index_manifest:
-            meta_row(index_file)
             try:
                 entries = manifests.read_index_manifest(io, index_file.path)
+                meta_row(index_file)  # (an index manifest already gone is not reported)
             except (FileNotFoundError, errors.FormatError) as e:
                 error(ListRole.INDEX.value, index_manifest, e)
                 entries = []
@@ -576,7 +587,7 @@ def expand_paths(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     root = spec["root"]
     in_data_dir = bool(spec.get("index_file_in_data_file_dir"))
 
-    def emit(out: _Rows, path: str, kind: str, size: int) -> None:
+    def emit(out: _Rows, path: str, kind: str, size: int | None) -> None:
         out.add(path, kind, size, path.rsplit("/", 1)[0], stage_of(kind, path))
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
@@ -590,9 +601,9 @@ def expand_paths(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                     raise ValueError(f"no bucket directory resolved for {name}")
                 directory = bucket_dir
                 path = _join(directory, name)
-            emit(out, path, kind, int(size or 0))
-            for x in extra or ():
-                emit(out, _join(directory, x), kind, 0)
+            emit(out, path, kind, None if size is None else int(size))
+            for x in extra or ():  # (no size in the manifest: the delete stats it)
+                emit(out, _join(directory, x), kind, None)
         elif what == "index":
             if external:
                 path = local_form(external)
@@ -602,7 +613,7 @@ def expand_paths(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                 path = _join(bucket_dir, name)
             else:
                 path = _join(root, "index", name)
-            emit(out, path, kind, int(size or 0))
+            emit(out, path, kind, None if size is None else int(size))
         else:
             raise ValueError(f"unknown planned row kind {what!r}")
 
@@ -680,14 +691,17 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     fault = _Fault(spec.get("fault"))
     totals: dict[tuple[int, str], list[Any]] = {}
 
-    def tally(chunk: list[tuple[str, str, int, int]], results: list[DeleteResult]) -> None:
+    def tally(chunk: list[tuple[str, str, int | None, int]], results: list[DeleteResult]) -> None:
         by_path = {p: (kind, size, stage) for p, kind, size, stage in chunk}
         for r in results:
             kind, size, stage = by_path[r.path]
-            t = totals.setdefault((stage, kind), [0, 0, 0, 0, []])
+            t = totals.setdefault((stage, kind), [0, 0, 0, 0, [], 0])
             if r.outcome == DeleteOutcome.DELETED:
                 t[0] += 1
-                t[3] += size
+                if size is None:
+                    t[5] += 1
+                else:
+                    t[3] += size
             elif r.outcome == DeleteOutcome.MISSING:
                 t[1] += 1
             else:
@@ -695,15 +709,34 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                 if len(t[4]) < _SAMPLE_MAX:
                     t[4].append(f"{r.path}: {r.error}")
 
-    def delete(chunk: list[tuple[str, str, int, int]]) -> list[DeleteResult]:
+    def delete(chunk: list[tuple[str, str, int | None, int]]) -> list[DeleteResult]:
         return execution.delete_batch(io, [x[0] for x in chunk])
 
-    pending: list[list[tuple[str, str, int, int]]] = []
+    def sized(chunk: list[tuple[str, str, int | None, int]]) -> list[tuple[str, str, int | None, int]]:
+        """The chunk with the sizes the plan could not tell taken from a stat (core's
+        ``execution.stat_sizes``), without the files that are gone (counted as missing)."""
+        unsized = [x[0] for x in chunk if x[2] is None]
+        if not unsized:
+            return chunk
+        found = dict(zip(unsized, execution.stat_sizes(io, unsized), strict=True))
+        out: list[tuple[str, str, int | None, int]] = []
+        for path, kind, size, stage in chunk:
+            if size is None:
+                got = found[path]
+                if got is None:
+                    totals.setdefault((stage, kind), [0, 0, 0, 0, [], 0])[1] += 1
+                    continue
+                size = None if got == execution.SIZE_UNKNOWN else got
+            out.append((path, kind, size, stage))
+        return out
+
+    pending: list[list[tuple[str, str, int | None, int]]] = []
 
     def flush() -> None:
         if not pending:
             return
         stage = pending[0][0][3]
+        pending[:] = [sized(group) for group in pending]
         if fault.active_for(stage):  # the test hook counts deletions one chunk at a time
             size = min(batch_size, fault.after) if fault.after else batch_size
             for group in pending:
@@ -716,10 +749,11 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                     tally(chunk, results)
         else:
             for chunk in pending:
-                tally(chunk, delete(chunk))
+                if chunk:
+                    tally(chunk, delete(chunk))
         pending.clear()
 
-    group: list[tuple[str, str, int, int]] = []
+    group: list[tuple[str, str, int | None, int]] = []
     current: int | None = None
     for path, kind, size, _parent, stage, batch in _rows_of(batches, ("path", "kind", "size", "parent_dir", "stage",
                                                                      "batch")):
@@ -729,13 +763,13 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                 if len(pending) >= threads:
                     flush()
             group, current = [], batch
-        group.append((path, kind, int(size or 0), int(stage)))
+        group.append((path, kind, None if size is None else int(size), int(stage)))
     if group:
         pending.append(group)
     flush()
     out = _Rows(SUMMARY_FIELDS)
-    for (stage, kind), (deleted, missing, failed, nbytes, sample) in sorted(totals.items()):
-        out.add(stage, kind, deleted, missing, failed, nbytes, sample)
+    for (stage, kind), (deleted, missing, failed, nbytes, sample, unsized_n) in sorted(totals.items()):
+        out.add(stage, kind, deleted, missing, failed, nbytes, sample, unsized_n)
     if out.count:
         yield out.take()
 

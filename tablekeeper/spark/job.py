@@ -19,7 +19,8 @@ Orphan cleanup evaluates ``orphans.decide_orphan_clean`` (spark-jobs.md §5.1):
   2. roots from ``orphans.enumerate_roots``; the used set in executors: root JSON -> manifest
      lists -> distinct manifests -> names, scoped to candidate names by a semi-join (Paimon
      #4287); read errors travel as rows and are judged on the driver with
-     ``decisions.missing_reference_aborts`` / ``decisions.optional_list``;
+     ``guarantees.RULES`` (a reference Paimon lets dangle is ignored and reported) and
+     ``decisions.missing_reference_aborts``;
   3. orphans = candidates left-anti-join used (by name), materialised once; counts and sample;
   4. deletes per stage (``plans.stage_of``) in batches of ``execution.delete_batch_size`` keys
      numbered across tasks (:func:`_delete_stages`), summary rows; then the bucket directories
@@ -60,6 +61,7 @@ from tablekeeper.core import (
     expire_batches,
     expire_commit,
     expire_decisions,
+    guarantees,
     inventory,
     orphans,
     plans,
@@ -232,13 +234,16 @@ def _record_planned(ctx: _Ctx, planned: DataFrame) -> Stages:
     """Per-kind counts and bytes, a bounded sample; returns the stages present with their rows
     per partition of ``planned`` (what :func:`_delete_stages` numbers its batches from)."""
     rows = planned.groupBy("stage", "kind", F.spark_partition_id().alias("pid")).agg(
-        F.count(F.lit(1)).alias("n"), F.sum("size").alias("bytes")).collect()
+        F.count(F.lit(1)).alias("n"), F.sum("size").alias("bytes"),
+        F.sum(F.when(F.col("size").isNull(), 1).otherwise(0)).alias("unsized")).collect()
     files: dict[str, int] = {}
     nbytes: dict[str, int] = {}
     stages: Stages = {}
     for r in rows:
         files[r["kind"]] = files.get(r["kind"], 0) + int(r["n"])
         nbytes[r["kind"]] = nbytes.get(r["kind"], 0) + int(r["bytes"] or 0)
+        if r["unsized"]:
+            ctx.result.planned_unsized[r["kind"]] = ctx.result.planned_unsized.get(r["kind"], 0) + int(r["unsized"])
         per_task = stages.setdefault(int(r["stage"]), {})
         per_task[int(r["pid"])] = per_task.get(int(r["pid"]), 0) + int(r["n"])
     for kind, n in files.items():
@@ -304,6 +309,8 @@ def _add_summary(result: result_artifact.RunResult, rows: Iterable[Any]) -> None
             result.deleted_bytes[kind] = result.deleted_bytes.get(kind, 0) + int(r["bytes"])
         if r["missing"]:
             result.missing[kind] = result.missing.get(kind, 0) + int(r["missing"])
+        if r["unsized"]:
+            result.unsized[kind] = result.unsized.get(kind, 0) + int(r["unsized"])
         result.failed_count += int(r["failed"])
         for line in r["failure_sample"] or ():
             if len(result.failure_sample) < safety.STATUS_SAMPLE_MAX:
@@ -348,7 +355,8 @@ def _clean_orphans(ctx: _Ctx) -> None:
         producer = main.options().get("changelog-producer", "none").strip().lower()
     threshold = decision.older_than_ms
     depth = decision.partition_depth
-    spec = ctx.spec(main, older_than_ms=threshold, depth=depth, changelog_producer=producer)
+    spec = ctx.spec(main, older_than_ms=threshold, depth=depth, changelog_producer=producer,
+                    changelog_prefixes=list(decision.changelog_prefixes))
     t0 = time.perf_counter()
 
     # 1. candidates, listed and materialised before any root is read
@@ -382,21 +390,26 @@ def _clean_orphans(ctx: _Ctx) -> None:
     with io.one_view():  # opened after the candidate listing, as in process
         enumerated = orphans.enumerate_roots(main)
     seams.point("orphans:roots-listed")
-    roots = [(r.path, r.kind) for r in enumerated]
-    used, walked, vanished = _used_set(ctx, io, roots, cands, spec)
+    names = {r.path: guarantees.RootName(guarantees.root_kind(r.kind, r.branch), r.branch, r.name)
+             for r in enumerated}
+    roots = [(r.path, r.kind, r.branch) for r in enumerated]
+    ignored: list[guarantees.IgnoredReference] = []
+    used, walked, vanished = _used_set(ctx, io, roots, cands, spec, names, ignored)
     seen = set(walked)
     passes = 0
 
     def walk(fresh: list[references.Root]) -> bool:
         nonlocal used, passes
         passes += 1
-        fresh_roots = [(path, "changelog" if is_log else "snapshot" if path == branch.snapshot_path(snap.id) else "tag")
-                       for branch, path, snap, is_log in fresh]
-        more, _keys, gone = _used_set(ctx, io, fresh_roots, cands, spec)
+        names.update({path: root for _branch, path, _snap, root in fresh})
+        fresh_roots = [(path, root.kind.file_kind, root.branch) for _branch, path, _snap, root in fresh]
+        more, _keys, gone = _used_set(ctx, io, fresh_roots, cands, spec, names, ignored)
         used = used.unionByName(more)
         return gone
 
     orphans.cover_vanished_roots(main, seen, vanished, walk)
+    result.notes.extend(guarantees.notes_of(ignored))
+    result.details["ignoredReferences"] = guarantees.details_of(ignored)
     if passes:
         result.notes.append(f"roots vanished while they were walked: listed again {passes} time(s), "
                             f"{len(seen) - len(walked)} new root(s) walked")
@@ -406,8 +419,8 @@ def _clean_orphans(ctx: _Ctx) -> None:
     orphan_df = _planning(lambda: ctx.keep(cands.join(used.distinct(), "name", "left_anti")), "the anti-join")
     stages = _record_planned(ctx, orphan_df)
     n_orphans = sum(result.planned_files.values())
-    result.details.update({"older_than_ms": threshold, "candidates": n_candidates, "bucket_dirs": n_buckets,
-                           "roots": len(roots)})
+    result.details.update({"older_than_ms": threshold, "candidates": n_candidates, "unreferenced": n_orphans,
+                           "bucket_dirs": n_buckets, "roots": len(roots)})
     result.notes.append(f"{n_candidates} candidate file(s) older than the threshold, {n_orphans} unreferenced")
     result.timings["planSeconds"] = round(time.perf_counter() - t0, 3)
     if request.dry_run or not n_orphans:
@@ -418,7 +431,8 @@ def _clean_orphans(ctx: _Ctx) -> None:
     _delete_stages(ctx, orphan_df, stages, spec)
     if decision.clean_empty_directories:  # the directories the deletes may have emptied
         def per_dir(df: DataFrame, name: str) -> DataFrame:
-            return df.filter(F.col("kind") == _DATA).groupBy(F.col("parent_dir").alias("dir")).agg(
+            in_bucket = ~F.col("parent_dir").isin([d.path for d in decision.listings])  # (the rest: bucket dirs)
+            return df.filter(in_bucket).groupBy(F.col("parent_dir").alias("dir")).agg(
                 F.count(F.lit(1)).alias(name))
 
         touched = per_dir(orphan_df, "deleted").join(per_dir(cands, "listed"), "dir", "left").select(
@@ -450,7 +464,7 @@ def _candidate_rows(ctx: _Ctx, decision: decisions.OrphanCleanDecision,
         for e in entries:
             assert e.status is not None  # a listing of an object store or an inventory carries both
             parent = e.path.rsplit("/", 1)[0]
-            kind = _DATA if data else kind_of[parent]
+            kind = decisions.bucket_file_kind(e.name, decision.changelog_prefixes).value if data else kind_of[parent]
             rows.append((e.name, e.path, e.status.size, e.status.mtime_ms, parent, kind, ex.stage_of(kind, e.path)))
     return ctx.keep(ctx.df(rows, ex.CANDIDATE_FIELDS))
 
@@ -472,24 +486,26 @@ def _inventory_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanClea
     return _candidate_rows(ctx, decision, found), found.count, len(found.bucket_dirs)
 
 
-def _used_set(ctx: _Ctx, io: Any, roots: list[tuple[str, str]], cands: DataFrame, spec: Mapping[str, Any]
+def _used_set(ctx: _Ctx, io: Any, roots: list[tuple[str, str, str]], cands: DataFrame, spec: Mapping[str, Any],
+              names: Mapping[str, guarantees.RootName], ignored: list[guarantees.IgnoredReference]
               ) -> tuple[DataFrame, set[orphans.RootKey], bool]:
-    """The names ``roots`` (path, kind) use among the candidates, read in executors; the keys
-    of the roots read (``orphans.root_key``); and whether some root vanished before it was
+    """The names ``roots`` (path, kind, branch) use among the candidates, read in executors; the
+    keys of the roots read (``orphans.root_key``); and whether some root vanished before it was
     walked (its file, or a file only vanished roots referenced, was gone: a concurrent
-    expiration), which makes core list the roots again."""
+    expiration), which makes core list the roots again. ``names``: every root by its path;
+    missing files gone by design are added to ``ignored``."""
     refs = _planning(lambda: ctx.keep(ctx.io(ctx.df(roots, ex.ROOT_FIELDS), ex.read_roots, ex.ROOT_REF_FIELDS,
                                              spec)), "reading snapshot, tag and changelog files")
     ok_refs = refs.filter(_is_null("error_kind"))
     # materialised: two consumers (manifest names to read; list entries as used names) would
     # otherwise run the Python read twice (exchange reuse stops below the Python stage)
-    lists = _planning(lambda: ctx.keep(ctx.io(ok_refs.filter(F.col("what").isin("list", "optlist")).select("name")
+    lists = _planning(lambda: ctx.keep(ctx.io(ok_refs.filter(F.col("what") == "list").select("name")
                                               .distinct(), ex.read_lists, ex.LIST_FIELDS, spec, key="name")),
                       "reading manifest lists")
     manifest_names = lists.filter(F.col("manifest_name").isNotNull()).select(
         F.col("manifest_name").alias("name")).distinct()
     from_manifests = ctx.io(manifest_names, ex.used_names, ex.USED_FIELDS, spec, key="name")
-    from_index = ctx.io(ok_refs.filter(F.col("what").isin("index", "optindex")).select("name").distinct(), ex.index_names,
+    from_index = ctx.io(ok_refs.filter(F.col("what") == "index").select("name").distinct(), ex.index_names,
                         ex.USED_FIELDS, spec, key="name")
     used_cols = ["source", "name", "error_kind", "error"]
     used = (
@@ -508,41 +524,65 @@ def _used_set(ctx: _Ctx, io: Any, roots: list[tuple[str, str]], cands: DataFrame
     wanted = cands.select("name").distinct().unionByName(ctx.df([(_ERROR_NAME,)], ex.NAME_FIELDS))
     scoped = _planning(lambda: ctx.keep(used.join(wanted, "name", "left_semi")), "reading manifests")
     problems = scoped.filter(F.col("error_kind").isNotNull()).limit(_ERROR_COLLECT_MAX).collect()
-    gone = bool(problems) and _judge_orphan_errors(ctx, io, problems, refs, lists)
+    gone = bool(problems) and _judge_orphan_errors(ctx, io, problems, refs, lists, names, ignored)
     walked: dict[str, list[str]] = {}
-    for r in refs.filter(F.col("what").isin("list", "optlist")).select("root_path", "name").collect():
+    for r in refs.filter(F.col("what") == "list").select("root_path", "name").collect():
         walked.setdefault(r["root_path"], []).append(r["name"])
-    gone = gone or any(path not in walked for path, _kind in roots)
+    gone = gone or any(path not in walked for path, _kind, _branch in roots)
     return (scoped.filter(_is_null("error_kind")).select("name"),
             {orphans.root_key(path, names) for path, names in walked.items()}, gone)
 
 
-
-def _judge_orphan_errors(ctx: _Ctx, io: Any, problems: Sequence[Any], refs: DataFrame, lists: DataFrame) -> bool:
-    """Core's rule: unreadable metadata aborts; a missing file aborts only if a root that
-    references it still exists (otherwise the root was expired concurrently). The base/delta
-    lists of a changelog-N with changelog manifests may be missing (``optlist``), and so may the
-    index manifest of a changelog-N (``optindex``). Returns whether a root vanished unwalked."""
+def _judge_orphan_errors(ctx: _Ctx, io: Any, problems: Sequence[Any], refs: DataFrame, lists: DataFrame,
+                         names: Mapping[str, guarantees.RootName], ignored: list[guarantees.IgnoredReference]
+                         ) -> bool:
+    """Core's rules on the files the roots' reads missed: unreadable metadata aborts; a missing
+    file is ignored where the root names it by a reference Paimon lets dangle
+    (``guarantees.RULES``, by the rule ``read_roots`` found; a copied snapshot's changelog list
+    by ``guarantees.copied_lists``), else it aborts while that root still exists
+    (``decisions.missing_reference_aborts``) and means a root vanished otherwise. Returns
+    whether a root vanished unwalked."""
     missing: set[str] = set()
     for p in problems:
         if p["error_kind"] != "missing":
-            raise errors.IncompleteProtectionSetError(f"cannot read metadata {p['source']}: {p['error']}",
-                                                      fix="repair the damaged file")
+            raise errors.IncompleteProtectionSetError(f"orphan cleanup: cannot read metadata {p['source']}: "
+                                                      f"{p['error']}", fix="repair the damaged file")
         missing.add(p["source"])
-    names = sorted(missing)
-    owners = {r["name"] for r in lists.filter(F.col("manifest_name").isin(names)).select(
-        F.col("list_name").alias("name")).distinct().collect()}
-    direct = F.col("name").isin(names) & ~F.col("what").isin("optlist", "optindex")
-    via_manifest = F.col("name").isin(sorted(owners)) & F.col("what").isin("list", "optlist")
-    roots = refs.filter(direct | via_manifest).select("root_path", "name").distinct().collect()
-    for r in roots:
-        if decisions.missing_reference_aborts(io.exists(r["root_path"])):
-            raise errors.IncompleteProtectionSetError(
-                f"{r['root_path']} references a missing file ({r['name']} or a manifest it lists)",
-                fix="repair the table (e.g. Paimon's remove_unexisting_files) before cleaning orphans")
-    note = f"{len(missing)} missing file(s) referenced only by roots that vanished meanwhile"
-    ctx.result.notes.append(note)
-    return True
+    wanted = sorted(missing)
+    # which list names each missing manifest
+    owner_rows = lists.filter(F.col("manifest_name").isin(wanted)).select("list_name", "manifest_name").collect()
+    owners: dict[str, set[str]] = {}
+    for r in owner_rows:
+        owners.setdefault(r["list_name"], set()).add(r["manifest_name"])
+    through = refs.filter(F.col("name").isin(sorted({*wanted, *owners})) & F.col("what").isin("list", "index")) \
+        .select("root_path", "what", "name", "role", "rule").distinct().collect()
+    lists_named = sorted({r["name"] for r in through if r["role"] == ListRole.CHANGELOG.value})
+    copied = guarantees.copied_lists(
+        (names[r["root_path"]], r["name"]) for r in refs.filter(
+            (F.col("role") == ListRole.CHANGELOG.value) & F.col("name").isin(lists_named)).select(
+            "root_path", "name").distinct().collect() if r["root_path"] in names)
+    vanished = False
+    for r in through:
+        root = names.get(r["root_path"])
+        rule = guarantees.RULES[int(r["rule"])]
+        files = [(r["name"], None)] if r["name"] in missing else [(m, r["name"]) for m in sorted(owners.get(r["name"], ()))]
+        for file, via in files:
+            if root is not None and rule.dangles(copied=r["name"] in copied):
+                ignored.append(guarantees.IgnoredReference(root, guarantees.list_reference(ListRole(r["role"])), file,
+                                                           rule, via))
+            elif decisions.missing_reference_aborts(io.exists(r["root_path"])):
+                what = (f"a manifest of its {guarantees.list_reference(ListRole(r['role']))} {via}:" if via
+                        else f"its {guarantees.list_reference(ListRole(r['role']))}")
+                if root is None:
+                    raise errors.IncompleteProtectionSetError(
+                        f"orphan cleanup: {r['root_path']} names {what} {file}, which is missing (nothing was deleted)",
+                        fix=f"restore {file} and rerun")
+                raise guarantees.missing_kept_file(root, what, file, operation="orphan cleanup")
+            else:
+                vanished = True
+    if vanished:
+        ctx.result.notes.append("missing file(s) referenced only by roots that vanished meanwhile")
+    return vanished
 
 
 # -- expiration: core's decision, evaluated distributed ---------------------------------------------
@@ -562,18 +602,37 @@ class _Judgement:
 
     skip_delta: set[int] = field(default_factory=set)
     skip_changelog: set[int] = field(default_factory=set)
-    broken_tags: dict[int, str] = field(default_factory=dict)  # tag_live rid -> error
+    broken_tags: dict[int, tuple[str, str]] = field(default_factory=dict)  # tag_live rid -> (what, file)
+    ignored: list[guarantees.IgnoredReference] = field(default_factory=list)
+    #: expiring deltas an earlier interrupted run removed (not those Paimon deleted by design)
+    cleaned_before: set[int] = field(default_factory=set)
 
-    def missing(self, rid: int, use: RootUse, what: str, role: str, label: str, error: str) -> None:
-        outcomes = expire_decisions.judge_missing(use, what, ListRole(role))
+    def missing(self, rid: int, use: RootUse, what: str, role: str, file: str, via_list: str | None = None) -> None:
+        """``file`` (a list or index manifest of ``role``, ``what`` = ``list``; or a manifest of
+        the list ``via_list``, ``what`` = ``manifest``) that ``use`` reads is missing."""
+        list_role = ListRole(role)
+        outcomes = expire_decisions.judge_missing(use, what, list_role)
+        described = _described(what, list_role, via_list)
         if ReadOutcome.ABORT in outcomes:
-            raise expire_decisions.abort_unreadable_protection(label, error)
+            raise expire_decisions.abort_unreadable_protection(use, described, file)
+        if ReadOutcome.DANGLING in outcomes and use.protects:  # (an expiring root's are no news)
+            self.ignored.append(use.ignored(list_role, file, via_list))
         if ReadOutcome.BREAKS_TAG in outcomes:
-            self.broken_tags.setdefault(rid, f"{label}: {error}")
+            self.broken_tags.setdefault(rid, (described, file))
         if ReadOutcome.SKIP_DELTA in outcomes:
             self.skip_delta.add(rid)
+            if ReadOutcome.DANGLING not in outcomes:
+                self.cleaned_before.add(rid)
         if ReadOutcome.SKIP_CHANGELOG in outcomes:
             self.skip_changelog.add(rid)
+
+
+def _described(what: str, role: ListRole, via_list: str | None) -> str:
+    """What a missing file is to its root (as refusals say it)."""
+    if role == ListRole.INDEX:
+        return "its index manifest"
+    reference = guarantees.list_reference(role)
+    return f"a manifest of its {reference} {via_list}:" if what == "manifest" else f"its {reference}"
 
 
 def _use_row(rid: int, u: RootUse) -> tuple[Any, ...]:
@@ -621,11 +680,11 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: expire_decisions.Expirat
     judged = _Judgement()
     for row in expanded.filter(F.col("what") == "error").collect():
         role, name = row["list_role"], row["name"]
-        label = f"{'index manifest' if role == ListRole.INDEX else 'manifest list'} {name}"
-        if row["error_kind"] != "missing":
-            raise errors.FormatError(f"cannot read {label}: {row['error']}", fix="repair the damaged file")
         rid = int(row["rid"])
-        judged.missing(rid, by_rid[rid], "list", role, label, row["error"])
+        if row["error_kind"] != "missing":
+            raise errors.FormatError(f"cannot read {_described('list', ListRole(role), None)} {name} of "
+                                     f"{by_rid[rid].label}: {row['error']}", fix="repair the damaged file")
+        judged.missing(rid, by_rid[rid], "list", role, name)
     root_manifests = expanded.filter(F.col("what") == "manifest").select(
         "rid", "list_role", F.col("name").alias("manifest_name"), F.col("pos").alias("manifest_pos")).join(
         root_df, "rid")
@@ -644,7 +703,7 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: expire_decisions.Expirat
     cand_entries = _without(cand_entries, ListRole.DELTA, judged.skip_delta)
     cand_entries = _without(cand_entries, ListRole.CHANGELOG, judged.skip_changelog)
     key = ["partition", "bucket", "file_name"]
-    size = F.when(F.col("cand_sizes"), F.col("file_size")).otherwise(F.lit(0)).cast("long").alias("size")
+    size = F.when(F.col("cand_sizes"), F.col("file_size")).otherwise(F.lit(None)).cast("long").alias("size")
     deltas = cand_entries.filter((F.col("list_role") == ListRole.DELTA.value) & F.col("cand_delta").isNotNull())
     # core's rule (expire_decisions.effective_deletions) on each file's entry kinds within one delta
     effective = ctx.io(deltas.groupBy("rid", *key).agg(F.collect_set("kind").alias("kinds")),
@@ -675,11 +734,10 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: expire_decisions.Expirat
         .limit(_ERROR_COLLECT_MAX).collect()
     if bad_b:
         _judge_manifest_errors(judged, by_rid, keep_manifests, bad_b)
-    for rid, error in judged.broken_tags.items():  # only previous tags still in use matter
+    for rid, (what, file) in judged.broken_tags.items():  # only previous tags still in use matter
         tag = by_rid[rid]
         if any(u.cand_delta and r not in judged.skip_delta and u.prev_tag == tag.sid for r, u in by_rid.items()):
-            raise errors.IncompleteProtectionSetError(f"cannot read tag at snapshot {tag.sid}: {error}",
-                                                      fix="repair the tag's manifests")
+            raise expire_decisions.abort_unreadable_protection(tag, what, file)
     keep_entries = keep_manifests.join(entries_b.filter(_is_null("error_kind")), "manifest_name")
     # core's merge (manifests.merge_kinds) per identifier, entries in manifest-list order
     ident = ["rid", "partition", "bucket", "level", "file_name", "ident_x"]
@@ -736,11 +794,15 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: expire_decisions.Expirat
     first = F.min(F.struct("stage", "kind", "size", "parent_dir")).alias("f")
     planned = _planning(lambda: ctx.keep(paths.unionByName(plain_meta).groupBy("path").agg(first).select(
         "path", "f.kind", "f.size", "f.parent_dir", "f.stage")), "planning")
-    skipped = sorted({by_rid[r].sid for r in judged.skip_delta})
+    skipped = sorted({by_rid[r].sid for r in judged.cleaned_before})
     if skipped:
         note = f"deltas of snapshots {skipped[:10]} already cleaned by an earlier run"
         if note not in ctx.result.notes:
             ctx.result.notes.append(note)
+    for note in guarantees.notes_of(judged.ignored):
+        if note not in ctx.result.notes:
+            ctx.result.notes.append(note)
+    ctx.result.details["ignoredReferences"] = guarantees.details_of(judged.ignored)
     return planned, spec
 
 
@@ -754,13 +816,16 @@ def _judge_manifest_errors(judged: _Judgement, by_rid: Mapping[int, RootUse], us
                            rows: Sequence[Any]) -> None:
     for row in rows:
         if row["error_kind"] != "missing":
-            raise errors.FormatError(f"cannot read manifest {row['manifest_name']}: {row['error']}",
+            first = uses.filter(F.col("manifest_name") == row["manifest_name"]).select("rid").limit(1).collect()
+            label = f" of {by_rid[int(first[0]['rid'])].label}" if first else ""
+            raise errors.FormatError(f"cannot read manifest {row['manifest_name']}{label}: {row['error']}",
                                      fix="repair the damaged file")
     names = sorted({row["manifest_name"] for row in rows})
-    for use in uses.filter(F.col("manifest_name").isin(names)).select("rid", "list_role").distinct().collect():
+    for use in uses.filter(F.col("manifest_name").isin(names)).select("rid", "list_role", "manifest_name") \
+            .distinct().collect():
         rid, role = int(use["rid"]), use["list_role"]
-        judged.missing(rid, by_rid[rid], "manifest", role, f"a manifest of snapshot {by_rid[rid].sid} ({role})",
-                       f"missing {names[:5]}")
+        via = dict(root_metadata.lists_of(by_rid[rid].snapshot, [ListRole(role)])).get(ListRole(role))
+        judged.missing(rid, by_rid[rid], "manifest", role, use["manifest_name"], via)
 
 
 def _evaluate(ctx: _Ctx, table: Table, decision: expire_decisions.ExpirationDecision, t0: float) -> None:
@@ -895,6 +960,8 @@ def _tail_summary(ctx: _Ctx, tail: plans.Plan) -> None:
     for kind, n in summary["files"].items():
         ctx.result.planned_files[kind] = ctx.result.planned_files.get(kind, 0) + n
         ctx.result.planned_bytes[kind] = ctx.result.planned_bytes.get(kind, 0) + summary["bytes"].get(kind, 0)
+    for kind, n in summary["unsized"].items():
+        ctx.result.planned_unsized[kind] = ctx.result.planned_unsized.get(kind, 0) + n
     room = safety.STATUS_SAMPLE_MAX - len(ctx.result.sample)
     ctx.result.sample.extend(f.path for f in tail.files[:max(0, room)])
 

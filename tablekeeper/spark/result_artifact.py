@@ -51,6 +51,9 @@ class RunResult:
     deleted: dict[str, int] = field(default_factory=dict)
     deleted_bytes: dict[str, int] = field(default_factory=dict)
     missing: dict[str, int] = field(default_factory=dict)
+    #: planned files whose size is not known, and deleted ones whose size stayed unknown (0 bytes counted)
+    planned_unsized: dict[str, int] = field(default_factory=dict)
+    unsized: dict[str, int] = field(default_factory=dict)
     failed_count: int = 0
     failure_sample: list[dict[str, str]] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
@@ -95,9 +98,11 @@ class RunResult:
             "startedAt": self.started_at,
             "finishedAt": self.finished_at,
             "planned": {"files": dict(self.planned_files), "bytes": dict(self.planned_bytes),
-                        "totalFiles": self.total_planned, "totalBytes": sum(self.planned_bytes.values())},
+                        "totalFiles": self.total_planned, "totalBytes": sum(self.planned_bytes.values()),
+                        "unsized": dict(self.planned_unsized)},
             "executed": {"deleted": dict(self.deleted), "deletedBytes": dict(self.deleted_bytes),
-                         "missing": dict(self.missing), "totalDeleted": self.total_deleted,
+                         "missing": dict(self.missing), "unsized": dict(self.unsized),
+                         "totalDeleted": self.total_deleted,
                          "totalDeletedBytes": sum(self.deleted_bytes.values()),
                          "written": list(self.written), "removedDirs": self.removed_dirs},
             "failures": {"count": self.failed_count, "sample": list(self.failure_sample[:safety.STATUS_SAMPLE_MAX])},
@@ -140,6 +145,8 @@ class RunResult:
                 deleted=_int_map(executed["deleted"], "executed.deleted"),
                 deleted_bytes=_int_map(executed["deletedBytes"], "executed.deletedBytes"),
                 missing=_int_map(executed["missing"], "executed.missing"),
+                planned_unsized=_int_map(planned.get("unsized", {}), "planned.unsized"),
+                unsized=_int_map(executed.get("unsized", {}), "executed.unsized"),
                 failed_count=int(failures["count"]),
                 failure_sample=[dict(x) for x in failures["sample"]],
                 written=[str(x) for x in executed.get("written", [])],

@@ -79,7 +79,8 @@ def merge_step(result: result_artifact.RunResult, step: result_artifact.RunResul
     step's details go under ``details[name]``, its notes are prefixed with ``name``."""
     for mine, theirs in ((result.planned_files, step.planned_files), (result.planned_bytes, step.planned_bytes),
                          (result.deleted, step.deleted), (result.deleted_bytes, step.deleted_bytes),
-                         (result.missing, step.missing)):
+                         (result.missing, step.missing), (result.planned_unsized, step.planned_unsized),
+                         (result.unsized, step.unsized)):
         for kind, n in theirs.items():
             mine[kind] = mine.get(kind, 0) + n
     result.failed_count += step.failed_count
@@ -128,6 +129,8 @@ def merge_execution(result: result_artifact.RunResult, executed: execution.Execu
         result.deleted_bytes[kind] = result.deleted_bytes.get(kind, 0) + n
     for kind, n in executed.missing.items():
         result.missing[kind] = result.missing.get(kind, 0) + n
+    for kind, n in executed.unsized.items():
+        result.unsized[kind] = result.unsized.get(kind, 0) + n
     result.failed_count += len(executed.failed)
     for r in executed.failed:
         if len(result.failure_sample) < safety.STATUS_SAMPLE_MAX:

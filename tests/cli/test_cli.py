@@ -30,7 +30,10 @@ def test_tag_lifecycle_json(warehouse: str, capsys: pytest.CaptureFixture[str]) 
     created = json.loads(out)
     requests = created.pop("requests")  # storage requests by kind (issue 16): counted, not asserted exactly here
     assert requests["total"] == sum(v for k, v in requests.items() if k != "total") > 0
-    assert code == 0 and created == {"action": "created", "tag": "t1", "snapshot_id": 2, "branch": "main"}
+    assert code == 0 and {k: created[k] for k in ("action", "tag", "snapshot_id", "branch", "operation", "dry_run")} \
+        == {"action": "created", "tag": "t1", "snapshot_id": 2, "branch": "main", "operation": "create-tag",
+            "dry_run": False}
+    assert created["writes"] == [f"{warehouse}/db.db/orders/tag/tag-t1"] and created["total_files"] == 0
     code, out, _ = run(capsys, "tag", "list", "-w", warehouse, "db.orders", "-o", "json")
     [row] = json.loads(out)
     assert row["tag_name"] == "t1" and row["snapshot_id"] == 2 and row["time_retained"] == "PT168H"

@@ -326,6 +326,19 @@ def test_fast_forward_of_a_diverged_branch_is_refused(wh: str, how: str) -> None
     assert dir_listing(wh) == before
 
 
+def test_fast_forward_of_a_branch_whose_fork_snapshot_expired_when_main_kept_nothing_in_between(wh: str) -> None:
+    """The branch's own expiry removed its copy of the fork snapshot (2); main kept no snapshot
+    from 2 to the branch's earliest (3): main can follow the branch, as Java's fast_forward does."""
+    t = _ff_scenario(wh, schema_change=False)
+    (_branch_dir(t, "b") / "snapshot" / "snapshot-2").unlink()
+    for sid in (1, 2):
+        (Path(t.root) / "snapshot" / f"snapshot-{sid}").unlink()
+    (Path(t.root) / "snapshot" / "EARLIEST").write_text("3")
+    views = snapshot_views(wh, IDENT)
+    branches.fast_forward(t, "b")
+    assert snapshot_views(wh, IDENT)["main@latest"] == views["b@latest"]
+
+
 class Crash(RuntimeError):
     pass
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.javapaimon import streaming as S
 from tests.javapaimon import warehouse as W
 from tests.support import javapaimon as J
 
@@ -47,6 +48,22 @@ def java_warehouse(java: J.JavaPaimon, tmp_path_factory: pytest.TempPathFactory)
 @pytest.fixture
 def wh(java_warehouse: W.Built, tmp_path: Path) -> str:
     """A private copy of the Java-written warehouse (metadata and data are small: copying is cheap)."""
-    target = tmp_path / "wh"
-    shutil.copytree(java_warehouse.root, target, copy_function=shutil.copy2)
+    return _private_copy(java_warehouse.root, tmp_path / "wh")
+
+
+def _private_copy(root: str, target: Path) -> str:
+    shutil.copytree(root, target, copy_function=shutil.copy2)
     return str(target)
+
+
+@pytest.fixture(scope="session")
+def java_streaming(java: J.JavaPaimon, tmp_path_factory: pytest.TempPathFactory) -> S.Built:
+    """The tables streaming jobs leave behind (tests/javapaimon/streaming.py), built once."""
+    root = tmp_path_factory.mktemp(f"java-stream-{java.version}") / "wh"
+    return S.build(java, str(root))
+
+
+@pytest.fixture
+def swh(java_streaming: S.Built, tmp_path: Path) -> str:
+    """A private copy of the streaming warehouse."""
+    return _private_copy(java_streaming.root, tmp_path / "swh")

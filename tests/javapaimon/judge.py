@@ -9,6 +9,7 @@ file tablekeeper kept, and nothing tablekeeper left behind breaks Java's.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -16,6 +17,26 @@ import pytest
 
 from tablekeeper.cli.main import main
 from tests.support import javapaimon as J
+from tests.support.json_output import bytes_match, kind_of, listing
+
+__all__ = ["bytes_match", "kind_of", "listing", "cli", "json_cli", "judged", "readable", "unchanged_except",
+           "java_still_works", "java_deleted_nothing_we_kept", "ignored_named", "check_system_tables"]
+
+
+def json_cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    """Run a command with ``--output json``: exactly one JSON document on stdout."""
+    doc: dict[str, Any] = json.loads(cli(capsys, *args, "-o", "json"))
+    return doc
+
+
+def ignored_named(doc: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(root kind, branch, root, reference) of every reference the run ignored as dangling by
+    design, each with its reason: the output names them."""
+    rows = doc.get("ignored_references") or []
+    assert all(r["why"] and r["paimon"] and r["file"] for r in rows), rows
+    notes = " ".join(doc["notes"])
+    assert not rows or "gone by design" in notes, notes
+    return sorted({(r["root_kind"], r["branch"], r["root"], r["reference"]) for r in rows})
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -65,8 +86,10 @@ def unchanged_except(before: Mapping[str, Any], after: Mapping[str, Any], *, rem
         assert a[key] == b[key], f"{key} reads differently after the operation"
 
 
-def java_still_works(java: J.JavaPaimon, wh: str, table: str, after: Mapping[str, Any]) -> None:
-    branches = ["main", *J.branches_on_disk(wh, table)]
+def java_still_works(java: J.JavaPaimon, wh: str, table: str, after: Mapping[str, Any],
+                     branches: Collection[str] | None = None) -> None:
+    """``branches``: those Java commits to (default main and every branch)."""
+    branches = ["main", *J.branches_on_disk(wh, table)] if branches is None else list(branches)
     for branch in branches:
         java.table_call("commit_probe", wh, table, on_branch=branch)
     for branch in branches:
@@ -74,8 +97,11 @@ def java_still_works(java: J.JavaPaimon, wh: str, table: str, after: Mapping[str
                         older_than_ms=0)
     java.table_call("remove_orphan_files", wh, table, older_than_epoch_ms=J.now_ms() + 60_000)
     final = java.views(wh, table)
-    readable({k: v for k, v in final.items() if k.startswith(("main@", "$")) or k.endswith("@latest")})
+    judged_latest = tuple(f"{b}@latest" for b in branches)
+    readable({k: v for k, v in final.items() if k.startswith(("main@", "$")) or k in judged_latest})
     for key, value in J.data_views(after).items():
+        if key.endswith("@latest") and key not in judged_latest:
+            continue
         if key.startswith("main@tag-"):
             # (tags of other branches are not compared here: Java Paimon 1.3/1.4's own
             # expire_snapshots on a branch deletes the manifests of that branch's tags, also on

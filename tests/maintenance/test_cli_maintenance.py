@@ -65,7 +65,7 @@ def test_expire_dry_run_changes_nothing_and_reports_the_plan(mixed: str, capsys:
     vs = views(mixed)
     code, done, _ = cli(capsys, "expire", "-w", mixed, IDENT, "--retain-min", "1", "--time-retained", "0 ms",
                         "-o", "json")
-    assert code == 0 and "dry_run" not in done
+    assert code == 0 and done["dry_run"] is False
     assert done["result"]["deleted"] == summary["files"] and done["result"]["failed_count"] == 0
     assert handle(mixed).snapshot_ids() == [7]
     check_retained(mixed, vs, gone={f"main@snapshot-{i}" for i in range(1, 7)})
@@ -184,8 +184,8 @@ def test_expire_partitions_dry_run_then_run_with_table_options(daily: str,
     code, summary, _ = cli(capsys, "expire-partitions", "-w", daily, IDENT, "--zone-known", "--now", now,
                            "--dry-run", "-o", "json")
     assert code == 0 and dir_listing(daily) == before
-    assert summary["dry_run"] is True and "dropped" not in summary
-    assert summary["expired"] == ["dt=20260101", "dt=20260102"] and summary["files"] == 2
+    assert summary["dry_run"] is True and summary["dropped"] is None and summary["result"] is None
+    assert summary["expired"] == ["dt=20260101", "dt=20260102"] and summary["partition_files"] == 2
     assert summary["unparseable"] == ["dt=bogus"] and summary["live_partitions"] == 4
     code, done, _ = cli(capsys, "expire-partitions", "-w", daily, IDENT, "--zone-known", "--now", now, "-o", "json")
     assert code == 0 and done["dropped"] == 2 and done["dry_run"] is False

@@ -72,7 +72,7 @@ print(json.dumps({{"listed": len(listed), "summary": summary,
                                     cwd=Path(__file__).resolve().parents[2]).stdout)
     assert out["listed"] == 1
     assert out["summary"] == [{"stage": 0, "kind": "data", "deleted": 1, "missing": 0, "failed": 0, "bytes": 3,
-                               "failure_sample": []}]
+                               "failure_sample": [], "unsized": 0}]
     assert not {"pyspark", "pypaimon", "pypaimon_rust", "kopf"} & set(out["mods"])
     assert not (tmp_path / "d" / "f1").exists()
 

@@ -147,7 +147,7 @@ def test_spark_clean_orphans_from_an_s3_inventory(spark: Any, mixed_template: st
     code, out, err = inv.cli(capsys, "clean-orphans", "-w", wh, IDENT, "--listing", manifest, "--engine", "spark",
                              *opts, "-o", "json")
     assert code == 0, err
-    assert out["engine"] == "spark" and out["planned"]["totalFiles"] == len(planted)
+    assert out["engine"] == "spark" and out["total_files"] == len(planted)
     assert any("storage inventory" in n for n in out["notes"])
     assert _keys(s3, s3_bucket, "wh") == keys_before - planted
     assert late in _keys(s3, s3_bucket, "wh") and pending_files <= _keys(s3, s3_bucket, "wh")

@@ -3,8 +3,6 @@ own; tests/maintenance/test_property.py proves the two evaluators agree on rando
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -115,14 +113,6 @@ def test_candidate_names_in_snapshot_directories_are_temp_files_only() -> None:
     assert not decisions.is_candidate_name(snapshot_dir, "LATEST")
     manifest_dir = decisions.CandidateDir("/t/manifest", plans.FileKind.MANIFEST)
     assert decisions.is_candidate_name(manifest_dir, "manifest-list-x")
-
-
-def test_only_a_changelog_with_changelog_manifests_may_miss_its_base_and_delta_lists() -> None:
-    log = snap(4, changelog=True)
-    for kind, name, optional in itertools.product(("changelog", "snapshot", "tag"), log.manifest_lists, (None,)):
-        expected = kind == "changelog" and name != log.changelog_manifest_list
-        assert decisions.optional_list(kind, log, name) is expected, (kind, name, optional)
-    assert not decisions.optional_list("changelog", snap(5), "manifest-list-b5")
 
 
 def test_a_missing_reference_aborts_only_under_a_root_that_still_exists() -> None:

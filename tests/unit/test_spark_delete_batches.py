@@ -65,5 +65,5 @@ def test_each_batch_is_one_delete_call_and_outcomes_are_summed(tmp_path: Path, m
     assert [len(c) for c in calls] == [3, 3, 1]  # batches 0, 1, 2 across three directories
     summary = [r for b in out for r in b.to_pylist()]
     assert summary == [{"stage": 0, "kind": "data", "deleted": 6, "missing": 1, "failed": 0, "bytes": 18,
-                        "failure_sample": []}]
+                        "failure_sample": [], "unsized": 0}]
     assert not any(Path(f).exists() for f in files)

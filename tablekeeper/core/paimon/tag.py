@@ -101,6 +101,8 @@ class Tag:
     #: ``tagCreateTime`` exactly as read. Java writes nanoseconds, ``datetime`` keeps only
     #: microseconds; re-serialising writes this array while it still matches ``create_time``.
     create_time_array: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
+    #: bytes of the tag file as read (None for a tag not read from a file)
+    file_size: int | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_json(cls, name: str, text: str | bytes, *, what: str | None = None) -> Tag:
@@ -116,7 +118,8 @@ class Tag:
         retained = decode_duration(data.pop("tagTimeRetained", None), what)
         snapshot = Snapshot.from_json(jackson.dumps(data), what=what)
         array = tuple(int(v) for v in raw_create) if isinstance(raw_create, list) else None
-        return cls(name, snapshot, create, retained, array)
+        size = len(text.encode("utf-8")) if isinstance(text, str) else len(text)
+        return cls(name, snapshot, create, retained, array, size)
 
     @property
     def snapshot_id(self) -> int:
