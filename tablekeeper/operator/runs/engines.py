@@ -18,10 +18,11 @@ from typing import Any
 from tablekeeper import reconcile
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.storage import requests as storage_requests
-from tablekeeper.operator import scopes, verbs
-from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.run_report import RunReport
-from tablekeeper.operator.run_types import RUN_KINDS, Engine, RunRequest, RunResult, dry_run_of
+from tablekeeper.operator.cluster import scopes
+from tablekeeper.operator.runs import verbs
+from tablekeeper.operator.runs.report import RunReport
+from tablekeeper.operator.runs.request import RUN_KINDS, Engine, RunRequest, RunResult, dry_run_of
+from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import planner
 

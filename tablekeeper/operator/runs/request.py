@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from tablekeeper import reconcile
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
-from tablekeeper.operator import scopes
-from tablekeeper.operator.run_report import RunReport
+from tablekeeper.operator.cluster import scopes
+from tablekeeper.operator.runs.report import RunReport
 
 __all__ = ["RUN_KINDS", "RunRequest", "RunResult", "Engine", "dry_run_of"]
 
