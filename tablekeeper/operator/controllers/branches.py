@@ -25,7 +25,7 @@ from tablekeeper.operator.cluster.view import Obj, View
 from tablekeeper.operator.controllers.children import (
     ChildContext,
     Phase,
-    apply_one,
+    apply_change,
     come_back,
     failed_outcome,
     gate,
@@ -33,7 +33,6 @@ from tablekeeper.operator.controllers.children import (
     persist_records,
     previous_origin,
     reconcile_child,
-    reobserve,
     state_outcome,
     table_fields,
     wait_for_run,
@@ -124,14 +123,10 @@ async def _reconcile_branch(rt: Runtime, view: View, ctx: ChildContext[PaimonBra
                               origin=Reason.ADOPTED if adopt else Reason.CREATED)
             come_back(rt, out, ctx.phase)
             return out
-        busy = spark_run_in_flight(rt, view, obj.namespace, spec.table_ref.name)
-        if busy is not None:
-            return wait_for_run(rt, obj, busy, now)
-        await rt.step("branch/apply", obj.ref)
-        store, failed = await apply_one(rt, ctx, plan, change, _branch_record_fields(member))
-        if failed is not None:
-            return failed_outcome(rt, obj, failure_of(failed), now, retry=retry, backoff_limit=_BRANCH_BACKOFF_LIMIT)
-        plan.state = await asyncio.to_thread(reobserve, plan)
+        store, instead = await apply_change(rt, view, ctx, plan, change, _branch_record_fields(member),
+                                            backoff_limit=_BRANCH_BACKOFF_LIMIT)
+        if instead is not None:
+            return instead
     reason = Reason.ADOPTED if isinstance(change, A.AdoptBranch) else Reason.CREATED
     out = _branch_ready(plan, member, store.records, reason, now)
     out.event("Normal", reason, f"branch {name!r} {reason.lower()} in {ctx.table.location.identifier}")

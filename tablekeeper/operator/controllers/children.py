@@ -46,10 +46,11 @@ from tablekeeper.operator.cluster.identity import TableInfo
 from tablekeeper.operator.cluster.scopes import Member, ScopePlan, StatusRecordStore
 from tablekeeper.operator.cluster.view import Obj, View, parse
 from tablekeeper.operator.context import TableContext, child_context
+from tablekeeper.operator.runs.claims import spark_run_in_flight
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import conditions, markers
 from tablekeeper.operator.status.conditions import Reason
-from tablekeeper.operator.status.errors import Failure, OperatorError, classify
+from tablekeeper.operator.status.errors import Failure, OperatorError, classify, failure_of
 from tablekeeper.operator.status.outcome import Outcome, label_changes, render, url_of
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.observe import TableState
@@ -58,11 +59,12 @@ from tablekeeper.reconcile.records import TableRecords
 __all__ = ["Phase", "ChildContext", "PLURAL", "STATE_LABEL", "needs_finalizer", "kopf_holds_finalizer",
            "table_fields", "state_outcome", "child_labels", "failed_outcome", "persist_records", "in_flight",
            "wait_for_run", "gate", "needs_record", "heads_to_change", "write_ahead", "come_back", "previous_origin",
-           "reconcile_child", "apply_one", "reobserve"]
+           "reconcile_child", "apply_change", "reobserve"]
 
 Phase = Literal["resolve", "apply", "check"]
 PLURAL = {"PaimonTag": "paimontags", "PaimonBranch": "paimonbranches"}
 STATE_LABEL = {"PaimonTag": markers.TAG_STATE_LABEL, "PaimonBranch": markers.BRANCH_STATE_LABEL}
+_SHORT = {"PaimonTag": "tag", "PaimonBranch": "branch"}
 _Spec = TypeVar("_Spec", PaimonTagSpec, PaimonBranchSpec)
 
 
@@ -180,8 +182,7 @@ def persist_records(rt: Runtime, obj: Obj, fields_of: Callable[[TableRecords], d
 def in_flight(obj: Obj) -> bool:
     """Whether Kopf is in the middle of this CR's create/update handler (its progress in status:
     a failed attempt waiting for its retry), or has not finished its creation yet."""
-    short = "tag" if obj.kind == "PaimonTag" else "branch"
-    return persistence.in_flight(obj.status, (f"{short}-reconcile",)) or not persistence.handled(obj.meta, obj.status)
+    return persistence.in_flight(obj.status, (f"{_SHORT[obj.kind]}-reconcile",)) or not persistence.handled(obj.meta, obj.status)
 
 
 def wait_for_run(rt: Runtime, obj: Obj, run: Obj, now: datetime, *, generation: bool = True) -> Outcome:
@@ -324,15 +325,26 @@ async def reconcile_child(rt: Runtime, view: View, obj: Obj, phase: Phase, retry
     return outcome
 
 
-async def apply_one(rt: Runtime, ctx: ChildContext[Any], plan: ScopePlan, change: A.Action,
-                    record_fields: Callable[[TableRecords], dict[str, Any]]
-                    ) -> tuple[StatusRecordStore, reconcile.ActionResult | None]:
-    """Apply one tag or branch change, its records persisted into the CR's status; (the record
-    store, the failed result or None)."""
-    store = StatusRecordStore(plan.records, persist_records(rt, ctx.obj, record_fields))
+async def apply_change(rt: Runtime, view: View, ctx: ChildContext[Any], plan: ScopePlan, change: A.Action,
+                       record_fields: Callable[[TableRecords], dict[str, Any]], *, backoff_limit: int
+                       ) -> tuple[StatusRecordStore, Outcome | None]:
+    """The storage change of a tag or branch pass, under the table's lock: wait while a Spark run
+    of the table is in flight, then apply ``change`` with the CR's record persisted into its
+    status first, and observe the table again (``plan.state``). Returns the record store and
+    None, or the outcome to report instead (waiting, or the change failed)."""
+    obj = ctx.obj
+    store = StatusRecordStore(plan.records, persist_records(rt, obj, record_fields))
+    busy = spark_run_in_flight(rt, view, obj.namespace, ctx.spec.table_ref.name)
+    if busy is not None:
+        return store, wait_for_run(rt, obj, busy, ctx.now)
+    await rt.step(f"{_SHORT[obj.kind]}/apply", obj.ref)
     result = await asyncio.to_thread(ctx.table.apply, plan, [change], store)
     failed = [r for r in result.results if r.status == "failed"]
-    return store, (failed[0] if failed else None)
+    if failed:
+        return store, failed_outcome(rt, obj, failure_of(failed[0]), ctx.now, retry=ctx.retry,
+                                     backoff_limit=backoff_limit)
+    plan.state = await asyncio.to_thread(reobserve, plan)
+    return store, None
 
 
 def reobserve(plan: ScopePlan) -> TableState:

@@ -23,22 +23,19 @@ from tablekeeper.operator.cluster.view import Obj, View
 from tablekeeper.operator.controllers.children import (
     ChildContext,
     Phase,
-    apply_one,
+    apply_change,
     come_back,
     failed_outcome,
     gate,
     needs_record,
     previous_origin,
     reconcile_child,
-    reobserve,
     state_outcome,
     table_fields,
-    wait_for_run,
 )
-from tablekeeper.operator.runs.claims import spark_run_in_flight
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status.conditions import Reason
-from tablekeeper.operator.status.errors import Failure, failure_of
+from tablekeeper.operator.status.errors import Failure
 from tablekeeper.operator.status.outcome import Outcome
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.records import TableRecords
@@ -103,15 +100,10 @@ async def _reconcile_tag(rt: Runtime, view: View, ctx: ChildContext[PaimonTagSpe
                               table=table_fields(ctx.table.scope.table))
             come_back(rt, out, ctx.phase)
             return out
-        busy = spark_run_in_flight(rt, view, obj.namespace, spec.table_ref.name)
-        if busy is not None:
-            return wait_for_run(rt, obj, busy, now)
-        await rt.step("tag/apply", obj.ref)
-        store, failed = await apply_one(rt, ctx, plan, change, _tag_record_fields(member))
-        if failed is not None:
-            return failed_outcome(rt, obj, failure_of(failed), now, retry=retry, backoff_limit=spec.backoff_limit)
-        state = await asyncio.to_thread(reobserve, plan)
-    plan.state = state
+        store, instead = await apply_change(rt, view, ctx, plan, change, _tag_record_fields(member),
+                                            backoff_limit=spec.backoff_limit)
+        if instead is not None:
+            return instead
     recreated = isinstance(change, A.CreateTag) and rec is not None and obj.status.get("state") in ("Ready", "Lost")
     reason = Reason.ADOPTED if isinstance(change, A.AdoptTag) else Reason.CREATED
     out = _tag_ready(plan, member, store.records, previous_origin(obj) if recreated else reason, now)
