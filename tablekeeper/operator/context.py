@@ -20,8 +20,7 @@ from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.operator.cluster import scopes
-from tablekeeper.operator.cluster.identity import TableInfo, resolve_catalog, resolve_table
-from tablekeeper.operator.cluster.view import Obj, View, parse
+from tablekeeper.operator.cluster.view import Obj, TableInfo, View, parse, resolve_catalog, resolve_table
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import OperatorError

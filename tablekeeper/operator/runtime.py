@@ -21,13 +21,15 @@ from typing import Any
 from tablekeeper import reconcile
 from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec
 from tablekeeper.operator import kopfcompat
-from tablekeeper.operator.cluster.identity import (
+from tablekeeper.operator.cluster.view import (
+    INDEX_IDS,
     CatalogInfo,
     NamespaceLabels,
+    View,
     catalog_needs_labels,
+    parse,
     valid_cluster_policies,
 )
-from tablekeeper.operator.cluster.view import INDEX_IDS, View, parse
 from tablekeeper.operator.settings import OperatorConfig
 from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import OperatorError

@@ -10,16 +10,15 @@ from typing import Any
 from tablekeeper import reconcile
 from tablekeeper.core.policy.kinds import parse_spec
 from tablekeeper.operator.cluster import scopes
-from tablekeeper.operator.cluster.identity import CatalogInfo, NamespaceLabels, TableInfo
-from tablekeeper.operator.cluster.view import Obj
+from tablekeeper.operator.cluster import view as cluster
 from tests.support import paimon as P
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
 def obj(kind: str, name: str, spec: dict[str, Any], *, namespace: str | None = "sales",
-        labels: dict[str, str] | None = None) -> Obj:
-    return Obj(kind, namespace, name, f"uid-{name}", "2026-01-01T00:00:00Z", 1, labels or {}, {}, spec, {},
+        labels: dict[str, str] | None = None) -> cluster.Obj:
+    return cluster.Obj(kind, namespace, name, f"uid-{name}", "2026-01-01T00:00:00Z", 1, labels or {}, {}, spec, {},
                        False, ())
 
 
@@ -32,11 +31,11 @@ def scope(wh: Path, table_spec: dict[str, Any], *, ns_labels: dict[str, str] | N
            **table_spec}
     table = obj("PaimonTable", "orders", raw)
     parsed_table = parse_spec("PaimonTable", raw, source="t")
-    info = TableInfo(table, parsed_table, CatalogInfo(cat, parsed_cat))  # type: ignore[arg-type]
+    info = cluster.TableInfo(table, parsed_table, cluster.CatalogInfo(cat, parsed_cat))  # type: ignore[arg-type]
     policies = tuple((obj("ClusterPaimonRetentionPolicy", name, spec, namespace=None),
                       parse_spec("ClusterPaimonRetentionPolicy", spec, source="t"))
                      for name, spec in cluster_policies)
-    return scopes.Scope(info, {}, NamespaceLabels({"sales": ns_labels}), (), (), (),
+    return scopes.Scope(info, {}, cluster.NamespaceLabels({"sales": ns_labels}), (), (), (),
                         policies)  # type: ignore[arg-type]
 
 

@@ -18,8 +18,7 @@ from tablekeeper.core.policy.kinds import parse_spec
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
 from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.operator import kopfcompat
-from tablekeeper.operator.cluster.identity import winners
-from tablekeeper.operator.cluster.view import Obj
+from tablekeeper.operator.cluster import view as cluster
 from tablekeeper.operator.runs import engines as run_engines
 from tablekeeper.operator.runs import schedule as maintenance
 from tablekeeper.operator.runs import spark as sparkruns
@@ -33,8 +32,8 @@ NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 def obj(kind: str, name: str, spec: dict[str, Any], *, created: str = "2026-01-01T00:00:00Z",
         status_: dict[str, Any] | None = None, labels: dict[str, str] | None = None, uid: str | None = None,
-        namespace: str = "sales") -> Obj:
-    return Obj(kind, namespace, name, uid or f"uid-{name}", created, 1, labels or {}, {}, spec,
+        namespace: str = "sales") -> cluster.Obj:
+    return cluster.Obj(kind, namespace, name, uid or f"uid-{name}", created, 1, labels or {}, {}, spec,
                        status_ or {}, False, ())
 
 
@@ -114,13 +113,13 @@ def test_the_oldest_wins_ties_by_namespace_and_name() -> None:
     a = obj("PaimonTag", "b", {}, created="2026-01-01T00:00:01Z")
     b = obj("PaimonTag", "a", {}, created="2026-01-01T00:00:02Z")
     c = obj("PaimonTag", "c", {}, created="2026-01-01T00:00:01Z", namespace="finance")
-    won = winners([a, b, c], lambda o: "same")
+    won = cluster.winners([a, b, c], lambda o: "same")
     assert {won[o.uid].short for o in (a, b, c)} == {"finance/c"}
 
 
 # -- maintenance scheduling -------------------------------------------------------------------------
 
-def table_and_policy(schedule: str | None = "@every 1 h", **spec: Any) -> tuple[Obj, PaimonTableSpec,
+def table_and_policy(schedule: str | None = "@every 1 h", **spec: Any) -> tuple[cluster.Obj, PaimonTableSpec,
                                                                                 effective.EffectivePolicy]:
     raw: dict[str, Any] = {"database": "sales", "table": "orders",
                            "retention": {"snapshots": {"minRetained": 1, "maxRetained": 5}, "tags": {"state": "Disabled"}}, **spec}

@@ -41,14 +41,18 @@ from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec
 from tablekeeper.core.policy.common import SpecModel
 from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, PaimonRetentionPolicySpec
 from tablekeeper.core.policy.tag import PaimonTagSpec
-from tablekeeper.operator.cluster.identity import (
+from tablekeeper.operator.cluster.view import (
     NamespaceLabels,
+    Obj,
     TableInfo,
+    View,
+    branch_name_of,
+    parse,
+    tag_name_of,
     valid_cluster_policies,
     valid_policies,
     winners,
 )
-from tablekeeper.operator.cluster.view import Obj, View, branch_name_of, parse, tag_name_of
 from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import Failure, OperatorError
 from tablekeeper.reconcile import actions as A

@@ -18,8 +18,7 @@ from tablekeeper.core.policy import effective
 from tablekeeper.core.policy.catalog import PaimonCatalogSpec
 from tablekeeper.core.storage import FileIO
 from tablekeeper.operator import metrics
-from tablekeeper.operator.cluster.identity import CatalogInfo
-from tablekeeper.operator.cluster.view import Obj, View, parse
+from tablekeeper.operator.cluster.view import CatalogInfo, Obj, View, parse
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import conditions
 from tablekeeper.operator.status.conditions import Reason

@@ -42,9 +42,8 @@ from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy.branch import PaimonBranchSpec
 from tablekeeper.core.policy.tag import PaimonTagSpec
 from tablekeeper.operator import metrics, persistence
-from tablekeeper.operator.cluster.identity import TableInfo
 from tablekeeper.operator.cluster.scopes import Member, ScopePlan, StatusRecordStore
-from tablekeeper.operator.cluster.view import Obj, View, parse
+from tablekeeper.operator.cluster.view import Obj, TableInfo, View, parse
 from tablekeeper.operator.context import TableContext, child_context
 from tablekeeper.operator.runs.claims import spark_run_in_flight
 from tablekeeper.operator.runtime import Runtime
