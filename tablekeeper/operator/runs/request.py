@@ -1,9 +1,9 @@
 """What a maintenance run asks an engine for and what it gets back (operator-design.md §7.7).
 
-The run controller (:mod:`tablekeeper.operator.runs`) hands a :class:`RunRequest` to an
+The run controller (:mod:`tablekeeper.operator.runs.controller`) hands a :class:`RunRequest` to an
 :class:`Engine` and records the :class:`RunResult`. The in-process engines
-(:mod:`tablekeeper.operator.run_engines`, :mod:`tablekeeper.operator.verbs`) and the Spark launch
-(:mod:`tablekeeper.operator.sparkruns`) all depend on these types, never on each other.
+(:mod:`tablekeeper.operator.runs.engines`, :mod:`tablekeeper.operator.runs.verbs`) and the Spark launch
+(:mod:`tablekeeper.operator.runs.spark`) all depend on these types, never on each other.
 """
 
 from __future__ import annotations
