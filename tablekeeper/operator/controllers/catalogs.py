@@ -17,12 +17,13 @@ from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy import effective
 from tablekeeper.core.policy.catalog import PaimonCatalogSpec
 from tablekeeper.core.storage import FileIO
-from tablekeeper.operator import cluster, conditions, metrics
-from tablekeeper.operator.cluster import Obj
-from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.errors import OperatorError, classify
+from tablekeeper.operator import metrics
+from tablekeeper.operator.cluster.view import CatalogInfo, Obj, View, parse
 from tablekeeper.operator.runtime import Runtime
-from tablekeeper.operator.status import Outcome
+from tablekeeper.operator.status import conditions
+from tablekeeper.operator.status.conditions import Reason
+from tablekeeper.operator.status.errors import OperatorError, classify
+from tablekeeper.operator.status.outcome import Outcome
 
 __all__ = ["reconcile_catalog", "reconcile_policy", "probe"]
 
@@ -61,9 +62,9 @@ async def reconcile_catalog(rt: Runtime, obj: Obj, *, retry: int | None = None) 
     now = rt.config.now()
     started = asyncio.get_running_loop().time()
     try:
-        spec = cluster.parse(obj)
+        spec = parse(obj)
         assert isinstance(spec, PaimonCatalogSpec)
-        info = cluster.CatalogInfo(obj, spec)
+        info = CatalogInfo(obj, spec)
         options = await rt.catalog_options(info)
         await asyncio.to_thread(probe, spec.warehouse, options)
     except (OperatorError, core_errors.TablekeeperError, OSError) as e:
@@ -86,11 +87,11 @@ def _labels_of(obj: Obj) -> set[str]:
     return {effective.namespaced_source(obj.namespace or "", obj.name), effective.policy_ref_source(obj.name)}
 
 
-async def reconcile_policy(rt: Runtime, view: cluster.View, obj: Obj) -> Outcome:
+async def reconcile_policy(rt: Runtime, view: View, obj: Obj) -> Outcome:
     """Validate a retention policy and count the tables it applies to."""
     now = rt.config.now()
     try:
-        cluster.parse(obj)
+        parse(obj)
     except core_errors.InvalidInputError as e:
         out = _outcome(obj, False, Reason.INVALID_SPEC, e.message, now)
         if rt.first_time(obj.uid, Reason.INVALID_SPEC, e.message):

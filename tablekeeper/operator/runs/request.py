@@ -1,9 +1,9 @@
 """What a maintenance run asks an engine for and what it gets back (operator-design.md §7.7).
 
-The run controller (:mod:`tablekeeper.operator.runs`) hands a :class:`RunRequest` to an
+The run controller (:mod:`tablekeeper.operator.runs.controller`) hands a :class:`RunRequest` to an
 :class:`Engine` and records the :class:`RunResult`. The in-process engines
-(:mod:`tablekeeper.operator.run_engines`, :mod:`tablekeeper.operator.verbs`) and the Spark launch
-(:mod:`tablekeeper.operator.sparkruns`) all depend on these types, never on each other.
+(:mod:`tablekeeper.operator.runs.engines`, :mod:`tablekeeper.operator.runs.verbs`) and the Spark launch
+(:mod:`tablekeeper.operator.runs.spark`) all depend on these types, never on each other.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from tablekeeper import reconcile
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
-from tablekeeper.operator import scopes
-from tablekeeper.operator.run_report import RunReport
+from tablekeeper.operator.cluster import scopes
+from tablekeeper.operator.runs.report import RunReport
 
 __all__ = ["RUN_KINDS", "RunRequest", "RunResult", "Engine", "dry_run_of"]
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tablekeeper.operator import conditions
-from tablekeeper.operator.errors import Failure
+from tablekeeper.operator.status import conditions
+from tablekeeper.operator.status.errors import Failure
 
 __all__ = ["Event", "Outcome", "render", "merge_diff", "label_changes", "plain", "url_of", "conditions_of"]
 
@@ -76,8 +76,8 @@ def render(current: Mapping[str, Any] | None, outcome: Outcome) -> dict[str, Any
                 patch[key] = None
         elif current.get(key) != value:
             before = current.get(key)
-            patch[key] = merge_diff(before, value) if isinstance(before, Mapping) and isinstance(value, Mapping) \
-                else value
+            patch[key] = (merge_diff(before, value) if isinstance(before, Mapping) and isinstance(value, Mapping)
+                          else value)
     if outcome.conditions or outcome.keep:
         merged = conditions.merge(current.get("conditions"), outcome.conditions, keep=outcome.keep)
         merged = [c for c in merged if c["type"] not in (conditions.RECONCILING, conditions.STALLED)]

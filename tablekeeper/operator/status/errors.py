@@ -40,7 +40,7 @@ import kopf
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy import effective
 from tablekeeper.core.policy.validation import InvalidSpecError, UnsafeSpecError
-from tablekeeper.operator.conditions import Reason
+from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.reconcile.applier import ActionResult
 
 __all__ = ["OperatorError", "Failure", "classify", "failure_of", "to_kopf", "SHORT_DELAY"]

@@ -1,7 +1,7 @@
 """Spark runs of a ``PaimonMaintenanceRun``: launching the SparkApplication or batch Job, observing it,
 and reading the job's JSON result artifact back (operator-design.md §7.7, spark-jobs.md §8).
 
-The run controller (:mod:`tablekeeper.operator.runs`) drives three steps:
+The run controller (:mod:`tablekeeper.operator.runs.controller`) drives three steps:
 
 1. **launch** (the run's ``execute`` step, :func:`launch_run`): for engine ``SparkOperator`` or
    ``SparkJob`` (or ``Auto`` when the plan-size estimate from the manifest lists is above
@@ -23,7 +23,7 @@ The run controller (:mod:`tablekeeper.operator.runs`) drives three steps:
    launched object that is gone -> ``SparkApplicationMissing``. The run's own deadline is
    enforced by the controller (apps hang in ``SUBMITTED`` on ImagePullBackOff): the object is
    deleted and the run fails ``DeadlineExceeded``.
-3. **result** (:func:`read_artifact`, then :func:`tablekeeper.operator.run_report.from_artifact`): after a terminal state the artifact is
+3. **result** (:func:`read_artifact`, then :func:`tablekeeper.operator.runs.report.from_artifact`): after a terminal state the artifact is
    read through the core FileIO with the catalog's options. Success needs the artifact: missing
    -> ``ResultArtifactMissing``, unreadable or written by another launch ->
    ``ResultArtifactInvalid``, ``status: Failed`` inside -> ``MaintenanceFailed``.
@@ -58,13 +58,17 @@ from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
 from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.core.storage import join
-from tablekeeper.operator import cluster, kopfcompat, maintenance, objects, run_engines, scopes
-from tablekeeper.operator.cluster import Obj
-from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.errors import OperatorError
-from tablekeeper.operator.run_types import dry_run_of
+from tablekeeper.operator import kopfcompat
+from tablekeeper.operator.cluster.scopes import Scope, ScopePlan
+from tablekeeper.operator.context import TableContext
+from tablekeeper.operator.runs import schedule
+from tablekeeper.operator.runs.context import RunContext
+from tablekeeper.operator.runs.engines import SPARK_RUN_TYPES
+from tablekeeper.operator.runs.request import dry_run_of
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.settings import SparkConfig
+from tablekeeper.operator.status.conditions import Reason
+from tablekeeper.operator.status.errors import OperatorError
 from tablekeeper.spark import engine_choice, job_request, k8s_manifests, result_artifact, run_names
 
 __all__ = ["KINDS", "RUN_UID_ANNOTATION", "RUN_ANNOTATION", "RESULTS_DIR", "SPARK_APPLICATION_CRD", "Ref",
@@ -216,7 +220,7 @@ def launch_manifest(request: job_request.JobRequest, *, engine: str, name: str, 
 def wants_spark(config: SparkConfig, requested: str | None, spec: PaimonMaintenanceRunSpec) -> bool:
     """Whether a run may go to Spark: Spark runs are on, the engine is not ``Python``, and the job
     does the run's type (on ``main``; the job's orphan cleanup covers the whole table)."""
-    return (config.enabled and requested not in (None, "Python") and spec.type in run_engines.SPARK_RUN_TYPES
+    return (config.enabled and requested not in (None, "Python") and spec.type in SPARK_RUN_TYPES
             and spec.branch == layout.MAIN)
 
 
@@ -259,7 +263,7 @@ def result_uri(config: SparkConfig, warehouse: str, namespace: str, name: str) -
     return join(prefix, namespace, f"{name}.json")
 
 
-def _credentials_secret(scope: scopes.Scope, namespace: str, operator_namespace: str) -> str | None:
+def _credentials_secret(scope: Scope, namespace: str, operator_namespace: str) -> str | None:
     """The catalog's credentials Secret when it lives where the job runs (pods can only use
     Secrets of their own namespace); otherwise the job relies on pod identity (IRSA...)."""
     catalog = scope.table.catalog
@@ -291,17 +295,19 @@ def _resources(table: PaimonTableSpec) -> tuple[k8s_manifests.SparkResources | N
     return driver, executor, dict(spark.conf), spark.image, spark.spark_version
 
 
-def _plan(scope: scopes.Scope, opener: Any, now: datetime, estimate: bool) -> tuple[scopes.ScopePlan, int | None]:
-    """The table's effective policy (observation without a tag/branch plan) and, for ``Auto``, the
-    plan-size estimate. Blocking."""
-    plan = scopes.plan_scope(scope, opener, now, objects=False)
+def _plan(table: TableContext, now: datetime, estimate: bool,
+          plan: ScopePlan | None) -> tuple[ScopePlan, int | None]:
+    """The table's effective policy (an observation without a tag/branch plan, unless the step
+    made one already) and, for ``Auto``, the plan-size estimate. Blocking."""
+    if plan is None:
+        plan = table.plan(now, objects=False)
     return plan, (engine_choice.estimate_plan_size(plan.table) if estimate else None)
 
 
-async def launch_run(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMaintenanceRunSpec, requested: str,
-                     *, now: datetime, deadline: int) -> Launched | None:
+async def launch_run(rt: Runtime, ctx: RunContext, *, now: datetime, plan: ScopePlan | None = None) -> Launched | None:
     """Create (or adopt) the Spark object of a run; None when the run executes in process
     (``Auto`` below the threshold, or the policy leaves nothing for this run type to do).
+    ``plan``: the table's observation the step made already (objects not planned), if any.
 
     Raises:
         OperatorError: ``TableNotReady`` (temporary), ``SparkSubmissionFailed`` (the object cannot
@@ -310,11 +316,12 @@ async def launch_run(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMain
         TablekeeperError, OSError: reading the table's metadata failed.
     """
     config = rt.config.spark
-    scope = await objects.child_scope(rt, view, obj, spec.table_ref.name)
-    opener = rt.opener(scope.location.warehouse, scope.options)
-    plan, size = await asyncio.to_thread(_plan, scope, opener, now, requested == "Auto")
-    job = next(j for j in maintenance.JOBS if j.run_type == spec.type)
-    if not maintenance.enabled(job, scope.table.spec, plan.policy):
+    obj, spec, requested = ctx.run, ctx.spec, ctx.engine
+    table = ctx.require_table()
+    scope = table.scope
+    observed, size = await asyncio.to_thread(_plan, table, now, requested == "Auto", plan)
+    job = next(j for j in schedule.JOBS if j.run_type == spec.type)
+    if not schedule.enabled(job, scope.table.spec, observed.policy):
         return None  # in process: "nothing to do", exactly as a Python run reports it
     engine = requested
     if requested == "Auto":
@@ -327,19 +334,20 @@ async def launch_run(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMain
     attempt = int(obj.status.get("attempts") or 1)
     name = launch_name(identity, operation, obj.uid, attempt)
     artifact = result_uri(config, scope.location.warehouse, obj.namespace or namespace, name)
-    dry_run = dry_run_of(spec, plan.policy.values)
+    dry_run = dry_run_of(spec, observed.policy.values)
     secret = _credentials_secret(scope, namespace, rt.config.operator_namespace)
     request = launch_request(spec, scope.location.warehouse, scope.location.identifier, scope.options,
-                             dry_run=dry_run, run_name=name, policy=plan.policy.values, result=artifact,
+                             dry_run=dry_run, run_name=name, policy=observed.policy.values, result=artifact,
                              secret_keys=tuple(await rt.secret(namespace, secret)) if secret else ())
-    assert request is not None  # spec.type is one of run_engines.SPARK_RUN_TYPES
+    assert request is not None  # spec.type is one of engines.SPARK_RUN_TYPES
     driver, executor, conf, image, version = _resources(scope.table.spec)
     try:
         manifest = launch_manifest(
             request, engine=engine, name=name, namespace=namespace, owner_name=obj.name, owner_uid=obj.uid,
-            image=image or config.image, service_account=config.service_account, active_deadline_seconds=deadline,
-            ttl_seconds_after_finished=config.ttl_seconds, spark_version=version or config.spark_version,
-            credentials_secret=secret, driver=driver, executor=executor, spark_conf=conf)
+            image=image or config.image, service_account=config.service_account,
+            active_deadline_seconds=ctx.deadline_seconds, ttl_seconds_after_finished=config.ttl_seconds,
+            spark_version=version or config.spark_version, credentials_secret=secret, driver=driver,
+            executor=executor, spark_conf=conf)
     except core_errors.InvalidInputError as e:  # credentials in options, bad memory syntax...
         raise OperatorError(Reason.SPARK_SUBMISSION_FAILED, f"cannot build the {engine} object: {e.message}") from e
     meta = manifest["metadata"]
@@ -349,8 +357,8 @@ async def launch_run(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMain
         meta.pop("ownerReferences", None)  # cross-namespace owners are ignored and the dependent deleted
     ref = Ref(KINDS[engine][0], name, namespace)
     # Under the table's lock: a tag or branch change in flight finishes before the launch; from
-    # here on they wait for the run (objects.spark_run_in_flight).
-    async with rt.table_lock(scope.identity):
+    # here on they wait for the run (claims.spark_run_in_flight).
+    async with rt.table_lock(table.identity):
         adopted = await _create_or_adopt(rt.api, ref, manifest, obj.uid)
     await rt.step("run/launched", obj.ref)  # test seam: a restart before the run records the object
     return Launched(engine, ref, artifact, adopted, dry_run)

@@ -8,7 +8,7 @@ requested engine, persisted before any work) and ``execute``. ``execute`` either
   ``completionTime``, ``duration``, ``result`` counts, conditions ``Complete``/``Failed``, Events,
   metrics). A restart during it runs it again: maintenance is re-planned against the table as it
   is, so a repeat only finishes what is left; or
-- **launches Spark** (:mod:`tablekeeper.operator.sparkruns`): creates or adopts the
+- **launches Spark** (:mod:`tablekeeper.operator.runs.spark`): creates or adopts the
   SparkApplication / batch Job and records it (``sparkApplicationRef`` / ``jobRef``, ``artifact``);
   the run stays ``Running``.
 
@@ -17,7 +17,11 @@ A periodic check observes launched objects (terminal state -> the result artifac
 reason and a Warning Event), fails runs past ``activeDeadlineSeconds`` (``DeadlineExceeded``;
 a launched object is deleted) and deletes finished runs after ``ttlSecondsAfterFinished``. One
 run per table is active at a time (``concurrencyPolicy: Forbid``: a second one waits,
-``TableLocked``).
+``TableLocked``: :mod:`.claims`).
+
+Each step resolves the run's context once (:mod:`.context`: the table, its catalog and
+connection, the engine asked for, the deadline) and hands it down to the Spark launch and the
+engine.
 """
 
 from __future__ import annotations
@@ -29,27 +33,20 @@ from datetime import datetime, timedelta
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core import timestamps
 from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
-from tablekeeper.core.policy.table import PaimonTableSpec
-from tablekeeper.operator import (
-    cluster,
-    conditions,
-    kopfcompat,
-    markers,
-    metrics,
-    objects,
-    run_engines,
-    run_report,
-    run_types,
-    scopes,
-    sparkruns,
-)
-from tablekeeper.operator.cluster import Obj
-from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.errors import OperatorError, classify
-from tablekeeper.operator.maintenance import TERMINAL
-from tablekeeper.operator.run_report import RunReport
+from tablekeeper.operator import kopfcompat, metrics
+from tablekeeper.operator.cluster.scopes import ScopePlan
+from tablekeeper.operator.cluster.view import Obj, View, parse
+from tablekeeper.operator.runs import claims, engines, spark
+from tablekeeper.operator.runs import context as run_context
+from tablekeeper.operator.runs.context import RunContext
+from tablekeeper.operator.runs.report import RunReport, from_artifact
+from tablekeeper.operator.runs.request import RunRequest, RunResult
+from tablekeeper.operator.runs.schedule import TERMINAL
 from tablekeeper.operator.runtime import Runtime
-from tablekeeper.operator.status import Outcome, url_of
+from tablekeeper.operator.status import conditions, markers
+from tablekeeper.operator.status.conditions import Reason
+from tablekeeper.operator.status.errors import OperatorError, classify
+from tablekeeper.operator.status.outcome import Outcome, url_of
 from tablekeeper.reconcile import maintenance_planner
 from tablekeeper.spark import result_artifact
 
@@ -105,55 +102,34 @@ def _pending(obj: Obj, now: datetime, reason: str, message: str) -> Outcome:
     return out
 
 
-def _deadline(obj: Obj, spec: PaimonMaintenanceRunSpec, view: cluster.View) -> int:
-    if spec.active_deadline_seconds is not None:
-        return spec.active_deadline_seconds
-    table = view.get("PaimonTable", obj.namespace, spec.table_ref.name)
-    if table is not None:
-        maintenance = table.spec.get("maintenance") or {}
-        if isinstance(maintenance.get("activeDeadlineSeconds"), int):
-            return int(maintenance["activeDeadlineSeconds"])
-    return 7200
-
-
-def _table_engine(view: cluster.View, obj: Obj, spec: PaimonMaintenanceRunSpec) -> str | None:
-    if spec.engine is not None:
-        return spec.engine
-    table = view.get("PaimonTable", obj.namespace, spec.table_ref.name)
-    maintenance = (table.spec.get("maintenance") or {}) if table is not None else {}
-    return str(maintenance.get("engine") or "Auto")
-
-
-async def start_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) -> Outcome:
+async def start_run(rt: Runtime, view: View, obj: Obj, *, retry: int) -> Outcome:
     """Step ``start``: validate, wait for the table and for other runs of it, then mark Running."""
     now = rt.config.now()
     if obj.status.get("phase") in TERMINAL or obj.status.get("phase") == "Running":
         return Outcome()
     try:
-        spec = cluster.parse(obj)
+        spec = parse(obj)
         assert isinstance(spec, PaimonMaintenanceRunSpec)
     except core_errors.InvalidInputError as e:
         return _finished(obj, now, False, Reason.INVALID_SPEC, e.message, started=None)
     out = Outcome(labels=_labels(obj, spec))
+    ctx = await run_context.resolve(rt, view, obj, spec)
     created = timestamps.parse_rfc3339(obj.created) or now
-    if now - created > timedelta(seconds=_deadline(obj, spec, view)):
+    if now - created > timedelta(seconds=ctx.deadline_seconds):
         result = _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "never started within activeDeadlineSeconds",
                            started=None)
         result.labels = out.labels
         return result
-    try:
-        await objects.child_scope(rt, view, obj, spec.table_ref.name)
-    except OperatorError as e:
-        pending = _pending(obj, now, e.reason, e.message)
+    if ctx.problem is not None:
+        pending = _pending(obj, now, ctx.problem.reason, ctx.problem.message)
         pending.labels = out.labels
-        pending.failure = classify(e)
+        pending.failure = classify(ctx.problem)
         pending.delay = rt.config.retry_delay(retry + 1)
         return pending
-    siblings = {r.uid: r for r in view.children("PaimonMaintenanceRun", obj.namespace, spec.table_ref.name)
+    siblings = {r.uid: r for r in view.children("PaimonMaintenanceRun", obj.namespace, ctx.table_name)
                 if r.uid != obj.uid and not r.deleting}
     busy = [r for r in siblings.values() if r.status.get("phase") == "Running"]
-    key = (obj.namespace, spec.table_ref.name)
-    holder = rt.run_claims.get(key)
+    holder = claims.holder(rt, obj.namespace, ctx.table_name)
     if holder is not None and holder in siblings and siblings[holder].status.get("phase") not in TERMINAL:
         busy.insert(0, siblings[holder])
     if busy:
@@ -162,12 +138,11 @@ async def start_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) ->
         pending.failure = classify(OperatorError(Reason.TABLE_LOCKED, pending.fields["message"], temporary=True))
         pending.delay = rt.config.retry_delay(1)
         return pending
-    rt.run_claims[key] = obj.uid  # no await since the check: the claim is atomic in the loop
-    requested = _table_engine(view, obj, spec)
-    if sparkruns.wants_spark(rt.config.spark, requested, spec):
-        engine_name, note = str(requested), ""  # resolved (Auto) and launched by the execute step
+    claims.claim(rt, obj, ctx.table_name)  # no await since the check: the claim is atomic in the loop
+    if spark.wants_spark(rt.config.spark, ctx.engine, spec):
+        engine_name, note = ctx.engine, ""  # resolved (Auto) and launched by the execute step
     else:
-        engine, note = run_engines.select(requested, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
+        engine, note = engines.select(ctx.engine, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
         engine_name = engine.name
     out.generation = obj.generation
     out.fields.update(phase="Running", startTime=timestamps.rfc3339(now), engine=engine_name,
@@ -179,7 +154,7 @@ async def start_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) ->
     return out
 
 
-async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) -> Outcome:
+async def execute_run(rt: Runtime, view: View, obj: Obj, *, retry: int) -> Outcome:
     """Step ``execute``: run the work with the engine and record the result."""
     now = rt.config.now()
     phase = obj.status.get("phase")
@@ -190,59 +165,56 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
         out.failure = classify(OperatorError(Reason.PENDING, "waiting for the start step", temporary=True))
         out.delay = rt.config.retry_delay(1)
         return out
-    spec = cluster.parse(obj)
+    spec = parse(obj)
     assert isinstance(spec, PaimonMaintenanceRunSpec)
-    if sparkruns.Ref.of(obj.status) is not None:
+    if spark.Ref.of(obj.status) is not None:
         return Outcome()  # launched: the periodic check observes it (and enforces the deadline)
+    ctx = await run_context.resolve(rt, view, obj, spec)
     started = timestamps.parse_rfc3339(obj.status.get("startTime")) or now
-    if now - started > timedelta(seconds=_deadline(obj, spec, view)):
-        _release(rt, obj, spec)
+    if now - started > timedelta(seconds=ctx.deadline_seconds):
+        _release(rt, ctx)
         return _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "activeDeadlineSeconds exceeded", started=started)
-    deferred = await _deferred_to_writers(rt, view, obj, spec, now)
+    deferred, preview = await _deferred_to_writers(ctx, now)
     if deferred is not None:
-        _release(rt, obj, spec)
+        _release(rt, ctx)
         return _finished(obj, now, True, Reason.SUCCEEDED, deferred, started=started)
-    requested = _table_engine(view, obj, spec)
-    table_label = f"{obj.namespace}/{spec.table_ref.name}"
-    if sparkruns.wants_spark(rt.config.spark, requested, spec):
+    if spark.wants_spark(rt.config.spark, ctx.engine, spec):
         try:
-            launched = await sparkruns.launch_run(rt, view, obj, spec, str(requested), now=now,
-                                                  deadline=_deadline(obj, spec, view))
+            launched = await spark.launch_run(rt, ctx, now=now, plan=preview)
         except (OperatorError, core_errors.TablekeeperError, OSError, kopfcompat.ApiError) as e:
             retried = _retry(rt, e, retry)
             if retried is not None:
                 return retried
-            _release(rt, obj, spec)
+            _release(rt, ctx)
             failure = classify(e)
             return _finished(obj, rt.config.now(), False, failure.reason, failure.message, started=started)
         if launched is not None:
             return _launched(obj, launched, now)
-    engine, note = run_engines.select(requested, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
+    engine, note = engines.select(ctx.engine, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     try:
-        scope = await objects.child_scope(rt, view, obj, spec.table_ref.name)
+        table = ctx.require_table()
         await rt.step("run/execute", obj.ref)
-        opener = rt.opener(scope.location.warehouse, scope.options)
-        request = run_types.RunRequest(obj.name, spec, scope, opener, now)
-        async with rt.table_lock(scope.identity):
+        request = RunRequest(obj.name, spec, table.scope, table.opener, now)
+        async with rt.table_lock(table.identity):
             result = await asyncio.to_thread(engine.run, request)
     except (OperatorError, core_errors.TablekeeperError, OSError) as e:
         retried = _retry(rt, e, retry)
         if retried is not None:
             return retried
         failure = classify(e)
-        result = run_types.RunResult(False, failure.reason, failure.message)
+        result = RunResult(False, failure.reason, failure.message)
     seconds = loop.time() - t0
     end = rt.config.now()
-    _release(rt, obj, spec)
+    _release(rt, ctx)
     message = "; ".join(x for x in (result.message, note) if x)
     out = _finished(obj, end, result.succeeded, result.reason, message, started=started, report=result.report,
                     rendered=True)
     out.fields["engine"] = engine.name
     if result.policy:
         out.fields["policy"] = result.policy
-    _record_metrics(spec, engine.name, table_label, result.succeeded, result.report, seconds, end)
+    _record_metrics(spec, engine.name, ctx.table_label, result.succeeded, result.report, seconds, end)
     return out
 
 
@@ -250,27 +222,22 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
 _WRITER_RUN_TYPES = frozenset({"ExpireSnapshots", "ExpirePartitions"})
 
 
-async def _deferred_to_writers(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMaintenanceRunSpec,
-                               now: datetime) -> str | None:
+async def _deferred_to_writers(ctx: RunContext, now: datetime) -> tuple[str | None, ScopePlan | None]:
     """A scheduled expiration run of an ``enforcement: Both`` table whose writers expire it (they
-    commit and are not write-only): why it does nothing, else None. Manual runs always run."""
-    if obj.labels.get(markers.TRIGGER_LABEL) != "Schedule" or spec.type not in _WRITER_RUN_TYPES:
-        return None
-    table = view.get("PaimonTable", obj.namespace, spec.table_ref.name)
-    if table is None:
-        return None
-    try:
-        table_spec = cluster.parse(table)
-    except core_errors.InvalidInputError:
-        return None  # the table reports that itself; the run goes on as before
-    assert isinstance(table_spec, PaimonTableSpec)
-    if table_spec.enforcement != "Both":
-        return None
-    scope = await objects.child_scope(rt, view, obj, spec.table_ref.name)
-    opener = rt.opener(scope.location.warehouse, scope.options)
-    plan = await asyncio.to_thread(scopes.plan_scope, scope, opener, now, objects=False)
+    commit and are not write-only): why it does nothing, else None; and the table's observation
+    made to decide it (handed on to the Spark launch), if one was made. Manual runs always run.
+
+    Raises:
+        OperatorError: ``TableNotReady`` when the decision needs the table and it is not ready.
+        TablekeeperError, OSError: observing the table failed.
+    """
+    if ctx.run.labels.get(markers.TRIGGER_LABEL) != "Schedule" or ctx.spec.type not in _WRITER_RUN_TYPES:
+        return None, None
+    if ctx.table_spec is None or ctx.table_spec.enforcement != "Both":
+        return None, None  # no table, or an invalid one (it reports that itself): the run goes on as before
+    plan = await asyncio.to_thread(ctx.require_table().plan, now, objects=False)
     why = maintenance_planner.writers_enforce(plan.target, plan.state, plan.policy, now)
-    return None if why is None else f"enforcement Both: left to the writers ({why}); nothing run"
+    return (None if why is None else f"enforcement Both: left to the writers ({why}); nothing run"), plan
 
 
 def _retry(rt: Runtime, error: BaseException, retry: int) -> Outcome | None:
@@ -305,7 +272,7 @@ def _record_metrics(spec: PaimonMaintenanceRunSpec, engine: str, table_label: st
     metrics.ORPHAN_FILES_FOUND.labels(table=table_label).inc(report.orphan_files or 0)
 
 
-def _launched(obj: Obj, launched: sparkruns.Launched, now: datetime) -> Outcome:
+def _launched(obj: Obj, launched: spark.Launched, now: datetime) -> Outcome:
     """The run status of a created or adopted Spark object (the run stays Running)."""
     verb = "adopted" if launched.adopted else "created"
     message = f"{launched.ref} {verb}; waiting for it to finish"
@@ -320,50 +287,49 @@ def _launched(obj: Obj, launched: sparkruns.Launched, now: datetime) -> Outcome:
     return out
 
 
-def _release(rt: Runtime, obj: Obj, spec: PaimonMaintenanceRunSpec) -> None:
-    key = (obj.namespace, spec.table_ref.name)
-    if rt.run_claims.get(key) == obj.uid:
-        del rt.run_claims[key]
+def _release(rt: Runtime, ctx: RunContext) -> None:
+    claims.release(rt, ctx.run, ctx.table_name)
 
 
-async def check_run(rt: Runtime, view: cluster.View, obj: Obj) -> Outcome | None:
+async def check_run(rt: Runtime, view: View, obj: Obj) -> Outcome | None:
     """Periodic check: launched Spark objects, deadline of stuck runs, TTL of finished ones (None:
     the run was deleted)."""
     now = rt.config.now()
     phase = obj.status.get("phase")
     try:
-        spec = cluster.parse(obj)
+        spec = parse(obj)
         assert isinstance(spec, PaimonMaintenanceRunSpec)
     except core_errors.InvalidInputError:
         return Outcome()
-    ref = sparkruns.Ref.of(obj.status)
+    ref = spark.Ref.of(obj.status)
     if phase in TERMINAL:
-        _release(rt, obj, spec)
+        claims.release(rt, obj, spec.table_ref.name)
         done = timestamps.parse_rfc3339(obj.status.get("completionTime"))
         ttl = spec.ttl_seconds_after_finished
         if ttl is not None and done is not None and now - done >= timedelta(seconds=ttl):
             if ref is not None and ref.namespace != obj.namespace:  # not garbage-collected with the run
-                await sparkruns.delete(rt.api, ref)
+                await spark.delete(rt.api, ref)
             await rt.api.delete(url_of("paimonmaintenanceruns", obj.namespace, obj.name))
             return None
         return Outcome()
+    ctx = run_context.of_view(view, obj, spec)
     started = timestamps.parse_rfc3339(obj.status.get("startTime")) or timestamps.parse_rfc3339(obj.created)
     if ref is not None and phase == "Running":
-        return await _check_launched(rt, view, obj, spec, ref, started or now)
-    if started is not None and now - started > timedelta(seconds=_deadline(obj, spec, view)):
+        return await _check_launched(rt, view, ctx, ref, started or now)
+    if started is not None and now - started > timedelta(seconds=ctx.deadline_seconds):
         return _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "activeDeadlineSeconds exceeded", started=started)
     return Outcome()
 
 
-async def _check_launched(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMaintenanceRunSpec,
-                          ref: sparkruns.Ref, started: datetime) -> Outcome:
+async def _check_launched(rt: Runtime, view: View, ctx: RunContext, ref: spark.Ref, started: datetime) -> Outcome:
     """Observe a launched object: still running (state mirrored into the ref), over (result
     artifact read back), gone, or past the run's deadline."""
+    obj = ctx.run
     now = rt.config.now()
-    deadline = _deadline(obj, spec, view)
+    deadline = ctx.deadline_seconds
     late = now - started > timedelta(seconds=deadline)
     try:
-        body = await sparkruns.fetch(rt.api, ref)
+        body = await spark.fetch(rt.api, ref)
     except kopfcompat.ApiError as e:
         if not late:
             out = Outcome()
@@ -371,14 +337,14 @@ async def _check_launched(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimo
             return out
         body = {}
     if body is None:
-        return _end_launched(rt, obj, spec, ref, now, started, False, Reason.SPARK_APPLICATION_MISSING,
+        return _end_launched(rt, ctx, ref, now, started, False, Reason.SPARK_APPLICATION_MISSING,
                              f"{ref} is gone before it finished")
-    seen = sparkruns.observe(ref.kind, body)
+    seen = spark.observe(ref.kind, body)
     current = replace(ref, state=seen.state)
     if not seen.terminal:
         if late:
-            await sparkruns.delete(rt.api, ref)
-            return _end_launched(rt, obj, spec, current, now, started, False, Reason.DEADLINE_EXCEEDED,
+            await spark.delete(rt.api, ref)
+            return _end_launched(rt, ctx, current, now, started, False, Reason.DEADLINE_EXCEEDED,
                                  f"activeDeadlineSeconds ({deadline}) exceeded while {ref} was "
                                  f"{seen.state}; deleted it")
         out = Outcome()
@@ -390,8 +356,9 @@ async def _check_launched(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimo
     problem: tuple[str, str] | None = None
     uri = str(obj.status.get("artifact") or "")
     try:
-        options = await _storage_options(rt, view, obj, spec)
-        artifact = await asyncio.to_thread(sparkruns.read_artifact, uri, options, ref.name)
+        # the catalog's options (credentials included) to read the artifact with: only now
+        options = dict((await run_context.with_table(rt, view, ctx)).require_table().scope.options)
+        artifact = await asyncio.to_thread(spark.read_artifact, uri, options, ref.name)
     except FileNotFoundError:
         problem = (Reason.RESULT_ARTIFACT_MISSING, f"{ref} ended {seen.state} but wrote no result artifact at {uri}")
     except core_errors.FormatError as e:
@@ -401,44 +368,36 @@ async def _check_launched(rt: Runtime, view: cluster.View, obj: Obj, spec: Paimo
         if seen.succeeded and not late:  # storage hiccup: read it at the next check
             out = Outcome()
             out.fields[ref.field] = current.as_status()
-            out.fields["message"] = f"{ref} ended {seen.state}; reading its result artifact failed: " \
-                                    f"{classify(e).message} (retrying)"
+            out.fields["message"] = (f"{ref} ended {seen.state}; reading its result artifact failed: "
+                                     f"{classify(e).message} (retrying)")
             return out
         problem = (Reason.RESULT_ARTIFACT_MISSING, f"{ref} ended {seen.state}; its result artifact at {uri} could "
                                                    f"not be read: {classify(e).message}")
-    report = run_report.from_artifact(artifact, spec.type) if artifact is not None else None
+    report = from_artifact(artifact, ctx.spec.type) if artifact is not None else None
     if not seen.succeeded:
-        detail = f"; job error: {artifact.errors[0].get('message')}" if artifact is not None and artifact.errors \
-            else ""
-        return _end_launched(rt, obj, spec, current, now, started, False, seen.reason, seen.message + detail, report)
+        detail = (f"; job error: {artifact.errors[0].get('message')}"
+                  if artifact is not None and artifact.errors else "")
+        return _end_launched(rt, ctx, current, now, started, False, seen.reason, seen.message + detail, report)
     if problem is not None:
-        return _end_launched(rt, obj, spec, current, now, started, False, problem[0], problem[1])
+        return _end_launched(rt, ctx, current, now, started, False, problem[0], problem[1])
     assert artifact is not None and report is not None
     if artifact.status != "Succeeded":
         error = artifact.errors[0].get("message") if artifact.errors else "no error recorded"
-        return _end_launched(rt, obj, spec, current, now, started, False, Reason.MAINTENANCE_FAILED,
+        return _end_launched(rt, ctx, current, now, started, False, Reason.MAINTENANCE_FAILED,
                              f"{ref} completed but the job reports a failure: {error}", report)
-    what = "dry run: nothing deleted" if artifact.dry_run else \
-        f"{artifact.total_deleted} file(s) deleted, {report.reclaimed_bytes} bytes reclaimed"
+    what = ("dry run: nothing deleted" if artifact.dry_run
+            else f"{artifact.total_deleted} file(s) deleted, {report.reclaimed_bytes} bytes reclaimed")
     message = f"{ref} completed: {report.planned_files} file(s) planned, {what}"
     if artifact.failed_count:
         message += f", {artifact.failed_count} deletion(s) failed"
-    return _end_launched(rt, obj, spec, current, now, started, True, Reason.SUCCEEDED, message, report)
+    return _end_launched(rt, ctx, current, now, started, True, Reason.SUCCEEDED, message, report)
 
 
-async def _storage_options(rt: Runtime, view: cluster.View, obj: Obj, spec: PaimonMaintenanceRunSpec
-                           ) -> dict[str, str]:
-    """The catalog's options (credentials included) to read the artifact with."""
-    scope = await objects.child_scope(rt, view, obj, spec.table_ref.name)
-    return dict(scope.options)
-
-
-def _end_launched(rt: Runtime, obj: Obj, spec: PaimonMaintenanceRunSpec, ref: sparkruns.Ref, now: datetime,
-                  started: datetime, ok: bool, reason: str, message: str, report: RunReport | None = None) -> Outcome:
-    _release(rt, obj, spec)
-    out = _finished(obj, now, ok, reason, message, started=started, report=report)
+def _end_launched(rt: Runtime, ctx: RunContext, ref: spark.Ref, now: datetime, started: datetime, ok: bool,
+                  reason: str, message: str, report: RunReport | None = None) -> Outcome:
+    _release(rt, ctx)
+    out = _finished(ctx.run, now, ok, reason, message, started=started, report=report)
     out.fields[ref.field] = ref.as_status()
-    engine = str(obj.status.get("engine") or ref.kind)
-    _record_metrics(spec, engine, f"{obj.namespace}/{spec.table_ref.name}", ok, report,
-                    (now - started).total_seconds(), now)
+    engine = str(ctx.run.status.get("engine") or ref.kind)
+    _record_metrics(ctx.spec, engine, ctx.table_label, ok, report, (now - started).total_seconds(), now)
     return out

@@ -2,11 +2,11 @@
 
 :class:`InProcessEngine` runs the same planner and applier the CLI uses (``plan_table`` with
 schedules ignored, then ``apply`` of the run type's actions), under the table's lock, in a worker
-thread; branch verbs (FastForward, Rollback, Compact) go to :mod:`tablekeeper.operator.verbs`.
+thread; branch verbs (FastForward, Rollback, Compact) go to :mod:`tablekeeper.operator.runs.verbs`.
 It serves engine ``Python``, ``Auto`` below the size threshold, run types the Spark job does not
 do (``ExpireTags``, ``ExpirePartitions``), and every run while Spark runs are off (no
 ``TABLEKEEPER_SPARK_IMAGE``; :func:`select` then notes why in the run's status). Spark runs are
-built, launched and read back by :mod:`tablekeeper.operator.sparkruns`.
+built, launched and read back by :mod:`tablekeeper.operator.runs.spark`.
 """
 
 from __future__ import annotations
@@ -18,16 +18,17 @@ from typing import Any
 from tablekeeper import reconcile
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.storage import requests as storage_requests
-from tablekeeper.operator import scopes, verbs
-from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.run_report import RunReport
-from tablekeeper.operator.run_types import RUN_KINDS, Engine, RunRequest, RunResult, dry_run_of
+from tablekeeper.operator.cluster import scopes
+from tablekeeper.operator.runs import verbs
+from tablekeeper.operator.runs.report import RunReport
+from tablekeeper.operator.runs.request import RUN_KINDS, Engine, RunRequest, RunResult, dry_run_of
+from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import planner
 
 __all__ = ["InProcessEngine", "select", "SPARK_RUN_TYPES"]
 
-#: Run types the Spark job carries out (:mod:`tablekeeper.operator.sparkruns` launches them).
+#: Run types the Spark job carries out (:mod:`tablekeeper.operator.runs.spark` launches them).
 SPARK_RUN_TYPES = frozenset({"ExpireSnapshots", "RemoveOrphanFiles"})
 
 

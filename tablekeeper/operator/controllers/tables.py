@@ -9,7 +9,7 @@ Each pass, on create/update/resume and then periodically:
    ``PolicyCompliant``;
 3. create the policy's automatic tags where tablekeeper creates them (``tags.autoCreate``;
    summarised in the table's status, not materialised as PaimonTags);
-4. decide maintenance (:mod:`tablekeeper.operator.maintenance`): create a ``PaimonMaintenanceRun``
+4. decide maintenance (:mod:`tablekeeper.operator.runs.schedule`): create a ``PaimonMaintenanceRun``
    when a job is due or ``run-now`` asks for one, prune old runs;
 5. write ``status.table`` statistics, ``status.maintenance``, conditions and
    ``observedGeneration`` — only what changed.
@@ -35,13 +35,17 @@ from tablekeeper.core import errors as core_errors
 from tablekeeper.core import table_options, timestamps
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.policy.effective import EffectivePolicy
-from tablekeeper.core.policy.table import PaimonTableSpec
-from tablekeeper.operator import cluster, conditions, maintenance, markers, metrics, objects, scopes
-from tablekeeper.operator.cluster import Obj
-from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.errors import Failure, OperatorError, classify, failure_of
+from tablekeeper.operator import metrics
+from tablekeeper.operator.cluster.scopes import ScopePlan, StatusRecordStore
+from tablekeeper.operator.cluster.view import Obj, View
+from tablekeeper.operator.context import TableContext, table_context
+from tablekeeper.operator.runs import schedule
+from tablekeeper.operator.runs.claims import spark_run_in_flight
 from tablekeeper.operator.runtime import Runtime
-from tablekeeper.operator.status import Event, Outcome, url_of
+from tablekeeper.operator.status import conditions, markers
+from tablekeeper.operator.status.conditions import Reason
+from tablekeeper.operator.status.errors import Failure, OperatorError, classify, failure_of
+from tablekeeper.operator.status.outcome import Event, Outcome, url_of
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import table_options_planner
 from tablekeeper.reconcile.observe import TableState
@@ -108,8 +112,8 @@ def _failed(rt: Runtime, obj: Obj, failure: Failure, now: datetime, retry: int |
     if failure.reason == Reason.POLICY_VIOLATION:
         out.conditions.append(conditions.condition(conditions.POLICY_COMPLIANT, False, Reason.POLICY_VIOLATION,
                                                    failure.message, generation=obj.generation, now=now))
-    out.keep = (conditions.POLICY_COMPLIANT, conditions.MAINTENANCE_HEALTHY) \
-        if failure.reason != Reason.POLICY_VIOLATION else (conditions.MAINTENANCE_HEALTHY,)
+    out.keep = ((conditions.POLICY_COMPLIANT, conditions.MAINTENANCE_HEALTHY)
+                if failure.reason != Reason.POLICY_VIOLATION else (conditions.MAINTENANCE_HEALTHY,))
     if failure.reason == Reason.RESOURCE_CONFLICT:
         out.fields.update(effectivePolicy=None, table=None)
     if rt.first_time(obj.uid, failure.reason, failure.message):
@@ -126,7 +130,7 @@ def _policy_tag_name(table: str, tag: str) -> str:
     return f"{table}-{slug}"[:253].strip("-")
 
 
-async def _materialize(rt: Runtime, view: cluster.View, obj: Obj, created: list[A.CreateTag],
+async def _materialize(rt: Runtime, view: View, obj: Obj, created: list[A.CreateTag],
                        out: TableOutcome) -> None:
     """``operator.materializePolicyTags``: one PaimonTag per policy tag just created (§4.3): label
     ``trigger-type=Policy``, owned by the PaimonTable, ``deletionPolicy: Retain`` (the policy expires
@@ -153,16 +157,16 @@ async def _materialize(rt: Runtime, view: cluster.View, obj: Obj, created: list[
                 out.event("Warning", "CreateFailed", f"cannot create PaimonTag for policy tag {action.tag!r}: {e}")
 
 
-async def _prune_policy_tags(rt: Runtime, view: cluster.View, obj: Obj) -> None:
+async def _prune_policy_tags(rt: Runtime, view: View, obj: Obj) -> None:
     """Delete the PaimonTags of policy tags the policy has expired (state ``Lost``: terminal, the
     storage tag is already gone, so storage goes before the CR); never a Ready one."""
     for tag in view.children("PaimonTag", obj.namespace, obj.name):
-        if tag.labels.get(markers.TRIGGER_TYPE_LABEL) == "Policy" and tag.status.get("state") == "Lost" \
-                and not tag.deleting:
+        if (tag.labels.get(markers.TRIGGER_TYPE_LABEL) == "Policy" and tag.status.get("state") == "Lost"
+                and not tag.deleting):
             await rt.api.delete(url_of("paimontags", tag.namespace, tag.name))
 
 
-async def _enforce_table_options(rt: Runtime, obj: Obj, plan: scopes.ScopePlan, opener: reconcile.Opener,
+async def _enforce_table_options(rt: Runtime, obj: Obj, table: TableContext, plan: ScopePlan,
                                  out: TableOutcome) -> tuple[dict[str, str], list[str]]:
     """``enforcement: TableOptions``/``Both`` (§4.2, §7.2 step 2): write the managed options that
     differ (a new schema file; ``protectedOptions`` and the operator's unalterable list are never
@@ -182,8 +186,7 @@ async def _enforce_table_options(rt: Runtime, obj: Obj, plan: scopes.ScopePlan, 
         return applied, conflicts
     change = changes[0]
     await rt.step("table/options", obj.ref)
-    result = await asyncio.to_thread(scopes.apply_actions, plan, [change], scopes.StatusRecordStore(plan.records),
-                                     opener)
+    result = await asyncio.to_thread(table.apply, plan, [change], StatusRecordStore(plan.records))
     failed = result.failed
     if failed:
         failure = failure_of(failed[0])
@@ -201,7 +204,7 @@ async def _enforce_table_options(rt: Runtime, obj: Obj, plan: scopes.ScopePlan, 
     return applied, conflicts
 
 
-async def reconcile_table(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int | None = None) -> TableOutcome:
+async def reconcile_table(rt: Runtime, view: View, obj: Obj, *, retry: int | None = None) -> TableOutcome:
     """One pass over a PaimonTable (see the module docstring)."""
     now = rt.config.now()
     started = asyncio.get_running_loop().time()
@@ -216,21 +219,16 @@ async def reconcile_table(rt: Runtime, view: cluster.View, obj: Obj, *, retry: i
     return outcome
 
 
-async def _reconcile(rt: Runtime, view: cluster.View, obj: Obj, now: datetime) -> TableOutcome:
-    spec = cluster.parse(obj)
-    assert isinstance(spec, PaimonTableSpec)
+async def _reconcile(rt: Runtime, view: View, obj: Obj, now: datetime) -> TableOutcome:
+    table = await table_context(rt, view, obj)
+    spec = table.spec
     namespace = obj.namespace or ""
-    labels = await rt.labels_for(view, namespace, spec)
-    info = cluster.resolve_table(view, obj, labels)
-    options = await rt.catalog_options(info.catalog)
-    scope = scopes.gather(view, info, options, labels, default_deletion_policy=rt.config.default_deletion_policy)
-    opener = rt.opener(scope.location.warehouse, scope.options)
     out = TableOutcome(generation=obj.generation)
-    async with rt.table_lock(scope.identity):
-        plan = await asyncio.to_thread(scopes.plan_scope, scope, opener, now)
-        applied_options, option_conflicts = await _enforce_table_options(rt, obj, plan, opener, out)
+    async with rt.table_lock(table.identity):
+        plan = await asyncio.to_thread(table.plan, now)
+        applied_options, option_conflicts = await _enforce_table_options(rt, obj, table, plan, out)
         auto = [a for a in plan.actions if isinstance(a, A.CreateTag) and a.auto]
-        busy = objects.spark_run_in_flight(rt, view, obj.namespace, obj.name) if auto else None
+        busy = spark_run_in_flight(rt, view, obj.namespace, obj.name) if auto else None
         if busy is not None:  # as tag CRs do: policy tags wait for the Spark run (a later pass creates them)
             if rt.first_time(obj.uid, Reason.TABLE_LOCKED, busy.uid):
                 out.event("Normal", Reason.TABLE_LOCKED, f"{len(auto)} policy tag(s) wait for maintenance run "
@@ -238,8 +236,7 @@ async def _reconcile(rt: Runtime, view: cluster.View, obj: Obj, now: datetime) -
             auto = []
         if auto:
             await rt.step("table/auto-tags", obj.ref)
-            store = scopes.StatusRecordStore(plan.records)
-            result = await asyncio.to_thread(scopes.apply_actions, plan, auto, store, opener)
+            result = await asyncio.to_thread(table.apply, plan, auto, StatusRecordStore(plan.records))
             for r in result.results:
                 if r.status == "applied":
                     out.event("Normal", "Created", f"policy tag: {r.message}")
@@ -264,16 +261,16 @@ async def _reconcile(rt: Runtime, view: cluster.View, obj: Obj, now: datetime) -
     runs = runs + [Obj("PaimonMaintenanceRun", obj.namespace, name, f"pending-{name}", "", 0, {}, {}, {}, {},
                        False, ()) for name in sorted(created)]  # created, not in the index yet
     elsewhere = sum(1 for r in view.all("PaimonMaintenanceRun")
-                    if r.status.get("phase") not in maintenance.TERMINAL and not r.deleting
+                    if r.status.get("phase") not in schedule.TERMINAL and not r.deleting
                     and (r.namespace, (r.spec.get("tableRef") or {}).get("name")) != (obj.namespace, obj.name))
     run_now = obj.annotations.get(markers.RUN_NOW) or None
     if run_now and not _newer(obj.resource_version, rt.run_now_consumed.get(obj.uid)):
         run_now = None  # a stale body: this request was consumed already
     previous = rt.maintenance.get(obj.uid) or obj.status.get("maintenance")
-    decision = maintenance.decide(obj, spec, policy, runs, now=now, previous=previous,
-                                  run_now=run_now, active_elsewhere=elsewhere,
-                                  max_concurrent=rt.config.max_concurrent_runs, jitter=rt.config.schedule_jitter,
-                                  rng=_RNG)
+    decision = schedule.decide(obj, spec, policy, runs, now=now, previous=previous,
+                               run_now=run_now, active_elsewhere=elsewhere,
+                               max_concurrent=rt.config.max_concurrent_runs, jitter=rt.config.schedule_jitter,
+                               rng=_RNG)
     if decision.create is not None:
         name = decision.create["metadata"]["name"]
         try:
@@ -311,7 +308,7 @@ async def _reconcile(rt: Runtime, view: cluster.View, obj: Obj, now: datetime) -
         ("failed: " + ", ".join(failed_jobs)) if failed_jobs else "", generation=obj.generation, now=now)
     out.conditions = [
         conditions.condition(conditions.READY, True, Reason.RECONCILED,
-                             f"{scope.location.identifier} in {scope.location.warehouse}",
+                             f"{table.location.identifier} in {table.location.warehouse}",
                              generation=obj.generation, now=now),
         conditions.condition(conditions.SYNCED, True, Reason.RECONCILE_SUCCESS, "", generation=obj.generation,
                              now=now),
@@ -320,7 +317,7 @@ async def _reconcile(rt: Runtime, view: cluster.View, obj: Obj, now: datetime) -
     ]
     violations = sorted({c.policy for c in policy.clamped.values()} | {w.policy for w in policy.warnings})
     out.fields.update(
-        identity={"warehouse": scope.location.warehouse, "table": scope.location.identifier},
+        identity={"warehouse": table.location.warehouse, "table": table.location.identifier},
         effectivePolicy=policy.to_status(), appliedPolicies=list(policy.policies), policyViolations=violations or None,
         table=stats, maintenance=decision.maintenance, lastMaintenanceTime=decision.last_maintenance_time,
         writerTimeZone=plan.target.writer_zone, lastError=None,

@@ -4,6 +4,7 @@ conflict resolution and tenancy (operator-design.md §7.1, §8).
 
 - :class:`Obj`: one object as indexed (kind, name, metadata that matters, spec, status).
 - :class:`View`: read access to the indexes handed to every handler (``tk_*`` keyword arguments).
+- :func:`parse`: an object's validated spec, cached per uid and generation.
 - Identity of a table = (normalised warehouse URI, ``db.table``); of a tag = (table identity,
   branch, tag name); of a branch = (table identity, branch name). Two managed CRs with one
   identity: the oldest ``creationTimestamp`` wins (ties by namespace/name); the others are
@@ -12,8 +13,9 @@ conflict resolution and tenancy (operator-design.md §7.1, §8).
   namespaces its ``allowedNamespaces`` allows (by name, or by the Namespace's labels).
 
 Everything here is synchronous and pure over the view, except that namespace labels must be
-fetched beforehand (:class:`NamespaceLabels`).
+fetched beforehand (:class:`NamespaceLabels`, by the runtime's cache).
 """
+
 
 from __future__ import annotations
 
@@ -29,9 +31,9 @@ from tablekeeper.core.policy.kinds import CLUSTER_SCOPED, parse_spec
 from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, PaimonRetentionPolicySpec
 from tablekeeper.core.policy.table import PaimonTableSpec
 from tablekeeper.core.policy.tag import PaimonTagSpec
-from tablekeeper.operator import markers
-from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.errors import OperatorError
+from tablekeeper.operator.status import markers
+from tablekeeper.operator.status.conditions import Reason
+from tablekeeper.operator.status.errors import OperatorError
 
 __all__ = [
     "Obj",
@@ -39,14 +41,18 @@ __all__ = [
     "INDEX_IDS",
     "index_key",
     "parse",
-    "CatalogInfo",
-    "TableInfo",
-    "resolve_catalog",
-    "resolve_table",
-    "contest",
     "tag_name_of",
     "branch_name_of",
     "NamespaceLabels",
+    "CatalogInfo",
+    "TableInfo",
+    "catalog_needs_labels",
+    "resolve_catalog",
+    "resolve_table",
+    "contest",
+    "winners",
+    "valid_policies",
+    "valid_cluster_policies",
 ]
 
 #: Index id (the handler keyword argument) per kind.
@@ -241,7 +247,7 @@ def branch_name_of(obj: Obj, spec: PaimonBranchSpec) -> str:
     return spec.resolved_branch_name(obj.name)
 
 
-# -- tenancy ------------------------------------------------------------------------------------------
+# -- tenancy and identities ----------------------------------------------------------------------------
 
 class NamespaceLabels:
     """Labels of namespaces, fetched before resolution; ``None`` = unknown."""

@@ -2,9 +2,9 @@
 
 ``$ref``/``$defs`` inlined, ``Optional[X]`` -> ``X`` (not required, not nullable), ``Literal`` ->
 ``enum``, patterns/bounds/formats/descriptions kept, titles and ``additionalProperties: false``
-dropped, non-empty defaults kept; :mod:`tablekeeper.operator.validations` adds the CEL rules and
+dropped, non-empty defaults kept; :mod:`tablekeeper.operator.crds.validations` adds the CEL rules and
 refinements. Anything the translation cannot express raises :class:`CRDGenerationError` instead
-of producing a schema Kubernetes would reject. See :mod:`tablekeeper.operator.crds`.
+of producing a schema Kubernetes would reject. See :mod:`tablekeeper.operator.crds.generate`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from tablekeeper.core.policy.common import SpecModel
 from tablekeeper.core.policy.kinds import SPEC_MODELS
-from tablekeeper.operator import validations
+from tablekeeper.operator.crds import validations
 
 __all__ = ["CRDGenerationError", "spec_schema", "model_classes", "walk_types", "Translator", "ordered"]
 

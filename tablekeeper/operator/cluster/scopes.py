@@ -41,10 +41,20 @@ from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec
 from tablekeeper.core.policy.common import SpecModel
 from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, PaimonRetentionPolicySpec
 from tablekeeper.core.policy.tag import PaimonTagSpec
-from tablekeeper.operator import cluster
-from tablekeeper.operator.cluster import Obj
-from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.errors import Failure, OperatorError
+from tablekeeper.operator.cluster.view import (
+    NamespaceLabels,
+    Obj,
+    TableInfo,
+    View,
+    branch_name_of,
+    parse,
+    tag_name_of,
+    valid_cluster_policies,
+    valid_policies,
+    winners,
+)
+from tablekeeper.operator.status.conditions import Reason
+from tablekeeper.operator.status.errors import Failure, OperatorError
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.desired import TableTarget
 from tablekeeper.reconcile.documents import Problem
@@ -102,22 +112,22 @@ class Member:
         return f"{SOURCE} ({self.obj.ref})"
 
 
-def members(view: cluster.View, table: Obj, kind: str) -> tuple[Member, ...]:
+def members(view: View, table: Obj, kind: str) -> tuple[Member, ...]:
     """The tags or branches (``kind``) of the PaimonTable ``table``, with conflicts resolved."""
     parsed: list[tuple[Obj, PaimonTagSpec | PaimonBranchSpec | None, str | None, str, Failure | None]] = []
     for obj in view.children(kind, table.namespace, table.name):
         try:
-            parsed_spec = cluster.parse(obj)
+            parsed_spec = parse(obj)
             if isinstance(parsed_spec, PaimonTagSpec):
-                parsed.append((obj, parsed_spec, cluster.tag_name_of(obj, parsed_spec), parsed_spec.branch, None))
+                parsed.append((obj, parsed_spec, tag_name_of(obj, parsed_spec), parsed_spec.branch, None))
             else:
                 assert isinstance(parsed_spec, PaimonBranchSpec)
-                branch_name = cluster.branch_name_of(obj, parsed_spec)
+                branch_name = branch_name_of(obj, parsed_spec)
                 parsed.append((obj, parsed_spec, branch_name, branch_name, None))
         except core_errors.InvalidInputError as e:
             parsed.append((obj, None, None, layout.MAIN, Failure(Reason.INVALID_SPEC, e.message, False)))
     contenders = [(o, n, b) for o, s, n, b, f in parsed if f is None and not o.unmanaged]
-    won = cluster.winners((o for o, _, _ in contenders),
+    won = winners((o for o, _, _ in contenders),
                           lambda o: next(((b, n) if kind == "PaimonTag" else n
                                           for c, n, b in contenders if c.uid == o.uid), None))
     out = []
@@ -133,9 +143,9 @@ def members(view: cluster.View, table: Obj, kind: str) -> tuple[Member, ...]:
 class Scope:
     """One PaimonTable, its catalog connection, tags, branches and candidate policies."""
 
-    table: cluster.TableInfo
+    table: TableInfo
     options: Mapping[str, str]
-    labels: cluster.NamespaceLabels
+    labels: NamespaceLabels
     tags: tuple[Member, ...]
     branches: tuple[Member, ...]
     policies: tuple[tuple[Obj, PaimonRetentionPolicySpec], ...]
@@ -155,12 +165,12 @@ class Scope:
         return next((m for m in (*self.tags, *self.branches) if m.obj.uid == uid), None)
 
 
-def gather(view: cluster.View, table: cluster.TableInfo, options: Mapping[str, str],
-           labels: cluster.NamespaceLabels, *, default_deletion_policy: str = "Delete") -> Scope:
+def gather(view: View, table: TableInfo, options: Mapping[str, str],
+           labels: NamespaceLabels, *, default_deletion_policy: str = "Delete") -> Scope:
     """The scope of a resolved table."""
     return Scope(table, dict(options), labels, members(view, table.obj, "PaimonTag"),
-                 members(view, table.obj, "PaimonBranch"), tuple(cluster.valid_policies(view, table.obj.namespace)),
-                 tuple(cluster.valid_cluster_policies(view)), default_deletion_policy)
+                 members(view, table.obj, "PaimonBranch"), tuple(valid_policies(view, table.obj.namespace)),
+                 tuple(valid_cluster_policies(view)), default_deletion_policy)
 
 
 # -- records in status ------------------------------------------------------------------------------

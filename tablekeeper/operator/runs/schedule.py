@@ -32,9 +32,9 @@ from tablekeeper.core import timestamps
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.core.policy.schedule import Schedule
 from tablekeeper.core.policy.table import PaimonTableSpec
-from tablekeeper.operator import markers
-from tablekeeper.operator.cluster import Obj
-from tablekeeper.operator.status import Event
+from tablekeeper.operator.cluster.view import Obj
+from tablekeeper.operator.status import markers
+from tablekeeper.operator.status.outcome import Event
 from tablekeeper.reconcile import enabled_jobs, schedules
 
 __all__ = ["Job", "JOBS", "RUN_TYPES", "TERMINAL", "Decision", "decide", "run_body", "run_name", "enabled",
@@ -105,8 +105,8 @@ def run_name(table: Obj, job: Job, rng: random.Random) -> str:
 
 def is_operator_run(run: Obj) -> bool:
     """A run the operator created (scheduled or run-now): the only ones it prunes."""
-    return run.labels.get(markers.MANAGED_BY_LABEL) == "tablekeeper" and \
-        run.labels.get(markers.TRIGGER_LABEL) in ("Schedule", "Manual")
+    return (run.labels.get(markers.MANAGED_BY_LABEL) == "tablekeeper"
+            and run.labels.get(markers.TRIGGER_LABEL) in ("Schedule", "Manual"))
 
 
 def run_body(table: Obj, spec: PaimonTableSpec, job: Job, name: str, trigger: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ kind's ``spec`` schema is the model's pydantic JSON schema translated into a Kub
   ``additionalProperties`` (key syntax is then checked by the model only);
 - defaults are kept when they are non-empty (``branch: main``, ``backoffLimit: 6``), so the API
   server fills in exactly what the model would;
-- :mod:`tablekeeper.operator.validations` adds CEL rules (one-of, ranges, names, immutability)
+- :mod:`tablekeeper.operator.crds.validations` adds CEL rules (one-of, ranges, names, immutability)
   and refinements (``maxLength`` for the CEL cost budget, list types, zone pattern).
 
 Anything the translation cannot express (a union, an unknown keyword) raises
@@ -24,10 +24,10 @@ Every kind gets the status subresource (``status`` preserves unknown fields but 
 ``observedGeneration`` and ``metav1.Condition``-shaped ``conditions``), printer columns including
 ``Ready`` and ``Age``, short names and the categories ``tablekeeper`` and ``paimon``.
 
-Modules: :mod:`tablekeeper.operator.crd_kinds` (the kinds and their CRD documents),
-:mod:`tablekeeper.operator.crd_schema` (the schema translation),
-:mod:`tablekeeper.operator.crd_reference` (the reference page); this module writes and checks the
-files.
+Modules: :mod:`tablekeeper.operator.crds.kinds` (the kinds and their CRD documents),
+:mod:`tablekeeper.operator.crds.schema` (the schema translation),
+:mod:`tablekeeper.operator.crds.reference` (the reference page); this module writes and checks the
+files (``python -m tablekeeper.operator.crds`` runs :func:`main`).
 
 Command line (the CRDs in ``crds/`` and ``charts/tablekeeper/crds/`` and the reference page
 ``docs/crd-reference.md`` are generated and checked in)::
@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from tablekeeper.core.policy.kinds import API_GROUP
-from tablekeeper.operator.crd_kinds import GENERATOR_COMMAND, build_crds, crd_filename, render_crd
-from tablekeeper.operator.crd_reference import render_reference
-from tablekeeper.operator.crd_schema import CRDGenerationError
+from tablekeeper.operator.crds.kinds import GENERATOR_COMMAND, build_crds, crd_filename, render_crd
+from tablekeeper.operator.crds.reference import render_reference
+from tablekeeper.operator.crds.schema import CRDGenerationError
 
 __all__ = ["write_outputs", "main"]
 
@@ -132,6 +132,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {line}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """The CRD reference page (``docs/crd-reference.md``): every field of every kind with its type,
 default, checks and description, and the CEL rules, rendered from the generated CRDs.
-See :mod:`tablekeeper.operator.crds`.
+See :mod:`tablekeeper.operator.crds.generate`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from tablekeeper.operator import validations
-from tablekeeper.operator.crd_kinds import GENERATOR_COMMAND
+from tablekeeper.operator.crds import validations
+from tablekeeper.operator.crds.kinds import GENERATOR_COMMAND
 
 __all__ = ["render_reference"]
 

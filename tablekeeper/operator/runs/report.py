@@ -1,8 +1,8 @@
 """What a maintenance run did, whichever engine ran it, and its one rendering as ``status.result``.
 
-An in-process run (:mod:`tablekeeper.operator.run_engines`), a branch verb
-(:mod:`tablekeeper.operator.verbs`) and a Spark run (its result artifact, read by
-:mod:`tablekeeper.operator.sparkruns`) each fill a :class:`RunReport`; :meth:`RunReport.to_status`
+An in-process run (:mod:`tablekeeper.operator.runs.engines`), a branch verb
+(:mod:`tablekeeper.operator.runs.verbs`) and a Spark run (its result artifact, read by
+:mod:`tablekeeper.operator.runs.spark`) each fill a :class:`RunReport`; :meth:`RunReport.to_status`
 is the only code that writes the ``status.result`` keys (and the table's ``lastResult``), and the
 metrics read the typed fields, never the rendered dict. Fields an engine does not know stay None
 and are left out of the status.

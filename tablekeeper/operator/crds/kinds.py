@@ -1,6 +1,6 @@
 """The tablekeeper kinds as CustomResourceDefinitions: names, scope, printer columns, status
 schema, and the assembled CRD document of each kind (its ``spec`` schema from
-:mod:`tablekeeper.operator.crd_schema`). See :mod:`tablekeeper.operator.crds`.
+:mod:`tablekeeper.operator.crds.schema`). See :mod:`tablekeeper.operator.crds.generate`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import yaml
 
 from tablekeeper.core.policy.common import SpecModel
 from tablekeeper.core.policy.kinds import API_GROUP, API_VERSION, CLUSTER_SCOPED, SPEC_MODELS
-from tablekeeper.operator import validations
-from tablekeeper.operator.crd_schema import CRDGenerationError, ordered, spec_schema
+from tablekeeper.operator.crds import validations
+from tablekeeper.operator.crds.schema import CRDGenerationError, ordered, spec_schema
 
 __all__ = ["Column", "KindInfo", "KINDS", "CATEGORIES", "GENERATOR_COMMAND", "CONDITION_SCHEMA", "STATUS_FIELDS",
            "build_crd", "build_crds", "crd_filename", "render_crd"]

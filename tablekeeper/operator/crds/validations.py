@@ -1,5 +1,5 @@
 """What the CRDs check beyond the pydantic JSON schema: CEL ``x-kubernetes-validations`` rules and
-schema refinements, keyed by model class and field so that :mod:`tablekeeper.operator.crds` can
+schema refinements, keyed by model class and field so that :mod:`tablekeeper.operator.crds.schema` can
 attach them wherever a model appears.
 
 The pydantic JSON schema carries types, enums, patterns and bounds, but not the model and field

@@ -19,11 +19,11 @@ from __future__ import annotations
 from tablekeeper.core import branches
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy.branch import PaimonBranchSpec
-from tablekeeper.operator import scopes
-from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.errors import classify
-from tablekeeper.operator.run_report import RunReport
-from tablekeeper.operator.run_types import RunRequest, RunResult
+from tablekeeper.operator.cluster import scopes
+from tablekeeper.operator.runs.report import RunReport
+from tablekeeper.operator.runs.request import RunRequest, RunResult
+from tablekeeper.operator.status.conditions import Reason
+from tablekeeper.operator.status.errors import classify
 
 __all__ = ["VERB_TYPES", "run_verb"]
 
