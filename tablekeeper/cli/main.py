@@ -835,6 +835,12 @@ def operator(namespaces: tuple[str, ...], liveness: str, metrics_port: int) -> N
     operator_main.run(namespaces=namespaces, liveness_endpoint=liveness or None, metrics_port=metrics_port)
 
 
+# ------------------------------------------------------------------- commands in modules
+from tablekeeper.cli import recovery as _recovery  # noqa: E402  (they import the helpers above)
+
+cli.add_command(_recovery.rollback_cmd)
+
+
 def _wants_json(argv: list[str]) -> bool:
     """Whether the command line asks for ``--output json`` (also when it fails to parse)."""
     for i, arg in enumerate(argv):

@@ -1,0 +1,76 @@
+"""Bad-day commands: ``rollback`` (restore an earlier snapshot or tag as the latest one).
+
+Decisions live in ``tablekeeper.core.recovery``; this module parses, runs and renders."""
+
+from __future__ import annotations
+
+import click
+
+from tablekeeper.cli import results
+from tablekeeper.cli.main import _common, _emit, _maintains, _nothing_deleted, _open, _timestamp_ms
+from tablekeeper.core.paimon import layout
+
+__all__ = ["rollback_cmd"]
+
+
+@click.command("rollback")
+@click.argument("table")
+@click.option("--to-snapshot", type=int, metavar="N", help="Restore snapshot N (or the tag that keeps it).")
+@click.option("--to-tag", metavar="TAG", help="Restore the snapshot tag TAG points at.")
+@click.option("--to-timestamp", metavar="TIME",
+              help="Restore the latest snapshot committed at or before TIME (epoch ms or ISO-8601).")
+@click.option("--keep-as-tag", metavar="NAME", help="Tag the current latest snapshot NAME before rolling back.")
+@click.option("--branch", "-b", default=layout.MAIN, show_default=True, help="Branch to roll back.")
+@click.option("--dry-run", is_flag=True, help="Show what would be written, write nothing.")
+@_common
+@_maintains("rollback")
+def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_timestamp: str | None,
+                 keep_as_tag: str | None, branch: str, dry_run: bool, warehouse: str | None,
+                 options: tuple[str, ...], output: str) -> None:
+    """Make an earlier snapshot or tag of TABLE the latest one again, deleting nothing.
+
+    A new snapshot is committed whose content equals the target's (Paimon's
+    rollback_to_as_latest): readers at LATEST read the target, every later snapshot and tag
+    stays readable and expires by the usual rules. A tag 'rollback-to-as-latest-<target>-<latest>'
+    keeps the target's files; delete it once the rolled-back history is no longer needed.
+
+    \b
+    Examples:
+      tablekeeper rollback -w /data/wh sales.orders --to-tag nightly --keep-as-tag before-rollback
+      tablekeeper rollback -w /data/wh sales.orders --to-timestamp 2026-01-31T23:00:00Z --dry-run
+    """
+    from tablekeeper.core.recovery import rollback
+
+    request = rollback.RollbackRequest(snapshot_id=to_snapshot, tag=to_tag,
+                                       timestamp_ms=_timestamp_ms(to_timestamp) if to_timestamp else None,
+                                       keep_as_tag=keep_as_tag)
+    t = _open(table, warehouse, options, branch)
+    done = rollback.rollback(t, request, dry_run=dry_run)
+    plan = done.plan
+    action = ("would-" if dry_run else "") + ("roll-back" if plan.action == "roll-back" else "unchanged")
+    if dry_run and plan.action == "unchanged":
+        action = "unchanged"
+    writes = list(done.written) if not dry_run else (
+        [t.tag_path(n) for n in plan.tags_to_create] + ([] if plan.action == "unchanged" else [
+            f"{t.root}/manifest/{plan.base_manifest_list}", f"{t.root}/manifest/{plan.delta_manifest_list}",
+            t.snapshot_path(plan.new_snapshot_id)]))
+    notes = [f"tag {name!r} at snapshot {sid}" + (" (created)" if name in done.tags_created else "")
+             for name, sid in plan.tags_to_create.items()]
+    payload = results.document(
+        "rollback", t.identifier, branch, dry_run=dry_run, action=action, writes=writes, notes=notes,
+        result=None if dry_run else _nothing_deleted(writes), target=plan.target_source,
+        target_snapshot_id=plan.target_id, previous_snapshot_id=plan.previous_latest_id,
+        current_snapshot_id=plan.new_snapshot_id, tags=dict(plan.tags_to_create))
+
+    def text() -> None:
+        if plan.action == "unchanged":
+            click.echo(f"unchanged: the latest snapshot {plan.new_snapshot_id} of {t.identifier} already reads "
+                       f"{plan.target_source} (snapshot {plan.target_id})")
+            return
+        verb = "would restore" if dry_run else "restored"
+        click.echo(f"{verb} {plan.target_source} (snapshot {plan.target_id}) of {t.identifier} as snapshot "
+                   f"{plan.new_snapshot_id}; snapshot {plan.previous_latest_id} and everything before stay")
+        for name, sid in plan.tags_to_create.items():
+            click.echo(f"  {'would tag' if dry_run else 'tagged'} snapshot {sid} as {name!r}")
+
+    _emit(output, payload, text)

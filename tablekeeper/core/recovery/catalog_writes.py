@@ -1,0 +1,45 @@
+"""The catalog-owned writes of recovery: committing a snapshot, moving LATEST, creating a tag.
+
+One function per operation and nothing else writes these files for recovery, so a catalog that
+owns commits (a REST catalog) can take each operation over in one place. Today every one goes
+to the table's storage, create-if-absent where Paimon's own writers are."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from tablekeeper.core import errors, hint_writes, tags
+from tablekeeper.core.paimon import hints, layout
+from tablekeeper.core.paimon.snapshot import Snapshot
+from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.storage import join
+
+__all__ = ["commit_snapshot", "advance_latest", "create_tag"]
+
+
+def commit_snapshot(table: Table, snapshot: Snapshot) -> None:
+    """Publish ``snapshot`` as ``snapshot-<id>`` of ``table``'s branch (create-if-absent).
+
+    Raises:
+        ConcurrentModificationError: another writer committed that id first.
+    """
+    try:
+        table.file_io.write_new(table.snapshot_path(snapshot.id), snapshot.to_json())
+    except FileExistsError:
+        raise errors.ConcurrentModificationError(
+            f"snapshot {snapshot.id} of {table.identifier} was committed by another writer meanwhile",
+            fix="rerun the same command: it plans again from the new latest snapshot") from None
+
+
+def advance_latest(table: Table, snapshot_id: int) -> None:
+    """Point the branch's LATEST hint at ``snapshot_id`` (never backwards: core/hint_writes.py)."""
+    hint_writes.write_hint(table.file_io, join(table.dir(layout.SNAPSHOT_DIR), hints.LATEST), snapshot_id)
+
+
+def create_tag(table: Table, name: str, snapshot_id: int, *, time_retained: timedelta | None = None) -> str:
+    """Create tag ``name`` at ``snapshot_id`` (idempotent); returns ``created`` or ``unchanged``.
+
+    Raises:
+        TagConflictError: the tag exists at another snapshot.
+    """
+    return tags.create_tag(table, name, snapshot_id=snapshot_id, time_retained=time_retained).action
