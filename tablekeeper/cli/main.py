@@ -836,9 +836,16 @@ def operator(namespaces: tuple[str, ...], liveness: str, metrics_port: int) -> N
 
 
 # ------------------------------------------------------------------- commands in modules
-from tablekeeper.cli import recovery as _recovery  # noqa: E402  (they import the helpers above)
+def _register_command_modules() -> None:
+    """The commands defined in their own modules (they import the helpers above)."""
+    from tablekeeper.cli import consumers, recovery
 
-cli.add_command(_recovery.rollback_cmd)
+    cli.add_command(recovery.rollback_cmd)
+    cli.add_command(consumers.consumer_group)
+
+
+if __name__ != "__main__":  # (run as a script, the module imported below registers them)
+    _register_command_modules()
 
 
 def _wants_json(argv: list[str]) -> bool:
@@ -893,4 +900,6 @@ def entry() -> None:
 
 
 if __name__ == "__main__":  # (an ordinary exit: profilers such as ``python -m cProfile`` write on return)
-    sys.exit(main())
+    from tablekeeper.cli.main import main as _main  # the module the command modules registered on
+
+    sys.exit(_main())

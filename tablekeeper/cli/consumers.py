@@ -1,0 +1,106 @@
+"""``tablekeeper consumer list | expire | clear | reset``: the consumer ids that hold history back.
+
+Decisions live in ``tablekeeper.core.consumers``; this module parses, runs and renders."""
+
+from __future__ import annotations
+
+import click
+
+from tablekeeper.cli import render
+from tablekeeper.cli.main import _common, _duration, _emit, _maintains, _now_ms, _open, _run_plan
+from tablekeeper.core.paimon import layout
+
+__all__ = ["consumer_group"]
+
+_BRANCH = click.option("--branch", "-b", default=layout.MAIN, show_default=True, help="Branch of the consumers.")
+
+
+@click.group("consumer")
+def consumer_group() -> None:
+    """List, expire, clear and reset consumers (the streaming readers' positions).
+
+    Expiration keeps every snapshot from a consumer's next snapshot on: a consumer id left
+    behind by a stopped job keeps all later history alive until it is expired or cleared."""
+
+
+@consumer_group.command("list")
+@click.argument("table")
+@_BRANCH
+@click.option("--older-than", metavar="DURATION",
+              help="Mark consumers not updated for this long as expired (default: consumer.expiration-time).")
+@click.option("--now", hidden=True)
+@_common
+def consumer_list(table: str, branch: str, older_than: str | None, now: str | None, warehouse: str | None,
+                  options: tuple[str, ...], output: str) -> None:
+    """List the consumers of TABLE: next snapshot, last update, snapshots held."""
+    from tablekeeper.core import durations
+    from tablekeeper.core.consumers import listing, planning
+
+    t = _open(table, warehouse, options, branch)
+    given = _duration(older_than, "--older-than")
+    setting = t.options().get(planning.EXPIRATION_OPTION)
+    expire_after = given if given is not None else (
+        durations.parse_duration(setting, field=planning.EXPIRATION_OPTION) if setting else None)
+    rows = [r.as_dict() for r in listing.list_consumers(t, _now_ms(now), expire_after)]
+    _emit(output, rows, lambda: render.rows(rows, "no consumers"))
+
+
+@consumer_group.command("expire")
+@click.argument("table")
+@_BRANCH
+@click.option("--older-than", metavar="DURATION",
+              help="Delete consumers not updated for this long (default: the table's consumer.expiration-time).")
+@click.option("--now", hidden=True)
+@click.option("--dry-run", is_flag=True, help="Show which consumers would be deleted.")
+@_common
+@_maintains("consumer expire")
+def consumer_expire(table: str, branch: str, older_than: str | None, now: str | None, dry_run: bool,
+                    warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Delete the consumers of TABLE not updated within the expiration time (Paimon's
+    consumer.expiration-time); the next 'expire' reclaims the snapshots they held."""
+    from tablekeeper.core.consumers import listing, planning
+
+    t = _open(table, warehouse, options, branch)
+    expire_after = planning.expiration_of(t.options(), _duration(older_than, "--older-than"))
+    rows = listing.list_consumers(t, _now_ms(now), expire_after)
+    _run_plan(planning.plan_expire(t, rows, expire_after), t, dry_run, output, None,
+              action="would-expire" if dry_run else "expired")
+
+
+@consumer_group.command("clear")
+@click.argument("table")
+@_BRANCH
+@click.option("--including", metavar="REGEX", help="Consumer ids to clear (whole-id match; default: all).")
+@click.option("--excluding", metavar="REGEX", help="Consumer ids to keep among those included.")
+@click.option("--dry-run", is_flag=True, help="Show which consumers would be deleted.")
+@_common
+@_maintains("consumer clear")
+def consumer_clear(table: str, branch: str, including: str | None, excluding: str | None, dry_run: bool,
+                   warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Delete consumers of TABLE by id pattern (Paimon's clear_consumers)."""
+    from tablekeeper.core.consumers import listing, planning
+
+    t = _open(table, warehouse, options, branch)
+    rows = listing.list_consumers(t, _now_ms(None), None)
+    _run_plan(planning.plan_clear(t, rows, including, excluding), t, dry_run, output, None,
+              action="would-clear" if dry_run else "cleared")
+
+
+@consumer_group.command("reset")
+@click.argument("table")
+@click.argument("consumer_id")
+@_BRANCH
+@click.option("--next-snapshot", type=int, metavar="N",
+              help="The snapshot the consumer reads next (must exist); without it the consumer is deleted.")
+@click.option("--dry-run", is_flag=True, help="Show what would be written or deleted.")
+@_common
+@_maintains("consumer reset")
+def consumer_reset(table: str, consumer_id: str, branch: str, next_snapshot: int | None, dry_run: bool,
+                   warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Move CONSUMER_ID of TABLE to snapshot N, or delete it (Paimon's reset_consumer).
+    Stop the job that uses it first: a running job writes its own position back."""
+    from tablekeeper.core.consumers import planning
+
+    t = _open(table, warehouse, options, branch)
+    _run_plan(planning.plan_reset(t, consumer_id, next_snapshot), t, dry_run, output, None,
+              action="would-reset" if dry_run else "reset")
