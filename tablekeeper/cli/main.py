@@ -841,6 +841,7 @@ def _register_command_modules() -> None:
     from tablekeeper.cli import consumers, recovery
 
     cli.add_command(recovery.rollback_cmd)
+    cli.add_command(recovery.check_cmd)
     cli.add_command(consumers.consumer_group)
 
 

@@ -10,7 +10,7 @@ from tablekeeper.cli import results
 from tablekeeper.cli.main import _common, _emit, _maintains, _nothing_deleted, _open, _timestamp_ms
 from tablekeeper.core.paimon import layout
 
-__all__ = ["rollback_cmd"]
+__all__ = ["rollback_cmd", "check_cmd"]
 
 
 @click.command("rollback")
@@ -74,3 +74,35 @@ def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_tim
             click.echo(f"  {'would tag' if dry_run else 'tagged'} snapshot {sid} as {name!r}")
 
     _emit(output, payload, text)
+
+
+@click.command("check")
+@click.argument("table")
+@_common
+def check_cmd(table: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Check that every retained snapshot, tag, branch and changelog of TABLE still has its files.
+
+    Reads every view's manifests and checks its data, changelog, index (deletion vectors),
+    statistics and manifest files exist with the sizes the metadata records. Exit code 1
+    when a view is broken (the report names the view and the files); nothing is changed."""
+    from tablekeeper.core.recovery import check
+
+    t = _open(table, warehouse, options)
+    report = check.check_table(t)
+
+    def text() -> None:
+        state = "ok" if report.ok else f"BROKEN: {len(report.broken_views)} view(s)"
+        click.echo(f"{t.identifier}: {state} ({report.views_checked} views, {report.files_checked} files checked)")
+        for p in report.problems:
+            what = "missing" if p.actual_size is None else f"size {p.actual_size}, expected {p.expected_size}"
+            shown = ", ".join(p.views[:5]) + (f" and {len(p.views) - 5} more" if len(p.views) > 5 else "")
+            click.echo(f"  {p.kind} {p.path}: {what} (needed by {shown})")
+        if report.ignored:
+            click.echo(f"  {len(report.ignored)} reference(s) gone by design (Paimon lets them dangle) were not counted")
+
+    _emit(output, report.as_dict(), text)
+    if not report.ok:
+        from tablekeeper.cli.main import _print_pending
+
+        _print_pending()
+        click.get_current_context().exit(1)
