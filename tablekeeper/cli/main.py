@@ -842,6 +842,7 @@ def _register_command_modules() -> None:
 
     cli.add_command(recovery.rollback_cmd)
     cli.add_command(recovery.check_cmd)
+    cli.add_command(recovery.explain_cmd)
     cli.add_command(consumers.consumer_group)
 
 

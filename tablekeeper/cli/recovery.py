@@ -10,7 +10,7 @@ from tablekeeper.cli import results
 from tablekeeper.cli.main import _common, _emit, _maintains, _nothing_deleted, _open, _timestamp_ms
 from tablekeeper.core.paimon import layout
 
-__all__ = ["rollback_cmd", "check_cmd"]
+__all__ = ["rollback_cmd", "check_cmd", "explain_cmd"]
 
 
 @click.command("rollback")
@@ -106,3 +106,32 @@ def check_cmd(table: str, warehouse: str | None, options: tuple[str, ...], outpu
 
         _print_pending()
         click.get_current_context().exit(1)
+
+
+@click.command("explain")
+@click.argument("table")
+@click.option("--now", hidden=True)
+@_common
+def explain_cmd(table: str, now: str | None, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Show what keeps TABLE's history: for main and every branch, what holds the oldest retained
+    snapshot and how many snapshots each pin alone keeps.
+
+    Snapshot pins: snapshot.num-retained.min, snapshot.time-retained, snapshot.expire.limit and
+    consumers; file pins: tags, branches created from it and kept changelogs. The counts come from
+    expiration's own rule with that one pin removed: what 'tablekeeper expire' would then remove."""
+    from tablekeeper.cli.main import _now_ms
+    from tablekeeper.core.pins import explain
+
+    t = _open(table, warehouse, options)
+    branches = explain.explain_table(t, _now_ms(now))
+
+    def text() -> None:
+        for b in branches:
+            click.echo(f"{t.identifier} branch {b.branch}: snapshots {b.earliest}..{b.latest}, "
+                       f"{b.expirable_now} expirable now; oldest retained {b.oldest_retained}, held by {b.held_by}")
+            for p in b.pins:
+                mark = "*" if p.holds_oldest else "-"
+                held = f", holds {p.snapshots_held} snapshot(s)" if p.snapshots_held else ""
+                click.echo(f"  {mark} {p.kind} {p.name}{held}: {p.detail}")
+
+    _emit(output, {"table": t.identifier, "branches": [b.as_dict() for b in branches]}, text)
