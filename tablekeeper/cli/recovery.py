@@ -68,7 +68,9 @@ def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_tim
                        f"{plan.target_source} (snapshot {plan.target_id})")
             return
         verb = "would restore" if dry_run else "restored"
-        click.echo(f"{verb} {plan.target_source} (snapshot {plan.target_id}) of {t.identifier} as snapshot "
+        target = plan.target_source if plan.target_source.startswith("snapshot ") else \
+            f"{plan.target_source} (snapshot {plan.target_id})"
+        click.echo(f"{verb} {target} of {t.identifier} as snapshot "
                    f"{plan.new_snapshot_id}; snapshot {plan.previous_latest_id} and everything before stay")
         for name, sid in plan.tags_to_create.items():
             click.echo(f"  {'would tag' if dry_run else 'tagged'} snapshot {sid} as {name!r}")
