@@ -4,6 +4,9 @@ Decisions live in ``tablekeeper.core.consumers``; this module parses, runs and r
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from tablekeeper.cli import render
@@ -13,6 +16,15 @@ from tablekeeper.core.paimon import layout
 __all__ = ["consumer_group"]
 
 _BRANCH = click.option("--branch", "-b", default=layout.MAIN, show_default=True, help="Branch of the consumers.")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _age_options(help_text: str) -> Callable[[F], F]:
+    """--older-than (what counts as not updated) and the hidden --now."""
+    def decorate(func: F) -> F:
+        func = click.option("--now", hidden=True)(func)
+        return click.option("--older-than", metavar="DURATION", help=help_text)(func)
+    return decorate
 
 
 @click.group("consumer")
@@ -26,9 +38,7 @@ def consumer_group() -> None:
 @consumer_group.command("list")
 @click.argument("table")
 @_BRANCH
-@click.option("--older-than", metavar="DURATION",
-              help="Mark consumers not updated for this long as expired (default: consumer.expiration-time).")
-@click.option("--now", hidden=True)
+@_age_options("Mark consumers not updated for this long as expired (default: consumer.expiration-time).")
 @_common
 def consumer_list(table: str, branch: str, older_than: str | None, now: str | None, warehouse: str | None,
                   options: tuple[str, ...], output: str) -> None:
@@ -48,9 +58,7 @@ def consumer_list(table: str, branch: str, older_than: str | None, now: str | No
 @consumer_group.command("expire")
 @click.argument("table")
 @_BRANCH
-@click.option("--older-than", metavar="DURATION",
-              help="Delete consumers not updated for this long (default: the table's consumer.expiration-time).")
-@click.option("--now", hidden=True)
+@_age_options("Delete consumers not updated for this long (default: the table's consumer.expiration-time).")
 @click.option("--dry-run", is_flag=True, help="Show which consumers would be deleted.")
 @_common
 @_maintains("consumer expire")

@@ -4,31 +4,19 @@ expires by its file's modification time, and the next ``expire`` reclaims them."
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tablekeeper.cli.main import main
 from tablekeeper.core.paimon.table import open_table
+from tests.recovery.cli import ok, run
 from tests.support import paimon as P
 
 T = "db.orders"
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def ok(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
-    code, out, err = run(capsys, *args, "-o", "json")
-    assert code == 0, err + out
-    return json.loads(out)
 
 
 def _age(wh: str, consumer: str, days: float) -> None:

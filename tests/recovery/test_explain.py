@@ -3,24 +3,17 @@ and each pin's count equals what ``expire`` then removes once that pin is gone."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tablekeeper.cli.main import main
 from tablekeeper.core.paimon.table import open_table
+from tests.recovery.cli import ok
 from tests.support import paimon as P
 
 T = "db.orders"
 
-
-def ok(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
-    code = main([*args, "-o", "json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err + out
-    return json.loads(out)
 
 
 def test_consumer_pin_counts_what_expire_then_removes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

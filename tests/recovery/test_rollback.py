@@ -5,17 +5,16 @@ ends in the same state; a pypaimon commit and our expiration work after it."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tablekeeper.cli.main import main
 from tablekeeper.core import seams
 from tablekeeper.core.paimon.table import open_table
+from tests.recovery.cli import ok, run
 from tests.support import paimon as P
 
 T = "db.orders"
@@ -27,17 +26,6 @@ def wh(tmp_path: Path) -> str:
     return str(tmp_path)
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def ok(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    code, out, err = run(capsys, *args, "-o", "json")
-    assert code == 0, err + out
-    doc: dict[str, Any] = json.loads(out)
-    return doc
 
 
 def files(wh: str) -> set[str]:
