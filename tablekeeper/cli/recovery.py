@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from tablekeeper.cli import results
+from tablekeeper.cli import render, results
 from tablekeeper.cli.main import _common, _emit, _maintains, _nothing_deleted, _open, _timestamp_ms
 from tablekeeper.core.paimon import layout
 
@@ -134,6 +134,8 @@ def explain_cmd(table: str, now: str | None, warehouse: str | None, options: tup
             for p in b.pins:
                 mark = "*" if p.holds_oldest else "-"
                 held = f", holds {p.snapshots_held} snapshot(s)" if p.snapshots_held else ""
+                if p.bytes_held:
+                    held += f", {render.human_bytes(p.bytes_held)} reclaimable without it"
                 click.echo(f"  {mark} {p.kind} {p.name}{held}: {p.detail}")
 
     _emit(output, {"table": t.identifier, "branches": [b.as_dict() for b in branches]}, text)

@@ -36,9 +36,13 @@ def test_consumer_pin_counts_what_expire_then_removes(tmp_path: Path, capsys: py
     ok(capsys, "consumer", "clear", "-w", wh, T, "--including", "stopped")
     doc = ok(capsys, "expire", "-w", wh, T)
     assert doc["files"]["snapshot"] == consumer["snapshots_held"]
+    assert doc["total_bytes"] == consumer["bytes_held"] > 0  # explain's bytes: what expire then deleted
     assert open_table(wh, T).snapshot_ids() == [12]
     [after, _dev] = ok(capsys, "explain", "-w", wh, T)["branches"]
     assert after["expirable_now"] == 0 and after["held_by"] == "snapshot.num-retained.min=1"
+    tag = next(p for p in after["pins"] if p["kind"] == "tag")
+    doc = ok(capsys, "tag", "delete", "-w", wh, T, "t2", "--force")  # (dev was created from it)
+    assert doc["total_bytes"] - doc["bytes"].get("tag", 0) == tag["bytes_held"]
 
 
 def test_retain_min_and_time_pins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

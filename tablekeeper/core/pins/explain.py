@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from tablekeeper.core import expire, fork_points, retention_settings
+from tablekeeper.core import expire, fork_points, retention_settings, tags
 from tablekeeper.core.paimon import layout
 from tablekeeper.core.paimon.consumer import Consumer
 from tablekeeper.core.paimon.table import Table
@@ -33,6 +33,10 @@ class Pin:
     #: This pin is where expiration's range stops now.
     holds_oldest: bool = False
     detail: str = ""
+    #: Bytes the next ``expire`` (snapshot pins) or a deletion of the tag (tags) would reclaim
+    #: if only this pin were gone: the difference of expiration's own plans, or the tag
+    #: deletion's plan. None where it is not computed (fork points, changelogs).
+    bytes_held: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -72,6 +76,13 @@ def _end(r: expire.ExpireRange) -> int | None:
     return max(r.earliest, r.end_exclusive)
 
 
+def _plan_bytes(table: Table, config: expire.ExpireConfig, now_ms: int) -> int:
+    """What expiration's own plan would delete, in bytes (sized as a dry run sizes it)."""
+    from tablekeeper.core import execution
+
+    return int(execution.sized(expire.plan_expire(table, config, now_ms), table.file_io).summary()["total_bytes"])
+
+
 def explain_branch(table: Table, now_ms: int) -> BranchPins:
     """The pins of ``table``'s branch (reads only)."""
     options = table.options()
@@ -85,6 +96,13 @@ def explain_branch(table: Table, now_ms: int) -> BranchPins:
         return 0 if end is None or oldest is None else max(0, end - oldest)
 
     pins: list[Pin] = []
+    base_bytes: list[int] = []
+
+    def bytes_without(other_table: Table, other_config: expire.ExpireConfig) -> int:
+        if not base_bytes:
+            base_bytes.append(_plan_bytes(table, config, now_ms))
+        return max(0, _plan_bytes(other_table, other_config, now_ms) - base_bytes[0])
+
     for kind, name, changed in (
             ("retain-min", f"snapshot.num-retained.min={config.retain_min}", dataclasses.replace(config, retain_min=1)),
             ("time-retained", f"snapshot.time-retained={config.time_retained}",
@@ -93,15 +111,19 @@ def explain_branch(table: Table, now_ms: int) -> BranchPins:
              dataclasses.replace(config, expire_limit=retention_settings.INT_MAX))):
         n = held(expire.compute_range(table, changed, now_ms))
         if n:
-            pins.append(Pin(kind, name, None, n, detail="a table option (or its default)"))
+            pins.append(Pin(kind, name, None, n, detail="a table option (or its default)",
+                            bytes_held=bytes_without(table, changed)))
     for c in table.consumers():
         without = _WithoutConsumer(table.file_io, table.root, table.branch, table.identifier, c.consumer_id)
-        pins.append(Pin("consumer", c.consumer_id, c.next_snapshot, held(expire.compute_range(without, config, now_ms)),
-                        detail=f"next snapshot {c.next_snapshot}"))
+        n = held(expire.compute_range(without, config, now_ms))
+        pins.append(Pin("consumer", c.consumer_id, c.next_snapshot, n, detail=f"next snapshot {c.next_snapshot}",
+                        bytes_held=bytes_without(without, config) if n else 0))
     snapshot_ids = set(table.snapshot_ids())
     for tag in table.tags():
         state = "its snapshot exists" if tag.snapshot_id in snapshot_ids else "its snapshot expired: the tag keeps its files"
-        pins.append(Pin("tag", tag.name, tag.snapshot_id, 0, detail=state))
+        summary = tags.plan_delete_tag(table, tag.name, force=True).summary()
+        pins.append(Pin("tag", tag.name, tag.snapshot_id, 0, detail=state,
+                        bytes_held=int(summary["total_bytes"]) - int(summary["bytes"].get("tag", 0))))
     if table.branch == layout.MAIN:
         for point in fork_points.fork_points(table):
             if point.snapshot_id is not None:
