@@ -4,11 +4,16 @@ Decisions live in ``tablekeeper.core.recovery``; this module parses, runs and re
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from tablekeeper.cli import render, results
-from tablekeeper.cli.main import _common, _emit, _maintains, _nothing_deleted, _open, _timestamp_ms
+from tablekeeper.cli.main import _common, _emit, _maintains, _nothing_deleted, _open, _report, _timestamp_ms
 from tablekeeper.core.paimon import layout
+
+if TYPE_CHECKING:
+    from tablekeeper.core.paimon.table import Table
 
 __all__ = ["rollback_cmd", "check_cmd", "explain_cmd"]
 
@@ -20,12 +25,15 @@ __all__ = ["rollback_cmd", "check_cmd", "explain_cmd"]
 @click.option("--to-timestamp", metavar="TIME",
               help="Restore the latest snapshot committed at or before TIME (epoch ms or ISO-8601).")
 @click.option("--keep-as-tag", metavar="NAME", help="Tag the current latest snapshot NAME before rolling back.")
+@click.option("--discard-later", is_flag=True,
+              help="Delete the snapshots, tags and changelogs after the target and the files only they use "
+                   "(Paimon's rollback_to). Main only; try --dry-run first.")
 @click.option("--branch", "-b", default=layout.MAIN, show_default=True, help="Branch to roll back.")
-@click.option("--dry-run", is_flag=True, help="Show what would be written, write nothing.")
+@click.option("--dry-run", is_flag=True, help="Show what would be written or deleted, change nothing.")
 @_common
 @_maintains("rollback")
 def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_timestamp: str | None,
-                 keep_as_tag: str | None, branch: str, dry_run: bool, warehouse: str | None,
+                 keep_as_tag: str | None, discard_later: bool, branch: str, dry_run: bool, warehouse: str | None,
                  options: tuple[str, ...], output: str) -> None:
     """Make an earlier snapshot or tag of TABLE the latest one again, deleting nothing.
 
@@ -33,6 +41,10 @@ def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_tim
     rollback_to_as_latest): readers at LATEST read the target, every later snapshot and tag
     stays readable and expires by the usual rules. A tag 'rollback-to-as-latest-<target>-<latest>'
     keeps the target's files; delete it once the rolled-back history is no longer needed.
+
+    With --discard-later: Paimon's rollback_to. The snapshots, tags and changelogs after the
+    target are deleted with the files no remaining snapshot, tag or changelog of any branch
+    uses; refused when a branch was created after the target or a consumer read past it.
 
     \b
     Examples:
@@ -45,6 +57,9 @@ def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_tim
                                        timestamp_ms=_timestamp_ms(to_timestamp) if to_timestamp else None,
                                        keep_as_tag=keep_as_tag)
     t = _open(table, warehouse, options, branch)
+    if discard_later:
+        _discard(t, request, dry_run, output)
+        return
     done = rollback.rollback(t, request, dry_run=dry_run)
     plan = done.plan
     action = ("would-" if dry_run else "") + ("roll-back" if plan.action == "roll-back" else "unchanged")
@@ -76,6 +91,20 @@ def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_tim
             click.echo(f"  {'would tag' if dry_run else 'tagged'} snapshot {sid} as {name!r}")
 
     _emit(output, payload, text)
+
+
+def _discard(t: Table, request: Any, dry_run: bool, output: str) -> None:
+    from tablekeeper.core import execution
+    from tablekeeper.core.recovery import discard
+
+    done = discard.discard_later(t, request, dry_run=dry_run, run=lambda p: execution.execute(
+        p, t.file_io, progress=render.progress_callback()))
+    if done.result is None:
+        shown = execution.sized(done.plan, t.file_io)
+        _emit(output, results.of_plan(shown, branch=t.branch, dry_run=True, action="would-roll-back"),
+              lambda: render.plan(shown, dry_run=True))
+        return
+    _report(done.plan, done.result, output, t.branch, action="rolled-back")
 
 
 @click.command("check")

@@ -14,7 +14,8 @@ from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.storage import join
 
-__all__ = ["commit_snapshot", "advance_latest", "create_tag"]
+__all__ = ["commit_snapshot", "advance_latest", "create_tag", "unpublish_snapshot", "unpublish_changelog",
+           "delete_tag_file", "reset_latest"]
 
 
 def commit_snapshot(table: Table, snapshot: Snapshot) -> None:
@@ -43,3 +44,24 @@ def create_tag(table: Table, name: str, snapshot_id: int, *, time_retained: time
         TagConflictError: the tag exists at another snapshot.
     """
     return tags.create_tag(table, name, snapshot_id=snapshot_id, time_retained=time_retained).action
+
+
+def unpublish_snapshot(table: Table, snapshot_id: int) -> None:
+    """Remove ``snapshot-<id>`` of the branch (a rollback discarding it; its bytes are saved first)."""
+    table.file_io.delete_files([table.snapshot_path(snapshot_id)], tell_missing=False)
+
+
+def unpublish_changelog(table: Table, changelog_id: int) -> None:
+    """Remove the long-lived ``changelog-<id>`` of the branch (saved first, as a snapshot)."""
+    table.file_io.delete_files([table.changelog_path(changelog_id)], tell_missing=False)
+
+
+def delete_tag_file(table: Table, name: str) -> None:
+    """Remove ``tag-<name>`` of the branch (saved first; its files are cleaned afterwards)."""
+    table.file_io.delete_files([table.tag_path(name)], tell_missing=False)
+
+
+def reset_latest(table: Table, snapshot_id: int) -> None:
+    """Point LATEST back at ``snapshot_id`` (a rollback discarding later snapshots: the one write
+    that moves LATEST backwards, as Paimon's ``commitLatestHint`` after ``rollback_to``)."""
+    table.file_io.overwrite(join(table.dir(layout.SNAPSHOT_DIR), hints.LATEST), hints.encode_hint(snapshot_id))

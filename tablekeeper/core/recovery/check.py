@@ -20,7 +20,7 @@ from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table
 
-__all__ = ["Problem", "CheckReport", "check_table"]
+__all__ = ["Problem", "CheckReport", "check_table", "retained_views"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,8 @@ class _Needs:
         entry[2].add(view)
 
 
-def _roots(table: Table) -> list[tuple[guarantees.RootName, Snapshot]]:
+def retained_views(table: Table) -> list[tuple[guarantees.RootName, Snapshot]]:
+    """Every snapshot and tag of every branch and every kept changelog, named."""
     out: list[tuple[guarantees.RootName, Snapshot]] = []
     for branch in table.all_branches():
         b = branch.branch
@@ -102,7 +103,7 @@ def check_table(table: Table) -> CheckReport:
 
     reach = Reachability(table)
     producer = reach.changelog_producer()
-    roots = _roots(table)
+    roots = retained_views(table)
     copied = guarantees.copied_lists((n, s.changelog_manifest_list) for n, s in roots)
     needs = _Needs()
     ignored: list[tuple[str, str, str]] = []

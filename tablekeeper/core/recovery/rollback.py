@@ -28,8 +28,8 @@ from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.recovery import catalog_writes, manifest_lists
 
 __all__ = ["RollbackRequest", "RollbackFacts", "RollbackPlan", "RollbackResult", "TARGET_PROPERTY",
-           "PREVIOUS_PROPERTY", "PROTECTION_TAG_PREFIX", "COMMIT_USER_PREFIX", "read_facts", "decide", "execute",
-           "rollback"]
+           "PREVIOUS_PROPERTY", "PROTECTION_TAG_PREFIX", "COMMIT_USER_PREFIX", "read_facts", "resolve_target", "decide",
+           "execute", "rollback"]
 
 #: Properties of the restored snapshot: which snapshot it restores, and the latest it replaced.
 TARGET_PROPERTY = "tablekeeper.rollback.target-snapshot"
@@ -100,7 +100,8 @@ def read_facts(table: Table) -> RollbackFacts:
                          {t.name: t.snapshot for t in table.tags()})
 
 
-def _target(request: RollbackRequest, facts: RollbackFacts, latest: Snapshot) -> tuple[Snapshot, str]:
+def resolve_target(request: RollbackRequest, facts: RollbackFacts, latest: Snapshot) -> tuple[Snapshot, str]:
+    """The snapshot ``request`` names and how it was named (the rules of Paimon's procedures)."""
     given = [x for x in (request.snapshot_id, request.tag, request.timestamp_ms) if x is not None]
     if len(given) != 1:
         raise errors.InvalidInputError("name exactly one rollback target",
@@ -161,7 +162,7 @@ def decide(request: RollbackRequest, facts: RollbackFacts) -> RollbackPlan:
     if latest is None:
         raise errors.SnapshotNotFoundError(f"branch {facts.branch!r} of {facts.identifier} has no snapshot",
                                            fix="there is nothing to roll back")
-    target, source = _target(request, facts, latest)
+    target, source = resolve_target(request, facts, latest)
     restored = latest.fields.get("properties") or {}
     done = str(restored.get(TARGET_PROPERTY)) == str(target.id) if isinstance(restored, Mapping) else False
     unchanged = target.identity() == latest.identity() or done
