@@ -147,3 +147,66 @@ def test_expiration_after_rollback_keeps_the_restored_snapshot_readable(
     latest = P.read_rows(P.table_at(wh, T))
     assert all(r in latest for r in before["main@snapshot-1"]) and len(latest) == len(before["main@snapshot-1"]) + 3
     assert P.snapshot_views(wh, T)["main@tag-rollback-to-as-latest-1-4"] == before["main@snapshot-1"]
+
+
+def test_discard_later_deletes_later_history_and_keeps_what_others_use(
+        wh: str, capsys: pytest.CaptureFixture[str]) -> None:
+    ok(capsys, "tag", "create", "-w", wh, T, "early", "--snapshot", "2")
+    ok(capsys, "tag", "create", "-w", wh, T, "late", "--snapshot", "4")
+    ok(capsys, "branch", "create", "-w", wh, T, "dev", "--from-tag", "early")
+    before = P.snapshot_views(wh, T)
+    listing = P.dir_listing(wh)
+    dry = ok(capsys, "rollback", "-w", wh, T, "--to-snapshot", "2", "--discard-later", "--dry-run")
+    assert dry["files"]["snapshot"] == 2 and dry["files"]["tag"] == 1 and dry["files"]["data"] > 0
+    assert P.dir_listing(wh) == listing
+    doc = ok(capsys, "rollback", "-w", wh, T, "--to-snapshot", "2", "--discard-later")
+    assert doc["result"]["deleted"] == dry["files"]  # the dry run's counts are what the run deleted
+    table = open_table(wh, T)
+    assert table.snapshot_ids() == [1, 2] and table.tag_names() == ["early"] and table.latest_snapshot_id() == 2
+    after = P.snapshot_views(wh, T)
+    assert after["main@latest"] == before["main@snapshot-2"]
+    assert {k: v for k, v in after.items() if k != "main@latest"} == \
+        {k: v for k, v in before.items() if k in after and k != "main@latest"}
+    P.write(P.table_at(wh, T), P.orders_rows("2026-01-09", 700, 2))  # a writer continues from the target
+    assert open_table(wh, T).latest_snapshot_id() == 3
+
+
+@pytest.mark.parametrize("setup, args, words", [
+    (("consumer", "reset", "{wh}", T, "job", "--next-snapshot", "4"), ("--to-snapshot", "2"), "consumer(s) job"),
+    (("tag", "create", "{wh}", T, "t3", "--snapshot", "3"), ("--to-snapshot", "2", "--keep-as-tag", "x"), "keep-as-tag"),
+    (("tag", "create", "{wh}", T, "t3", "--snapshot", "3"), ("--to-snapshot", "2", "--branch", "dev"), "main only"),
+])
+def test_discard_later_refusals_change_nothing(wh: str, capsys: pytest.CaptureFixture[str], setup: tuple[str, ...],
+                                               args: tuple[str, ...], words: str) -> None:
+    ok(capsys, "tag", "create", "-w", wh, T, "base", "--snapshot", "1")
+    ok(capsys, "branch", "create", "-w", wh, T, "dev", "--from-tag", "base")
+    ok(capsys, setup[0], setup[1], "-w", *[s.format(wh=wh) for s in setup[2:]])
+    listing = P.dir_listing(wh)
+    code, _out, err = run(capsys, "rollback", "-w", wh, T, *args, "--discard-later")
+    assert code == 2 and words in err.splitlines()[0], err
+    assert P.dir_listing(wh) == listing
+
+
+@pytest.mark.parametrize("at", ["rollback-discard:intent", "rollback-discard:unpublished", "rollback-discard:verified",
+                                "before:delete:data", "before:delete:manifest"])
+def test_discard_later_crash_then_rerun_same_end_state(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       at: str) -> None:
+    clean, crashed = str(tmp_path / "clean"), str(tmp_path / "crashed")
+    P.build_history(clean, commits=5)
+    ok(capsys, "tag", "create", "-w", clean, T, "late", "--snapshot", "4")
+    shutil.copytree(clean, crashed)
+    args = ("--to-snapshot", "2", "--discard-later")
+    ok(capsys, "rollback", "-w", clean, T, *args)
+    reached: list[str] = []
+
+    def crash(name: str) -> None:
+        reached.append(name)
+        if name == at:
+            raise Crash(name)
+
+    with seams.installed(crash), pytest.raises(Crash):
+        main(["rollback", "-w", crashed, T, *args])
+    capsys.readouterr()
+    ok(capsys, "rollback", "-w", crashed, T, *args)
+    assert files(crashed) == files(clean)
+    assert P.snapshot_views(crashed, T) == P.snapshot_views(clean, T)

@@ -252,10 +252,12 @@ def _unpublished_files(table: Table, intent: _Intent) -> list[plans.PlannedFile]
     return out
 
 
-def _unpublish(table: Table, intent: _Intent) -> list[str]:
+def _unpublish(table: Table, intent: _Intent) -> tuple[list[str], list[tuple[str, int]]]:
     """Remove the saved snapshot, changelog and tag files (latest first) that still hold the saved
-    bytes (a file with other bytes was written after an earlier run unpublished it: kept)."""
+    bytes (a file with other bytes was written after an earlier run unpublished it: kept).
+    Returns the notes and (file kind, bytes) of every file removed."""
     notes = []
+    removed: list[tuple[str, int]] = []
     read = table.file_io.read_bytes
     steps: list[tuple[str, str, str, str]] = []  # (path, saved bytes, kind, key)
     steps += [(table.snapshot_path(s), intent.snapshots[s], "snapshot", str(s))
@@ -270,6 +272,8 @@ def _unpublish(table: Table, intent: _Intent) -> list[str]:
         if now != saved:
             notes.append(f"{path} was written again after the rollback began: kept")
             continue
+        removed.append(({"snapshot": plans.FileKind.SNAPSHOT, "changelog": plans.FileKind.CHANGELOG_META}.get(
+            kind, plans.FileKind.TAG).value, len(saved.encode())))
         if kind == "snapshot":
             catalog_writes.unpublish_snapshot(table, int(key))
         elif kind == "changelog":
@@ -277,7 +281,7 @@ def _unpublish(table: Table, intent: _Intent) -> list[str]:
         else:
             catalog_writes.delete_tag_file(table, key)
     catalog_writes.reset_latest(table, intent.decision.target_id)
-    return notes
+    return notes, removed
 
 
 def discard_later(table: Table, request: RollbackRequest, *, dry_run: bool = False,
@@ -306,12 +310,16 @@ def discard_later(table: Table, request: RollbackRequest, *, dry_run: bool = Fal
         if dry_run:
             plan, _ignored = _cleanup(table, intent, exclude=set())
             return DiscardResult(intent.decision, plan, None, tuple(notes))
-    notes += _unpublish(table, intent)
+    unpublish_notes, removed = _unpublish(table, intent)
+    notes += unpublish_notes
     seams.point("rollback-discard:unpublished")
     with table.file_io.one_view():
         plan, _ignored = _cleanup(table, intent, exclude=set())
     seams.point("rollback-discard:verified")
     result = runner(plan)
+    for kind, size in removed:  # (counted with the run's own deletions)
+        result.deleted[kind] += 1
+        result.deleted_bytes[kind] += size
     if not result.failed:
         table.file_io.delete_files([path], tell_missing=False)
     shown = plans.Plan(plan.operation, plan.table,
