@@ -101,6 +101,18 @@ class Crash(Exception):
     pass
 
 
+def _crash_then_rerun(capsys: pytest.CaptureFixture[str], wh: str, args: tuple[str, ...], at: str) -> None:
+    """``rollback ARGS`` crashes at seams point ``at``, then runs again to its end."""
+    def crash(name: str) -> None:
+        if name == at:
+            raise Crash(name)
+
+    with seams.installed(crash), pytest.raises(Crash):
+        main(["rollback", "-w", wh, T, *args])
+    capsys.readouterr()
+    ok(capsys, "rollback", "-w", wh, T, *args)
+
+
 @pytest.mark.parametrize("at", ["rollback:before:tags", "rollback:before:manifest-lists",
                                 "rollback:before:commit", "rollback:before:latest"])
 def test_crash_at_each_step_then_rerun_same_end_state(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -110,15 +122,7 @@ def test_crash_at_each_step_then_rerun_same_end_state(tmp_path: Path, capsys: py
     shutil.copytree(clean, crashed)
     args = ("--to-snapshot", "2", "--keep-as-tag", "head")
     ok(capsys, "rollback", "-w", clean, T, *args)
-
-    def crash(name: str) -> None:
-        if name == at:
-            raise Crash(name)
-
-    with seams.installed(crash), pytest.raises(Crash):
-        main(["rollback", "-w", crashed, T, *args])
-    capsys.readouterr()
-    ok(capsys, "rollback", "-w", crashed, T, *args)
+    _crash_then_rerun(capsys, crashed, args, at)
     assert files(crashed) == files(clean)  # (manifest lists are named by the rollback's inputs)
     assert P.snapshot_views(crashed, T) == P.snapshot_views(clean, T)
     assert open_table(crashed, T).latest_snapshot_id() == 5
@@ -197,16 +201,6 @@ def test_discard_later_crash_then_rerun_same_end_state(tmp_path: Path, capsys: p
     shutil.copytree(clean, crashed)
     args = ("--to-snapshot", "2", "--discard-later")
     ok(capsys, "rollback", "-w", clean, T, *args)
-    reached: list[str] = []
-
-    def crash(name: str) -> None:
-        reached.append(name)
-        if name == at:
-            raise Crash(name)
-
-    with seams.installed(crash), pytest.raises(Crash):
-        main(["rollback", "-w", crashed, T, *args])
-    capsys.readouterr()
-    ok(capsys, "rollback", "-w", crashed, T, *args)
+    _crash_then_rerun(capsys, crashed, args, at)
     assert files(crashed) == files(clean)
     assert P.snapshot_views(crashed, T) == P.snapshot_views(clean, T)
