@@ -43,12 +43,15 @@ def parse_duration(text: str, *, field: str = "duration") -> timedelta:
     iso = _ISO.match(raw.upper())
     if iso and raw.upper() not in ("P", "PT"):
         parts = iso.groupdict()
-        return timedelta(
-            days=int(parts["d"] or 0),
-            hours=int(parts["h"] or 0),
-            minutes=int(parts["m"] or 0),
-            seconds=float(parts["s"] or 0),
-        )
+        try:
+            return timedelta(
+                days=int(parts["d"] or 0),
+                hours=int(parts["h"] or 0),
+                minutes=int(parts["m"] or 0),
+                seconds=float(parts["s"] or 0),
+            )
+        except (OverflowError, ValueError):
+            raise _too_long(field, text) from None
     match = _PAIMON.match(raw.lower())
     if not match:
         raise errors.InvalidDurationError(
@@ -56,14 +59,22 @@ def parse_duration(text: str, *, field: str = "duration") -> timedelta:
             fix="write a number and a unit: ms, s, min, h or d (e.g. '30 min', '7 d')",
         )
     number, unit = int(match.group(1)), match.group(2)
-    if not unit:
-        return timedelta(milliseconds=number)
-    if unit not in _UNITS:
+    if unit and unit not in _UNITS:
         raise errors.InvalidDurationError(
             f"{field}: unknown time unit {unit!r} in {text!r}",
             fix="use one of ms, s, min, h, d",
         )
-    return number * _UNITS[unit]
+    try:
+        return timedelta(milliseconds=number) if not unit else number * _UNITS[unit]
+    except (OverflowError, ValueError):  # beyond timedelta's range (999999999 days)
+        raise _too_long(field, text) from None
+
+
+def _too_long(field: str, text: str) -> errors.InvalidDurationError:
+    return errors.InvalidDurationError(
+        f"{field}: {text!r} is longer than any duration can be (at most 999999999 d)",
+        fix="write a shorter duration, e.g. '3650 d'",
+    )
 
 
 def format_duration(value: timedelta) -> str:
