@@ -22,13 +22,18 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core.policy.branch import PaimonBranchSpec
-from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec, PaimonCatalogSpec
-from tablekeeper.core.policy.common import SpecModel
-from tablekeeper.core.policy.kinds import CLUSTER_SCOPED, parse_spec
-from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, PaimonRetentionPolicySpec
-from tablekeeper.core.policy.table import PaimonTableSpec
-from tablekeeper.core.policy.tag import PaimonTagSpec
+from tablekeeper.core.policy import (
+    CLUSTER_SCOPED,
+    ClusterPaimonCatalogSpec,
+    ClusterPaimonRetentionPolicySpec,
+    PaimonBranchSpec,
+    PaimonCatalogSpec,
+    PaimonRetentionPolicySpec,
+    PaimonTableSpec,
+    PaimonTagSpec,
+    SpecModel,
+    parse_spec,
+)
 from tablekeeper.operator import markers
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.errors import OperatorError

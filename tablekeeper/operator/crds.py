@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tablekeeper.core.policy.kinds import API_GROUP
+from tablekeeper.core.policy import API_GROUP
 from tablekeeper.operator.crd_kinds import GENERATOR_COMMAND, build_crds, crd_filename, render_crd
 from tablekeeper.operator.crd_reference import render_reference
 from tablekeeper.operator.crd_schema import CRDGenerationError

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 import kopf
 
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core.policy import effective
-from tablekeeper.core.policy.validation import InvalidSpecError, UnsafeSpecError
+from tablekeeper.core import policy
+from tablekeeper.core.policy import InvalidSpecError, UnsafeSpecError
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.reconcile.applier import ActionResult
 
@@ -80,7 +80,7 @@ _PERMANENT: tuple[tuple[type[BaseException], str], ...] = (
     (core_errors.TagConflictError, Reason.ALREADY_EXISTS_DIFFERENT_SNAPSHOT),
     (core_errors.AlreadyExistsError, Reason.ALREADY_EXISTS),
     (core_errors.ProtectedObjectError, Reason.PROTECTED_BY_BRANCH),
-    (effective.PolicyNotFoundError, Reason.POLICY_NOT_FOUND),
+    (policy.PolicyNotFoundError, Reason.POLICY_NOT_FOUND),
     (UnsafeSpecError, Reason.POLICY_VIOLATION),
     (core_errors.UnsafePolicyError, Reason.POLICY_VIOLATION),
     (InvalidSpecError, Reason.INVALID_SPEC),
@@ -102,7 +102,7 @@ def classify(error: BaseException) -> Failure:
     """The condition reason and retry decision for ``error``."""
     if isinstance(error, OperatorError):
         return Failure(error.reason, error.message, error.temporary)
-    if isinstance(error, core_errors.TableLockedError):  # another maintainer's lease (core/lease.py)
+    if isinstance(error, core_errors.TableLockedError):  # another maintainer's lease (core/concurrency/lease.py)
         return Failure(Reason.TABLE_LOCKED, _message(error), True)
     if isinstance(error, core_errors.ConcurrentModificationError):
         return Failure(Reason.RECONCILE_ERROR, _message(error), True, short=True)

@@ -35,7 +35,7 @@ from typing import Any
 
 import kopf
 
-from tablekeeper.core.policy.kinds import API_GROUP, API_VERSION
+from tablekeeper.core.policy import API_GROUP, API_VERSION
 from tablekeeper.operator import cluster, kopfcompat, markers, metrics, objects, persistence, rbac
 from tablekeeper.operator.handlers import handle_catalogs, handle_objects, handle_runs, handle_tables
 from tablekeeper.operator.runtime import Runtime

@@ -46,12 +46,9 @@ from zoneinfo import ZoneInfo
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core import timestamps
-from tablekeeper.core.branches import fork_tag_name
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.policy.branch import PaimonBranchSpec
-from tablekeeper.core.policy.table import PaimonTableSpec
-from tablekeeper.core.policy.tag import PaimonTagSpec
+from tablekeeper.core import paimon, values
+from tablekeeper.core.policy import PaimonBranchSpec, PaimonTableSpec, PaimonTagSpec
+from tablekeeper.core.refs import fork_tag_name
 from tablekeeper.operator import cluster, conditions, markers, metrics, persistence, scopes
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.conditions import Reason
@@ -377,9 +374,9 @@ def _tag_ready(plan: scopes.ScopePlan, member: scopes.Member, records: TableReco
     outcome.fields.update(
         owned=True, tagName=name, branch=member.branch,
         snapshotId=tag.snapshot_id if tag else (rec.snapshot_id if rec else None),
-        snapshotCommitTime=timestamps.rfc3339_ms(tag.snapshot_time_ms) if tag else None,
+        snapshotCommitTime=values.rfc3339_ms(tag.snapshot_time_ms) if tag else None,
         createTime=tag.create_time.strftime("%Y-%m-%dT%H:%M:%S") if tag and tag.create_time else None,
-        expireTime=timestamps.rfc3339_ms(expire_ms), forkPointOf=list(forks) or None, expired=None, origin=reason,
+        expireTime=values.rfc3339_ms(expire_ms), forkPointOf=list(forks) or None, expired=None, origin=reason,
         failures=None, lastError=None, table=_table_fields(plan.scope.table))
     return outcome
 
@@ -535,7 +532,7 @@ def _branch_record_fields(member: scopes.Member) -> Any:
         if rec is None or rec.resource != member.obj.ref:
             return {"owned": False}
         return {"owned": True, "branchName": member.name, "createPending": rec.pending or None,
-                "createTime": timestamps.rfc3339_ms(rec.created_ms) if rec.created_ms else None,
+                "createTime": values.rfc3339_ms(rec.created_ms) if rec.created_ms else None,
                 "forkTag": rec.fork_tag, "expired": rec.expired or None}
     return fields_of
 
@@ -550,10 +547,10 @@ def _branch_ready(plan: scopes.ScopePlan, member: scopes.Member, records: TableR
     outcome = _base(obj, "Ready", ("True", reason, f"branch {name!r} of {plan.scope.location.identifier}"), now)
     created = rec.created_ms if rec is not None and rec.created_ms else (current.created_ms if current else None)
     outcome.fields.update(
-        owned=True, branchName=name, createPending=None, createTime=timestamps.rfc3339_ms(created), origin=reason,
+        owned=True, branchName=name, createPending=None, createTime=values.rfc3339_ms(created), origin=reason,
         forkTag=rec.fork_tag if rec else None, basedOnTag=spec.from_tag,
         forkSnapshotId=current.fork_snapshot_id if current else None,
-        lastWriteTime=timestamps.rfc3339_ms(current.latest_commit_ms) if current else None,
+        lastWriteTime=values.rfc3339_ms(current.latest_commit_ms) if current else None,
         expired=None, failures=None, lastError=None, table=_table_fields(plan.scope.table))
     return outcome
 
@@ -625,7 +622,7 @@ async def _reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, spec: Pai
             return _branch_ready(plan, member, plan.records, _previous_branch_reason(obj), now)
         change = creates[0]
         if isinstance(change, A.CreateBranch) and change.from_tag is not None \
-                and change.from_tag not in plan.state.branch_tags(layout.MAIN):
+                and change.from_tag not in plan.state.branch_tags(paimon.MAIN):
             return _failed(rt, obj, Failure(Reason.TAG_NOT_FOUND, f"waiting for tag {change.from_tag!r} to be created "
                                                                   "(declared by a PaimonTag)", True),
                            now, retry=retry, backoff_limit=None)
@@ -638,7 +635,7 @@ async def _reconcile_branch(rt: Runtime, view: cluster.View, obj: Obj, spec: Pai
             fork = fork_tag_name(name, change.from_snapshot_id) if isinstance(change, A.CreateBranch) \
                 and change.from_snapshot_id is not None else None
             out.fields.update(owned=True, branchName=name, createPending=True if isinstance(change, A.CreateBranch)
-                              else None, createTime=timestamps.rfc3339_ms(timestamps.epoch_ms(now)),
+                              else None, createTime=values.rfc3339_ms(values.epoch_ms(now)),
                               forkTag=fork, table=_table_fields(scope.table),
                               origin=Reason.ADOPTED if isinstance(change, A.AdoptBranch) else Reason.CREATED)
             _come_back(rt, out, phase)

@@ -27,9 +27,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core import timestamps
-from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
-from tablekeeper.core.policy.table import PaimonTableSpec
+from tablekeeper.core import values
+from tablekeeper.core.policy import PaimonMaintenanceRunSpec, PaimonTableSpec
 from tablekeeper.operator import (
     cluster,
     conditions,
@@ -81,7 +80,7 @@ def _finished(obj: Obj, now: datetime, ok: bool, reason: str, message: str, *, s
     """The terminal status; ``status.result`` is ``report.to_status()`` (with ``rendered`` and no
     report: an empty result)."""
     out = Outcome(generation=obj.generation)
-    out.fields.update(phase="Succeeded" if ok else "Failed", completionTime=timestamps.rfc3339(now), message=message,
+    out.fields.update(phase="Succeeded" if ok else "Failed", completionTime=values.rfc3339(now), message=message,
                       duration=duration_text((now - started).total_seconds()) if started else None)
     if report is not None or rendered:
         out.fields["result"] = report.to_status() if report is not None else {}
@@ -135,7 +134,7 @@ async def start_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) ->
     except core_errors.InvalidInputError as e:
         return _finished(obj, now, False, Reason.INVALID_SPEC, e.message, started=None)
     out = Outcome(labels=_labels(obj, spec))
-    created = timestamps.parse_rfc3339(obj.created) or now
+    created = values.parse_rfc3339(obj.created) or now
     if now - created > timedelta(seconds=_deadline(obj, spec, view)):
         result = _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "never started within activeDeadlineSeconds",
                            started=None)
@@ -170,7 +169,7 @@ async def start_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) ->
         engine, note = run_engines.select(requested, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
         engine_name = engine.name
     out.generation = obj.generation
-    out.fields.update(phase="Running", startTime=timestamps.rfc3339(now), engine=engine_name,
+    out.fields.update(phase="Running", startTime=values.rfc3339(now), engine=engine_name,
                       attempts=int(obj.status.get("attempts") or 0) + 1, message=note or "running")
     out.conditions = [
         conditions.condition(conditions.COMPLETE, False, Reason.RUNNING, note, generation=obj.generation, now=now),
@@ -194,7 +193,7 @@ async def execute_run(rt: Runtime, view: cluster.View, obj: Obj, *, retry: int) 
     assert isinstance(spec, PaimonMaintenanceRunSpec)
     if sparkruns.Ref.of(obj.status) is not None:
         return Outcome()  # launched: the periodic check observes it (and enforces the deadline)
-    started = timestamps.parse_rfc3339(obj.status.get("startTime")) or now
+    started = values.parse_rfc3339(obj.status.get("startTime")) or now
     if now - started > timedelta(seconds=_deadline(obj, spec, view)):
         _release(rt, obj, spec)
         return _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "activeDeadlineSeconds exceeded", started=started)
@@ -339,7 +338,7 @@ async def check_run(rt: Runtime, view: cluster.View, obj: Obj) -> Outcome | None
     ref = sparkruns.Ref.of(obj.status)
     if phase in TERMINAL:
         _release(rt, obj, spec)
-        done = timestamps.parse_rfc3339(obj.status.get("completionTime"))
+        done = values.parse_rfc3339(obj.status.get("completionTime"))
         ttl = spec.ttl_seconds_after_finished
         if ttl is not None and done is not None and now - done >= timedelta(seconds=ttl):
             if ref is not None and ref.namespace != obj.namespace:  # not garbage-collected with the run
@@ -347,7 +346,7 @@ async def check_run(rt: Runtime, view: cluster.View, obj: Obj) -> Outcome | None
             await rt.api.delete(url_of("paimonmaintenanceruns", obj.namespace, obj.name))
             return None
         return Outcome()
-    started = timestamps.parse_rfc3339(obj.status.get("startTime")) or timestamps.parse_rfc3339(obj.created)
+    started = values.parse_rfc3339(obj.status.get("startTime")) or values.parse_rfc3339(obj.created)
     if ref is not None and phase == "Running":
         return await _check_launched(rt, view, obj, spec, ref, started or now)
     if started is not None and now - started > timedelta(seconds=_deadline(obj, spec, view)):

@@ -1,5 +1,5 @@
 """Executor-side functions of the tablekeeper Spark jobs: the I/O of evaluating core's
-decisions (``tablekeeper.core.decisions``) — listing, manifest reads, deletes — and core's
+decisions (``tablekeeper.core.orphans.decision``) — listing, manifest reads, deletes — and core's
 per-file rules applied where the rows are (``decisions.is_candidate_name``,
 ``expire_decisions.effective_deletions``, ``manifests.merge_kinds``, ``core.root_metadata``). No rule
 is stated here.
@@ -205,13 +205,13 @@ def counted(tally: Mapping[str, Any], fn: Callable[[Mapping[str, Any], Iterator[
     (Spark accumulators by kind, summed on the driver when the task succeeds). A Python worker
     runs one task at a time, so the difference of the process's tally
     (``requests.process_snapshot``) before and after is this task's, whatever FileIO made them."""
-    from tablekeeper.core.storage import requests
+    from tablekeeper.core import storage
 
-    before = requests.process_snapshot()
+    before = storage.process_snapshot()
     try:
         yield from fn(spec, batches)
     finally:
-        for kind, n in requests.since(before, requests.process_snapshot()).items():
+        for kind, n in storage.since(before, storage.process_snapshot()).items():
             if kind in tally:
                 tally[kind].add(n)
 
@@ -249,17 +249,17 @@ def _classify(error: BaseException) -> tuple[str, str]:
 def expand_bucket_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(dir, depth) -> every bucket directory ``depth`` partition levels below ``dir`` (the walk
     of ``orphans.list_candidates``, by ``decisions.is_partition_dir`` / ``is_bucket_dir``)."""
-    from tablekeeper.core import decisions
+    from tablekeeper.core import orphans
 
     io = file_io(spec["storage"])
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
         level = [row[0]]
         for _ in range(int(row[1])):
-            level = [s.path for d in level for s in io.list_dir(d) if s.is_dir and decisions.is_partition_dir(s.name)]
+            level = [s.path for d in level for s in io.list_dir(d) if s.is_dir and orphans.is_partition_dir(s.name)]
         for d in level:
             for s in io.list_dir(d):
-                if s.is_dir and decisions.is_bucket_dir(s.name):
+                if s.is_dir and orphans.is_bucket_dir(s.name):
                     out.add(s.path)
 
     return _map(batches, ("dir", "depth"), DIR_FIELDS, one)
@@ -268,7 +268,7 @@ def expand_bucket_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch
 def list_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(dir, temp prefix, kind) of a ``decisions.CandidateDir`` -> its candidate files
     (``decisions.is_candidate_name``) older than ``spec["older_than_ms"]``."""
-    from tablekeeper.core import decisions, plans
+    from tablekeeper.core import orphans, plans
 
     io = file_io(spec["storage"])
     threshold = int(spec["older_than_ms"])
@@ -276,11 +276,11 @@ def list_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
         directory, temp_prefix, kind = row
-        candidate_dir = decisions.CandidateDir(directory, plans.FileKind(kind), temp_prefix)
+        candidate_dir = orphans.CandidateDir(directory, plans.FileKind(kind), temp_prefix)
         for s in io.list_dir(directory):
-            if s.is_dir or s.mtime_ms >= threshold or not decisions.is_candidate_name(candidate_dir, s.name):
+            if s.is_dir or s.mtime_ms >= threshold or not orphans.is_candidate_name(candidate_dir, s.name):
                 continue
-            found = decisions.bucket_file_kind(s.name, changelog_prefixes).value if kind == "data" else kind
+            found = orphans.bucket_file_kind(s.name, changelog_prefixes).value if kind == "data" else kind
             out.add(s.name, s.path, s.size, s.mtime_ms, s.path.rsplit("/", 1)[0], found, stage_of(found, s.path))
 
     return _map(batches, ("dir", "temp_prefix", "kind"), CANDIDATE_FIELDS, one)
@@ -293,25 +293,24 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
     each with the index in ``guarantees.RULES`` of the rule that says whether Paimon keeps it
     (the driver judges a missing one by it). A root that vanished yields nothing (concurrent
     expiration: nothing to protect); an unreadable one a ``root`` error row."""
-    from tablekeeper.core import decisions, errors, guarantees
-    from tablekeeper.core.decisions import ListRole
-    from tablekeeper.core.paimon.snapshot import Snapshot
-    from tablekeeper.core.paimon.tag import Tag
+    from tablekeeper.core import errors, orphans, reach
+    from tablekeeper.core.paimon import Snapshot, Tag
+    from tablekeeper.core.reach import ListRole
 
     io = file_io(spec["storage"])
     producer = spec.get("changelog_producer", "none")
 
-    def rule(kind: guarantees.RootKind, snap: Snapshot, role: ListRole) -> int:
-        found = guarantees.rule_for(kind, guarantees.list_reference(role),
-                                    reads_delta=guarantees.reads_delta(kind, snap, producer))
-        return guarantees.RULES.index(found)
+    def rule(kind: reach.RootKind, snap: Snapshot, role: ListRole) -> int:
+        found = reach.rule_for(kind, reach.list_reference(role),
+                                    reads_delta=reach.reads_delta(kind, snap, producer))
+        return reach.RULES.index(found)
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
         path, kind, branch = row
         try:
             data = io.read_bytes(path)
         except FileNotFoundError:
-            if decisions.missing_reference_aborts(root_exists=False):
+            if orphans.missing_reference_aborts(root_exists=False):
                 raise
             return  # the root vanished since it was enumerated: it protects nothing
         try:
@@ -322,7 +321,7 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
         except (errors.FormatError, ValueError, KeyError, TypeError) as e:
             out.add(path, "root", path.rsplit("/", 1)[-1], None, None, "format", f"{type(e).__name__}: {e}")
             return
-        root_kind = guarantees.root_kind(kind, branch)
+        root_kind = reach.root_kind(kind, branch)
         for role, name in ((ListRole.BASE, snap.base_manifest_list), (ListRole.DELTA, snap.delta_manifest_list),
                            (ListRole.CHANGELOG, snap.changelog_manifest_list)):
             if name:
@@ -468,10 +467,9 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     root's lists (each list read once per run by the driver's list cache, whichever roots share
     it); index manifests are read here.
     """
-    from tablekeeper.core import errors, root_metadata
-    from tablekeeper.core.decisions import ListRole
-    from tablekeeper.core.paimon import manifests
-    from tablekeeper.core.paimon.snapshot import Snapshot
+    from tablekeeper.core import errors, reach
+    from tablekeeper.core.paimon import Snapshot, manifests
+    from tablekeeper.core.reach import ListRole
 
     io = file_io(spec["storage"])
     manifest_dir, stats_dir = spec["manifest_dir"], spec["statistics_dir"]
@@ -499,29 +497,29 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
             else:
                 contents.setdefault(item["list_name"], []).append(_ListedManifest(
                     item["manifest_name"], int(item["manifest_size"] or 0), tuple(item["extra_files"] or ())))
-        for role, name in root_metadata.lists_of(snap, need_entries | meta_roles):
+        for role, name in reach.lists_of(snap, need_entries | meta_roles):
             if name in failed:
                 out.add(rid, "error", role.value, name, *blank, None, *failed[name])
                 read[role] = None
             else:
                 read[role] = contents.get(name, [])
-        for role, _name in root_metadata.lists_of(snap, need_entries):
+        for role, _name in reach.lists_of(snap, need_entries):
             for pos, meta in enumerate(read.get(role) or ()):
                 out.add(rid, "manifest", role.value, meta.file_name, *blank, pos, None, None)
         if not meta_roles and not meta_extra:
             return
         rows: list[tuple[Any, ...]] = []
 
-        def meta_row(ref: root_metadata.MetaRef) -> None:
+        def meta_row(ref: reach.MetaRef) -> None:
             rows.append((rid, "meta", None, None, ref.path, ref.kind, ref.size, stage_of(ref.kind, ref.path), None,
                          None, None, None, None, None, None))
 
-        for role, name in root_metadata.lists_of(snap, meta_roles):
+        for role, name in reach.lists_of(snap, meta_roles):
             if failed.get(name, ("",))[0] != "missing":  # (a list already gone is not reported)
-                meta_row(root_metadata.list_file(manifest_dir, snap, role, name))
-            for ref in root_metadata.list_contents(manifest_dir, read.get(role) or ()):
+                meta_row(reach.list_file(manifest_dir, snap, role, name))
+            for ref in reach.list_contents(manifest_dir, read.get(role) or ()):
                 meta_row(ref)
-        index_file = root_metadata.index_manifest_file(manifest_dir, snap) if meta_extra else None
+        index_file = reach.index_manifest_file(manifest_dir, snap) if meta_extra else None
         if index_file is not None and index_manifest:
             try:
                 entries = manifests.read_index_manifest(io, index_file.path)
@@ -529,12 +527,12 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
             except (FileNotFoundError, errors.FormatError) as e:
                 error(ListRole.INDEX.value, index_manifest, e)
                 entries = []
-            for entry in root_metadata.added_index_entries(entries):
+            for entry in reach.added_index_entries(entries):
                 key = index_key(entry.file_name, entry.external_path, entry.partition, entry.bucket)
                 rows.append((rid, "index", None, entry.file_name, key, "index", int(entry.file_size),
                              stage_of("index", key), bytes(entry.partition), int(entry.bucket), entry.index_type,
                              entry.external_path, None, None, None))
-        stats_file = root_metadata.statistics_file(stats_dir, snap) if meta_extra else None
+        stats_file = reach.statistics_file(stats_dir, snap) if meta_extra else None
         if stats_file is not None:
             meta_row(stats_file)
         for r in rows:
@@ -546,11 +544,11 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
 def effective_deletions(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(rid, file key, the kinds of its entries within that root's delta) -> the keys the delta
     really deletes (``expire_decisions.effective_deletions``)."""
-    from tablekeeper.core import expire_decisions
+    from tablekeeper.core import expire
 
     def one(row: tuple[Any, ...], out: _Rows) -> None:
         rid, partition, bucket, file_name, kinds = row
-        if expire_decisions.effective_deletions(kinds):
+        if expire.effective_deletions(kinds):
             out.add(rid, partition, bucket, file_name)
 
     return _map(batches, ("rid", "partition", "bucket", "file_name", "kinds"), KEYED_FIELDS, one)
@@ -682,7 +680,7 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     failures are counted and sampled, never raised: deletion is best effort (style.md §2.3)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tablekeeper.core import execution
+    from tablekeeper.core import plans
     from tablekeeper.core.storage import DeleteOutcome
 
     io = file_io(spec["storage"])
@@ -710,7 +708,7 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                     t[4].append(f"{r.path}: {r.error}")
 
     def delete(chunk: list[tuple[str, str, int | None, int]]) -> list[DeleteResult]:
-        return execution.delete_batch(io, [x[0] for x in chunk])
+        return plans.delete_batch(io, [x[0] for x in chunk])
 
     def sized(chunk: list[tuple[str, str, int | None, int]]) -> list[tuple[str, str, int | None, int]]:
         """The chunk with the sizes the plan could not tell taken from a stat (core's
@@ -718,7 +716,7 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
         unsized = [x[0] for x in chunk if x[2] is None]
         if not unsized:
             return chunk
-        found = dict(zip(unsized, execution.stat_sizes(io, unsized), strict=True))
+        found = dict(zip(unsized, plans.stat_sizes(io, unsized), strict=True))
         out: list[tuple[str, str, int | None, int]] = []
         for path, kind, size, stage in chunk:
             if size is None:
@@ -726,7 +724,7 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                 if got is None:
                     totals.setdefault((stage, kind), [0, 0, 0, 0, [], 0])[1] += 1
                     continue
-                size = None if got == execution.SIZE_UNKNOWN else got
+                size = None if got == plans.SIZE_UNKNOWN else got
             out.append((path, kind, size, stage))
         return out
 
@@ -789,13 +787,13 @@ def remove_emptied_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatc
     """(bucket dir, files listed there, files deleted there) -> as :func:`remove_empty_dirs`,
     for the directories the deletes may have emptied (``decisions.may_empty``; the others are not
     checked: a check is a request on an object store)."""
-    from tablekeeper.core import decisions
+    from tablekeeper.core import orphans
 
     io = file_io(spec["storage"])
     depth = int(spec.get("depth") or 0)
     removed = sum(_remove_upwards(io, directory, depth)
                   for directory, listed, deleted in _rows_of(batches, ("dir", "listed", "deleted"))
-                  if decisions.may_empty(int(listed or 0), int(deleted or 0)))
+                  if orphans.may_empty(int(listed or 0), int(deleted or 0)))
     out = _Rows(REMOVED_FIELDS)
     out.add(removed)
     yield out.take()

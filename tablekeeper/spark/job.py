@@ -1,7 +1,7 @@
 """The driver of the tablekeeper Spark jobs: core's decisions, evaluated distributed.
 
 Nothing here decides what is safe to delete. Each job asks core for a decision
-(:mod:`tablekeeper.core.decisions`) and evaluates it at scale; what is distributed is what grows
+(:mod:`tablekeeper.core.orphans.decision`) and evaluates it at scale; what is distributed is what grows
 with the table: listing, manifest reads, set differences and deletes. The driver holds root
 descriptors, bucket directories, error rows, per-kind counts and a sample of at most
 ``safety.STATUS_SAMPLE_MAX`` paths — never a list of files, except an object store's flat
@@ -52,30 +52,11 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tablekeeper.core import (
-    commit_point,
-    decisions,
-    errors,
-    execution,
-    expire,
-    expire_batches,
-    expire_commit,
-    expire_decisions,
-    guarantees,
-    inventory,
-    orphans,
-    plans,
-    references,
-    root_metadata,
-    safety,
-    seams,
-    timestamps,
-)
-from tablekeeper.core.decisions import ListRole
-from tablekeeper.core.expire_decisions import ReadOutcome, RootUse
-from tablekeeper.core.paimon import layout, manifests
-from tablekeeper.core.paimon.pypaimon_adapter import PartitionPathResolver
-from tablekeeper.core.paimon.table import Table, open_table
+from tablekeeper.core import concurrency, errors, expire, orphans, paimon, plans, reach, values
+from tablekeeper.core.expire import ReadOutcome, RootUse
+from tablekeeper.core.paimon import Table, manifests, open_table
+from tablekeeper.core.paimon.pypaimon import PartitionPathResolver
+from tablekeeper.core.reach import ListRole
 from tablekeeper.core.storage import DeleteOutcome, DeleteResult
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import job_request, request_tally, result_artifact, run_steps
@@ -208,12 +189,12 @@ class _Ctx:
         self._kept.clear()
 
     def spec(self, table: Table, **extra: Any) -> dict[str, Any]:
-        main = table.on_branch(layout.MAIN)
+        main = table.on_branch(paimon.MAIN)
         return {"storage": {"uri": main.root,
                             "options": request_tally.executor_options(self.request.options, self.spark),
                             "env_options": list(self.request.env_options)}, "root": main.root,
-                "manifest_dir": main.shared_dir(layout.MANIFEST_DIR),
-                "batch_size": execution.delete_batch_size(main.file_io, self.request.batch_size), **extra}
+                "manifest_dir": main.shared_dir(paimon.MANIFEST_DIR),
+                "batch_size": plans.delete_batch_size(main.file_io, self.request.batch_size), **extra}
 
 
 # -- shared helpers ----------------------------------------------------------------------------------
@@ -249,7 +230,7 @@ def _record_planned(ctx: _Ctx, planned: DataFrame) -> Stages:
     for kind, n in files.items():
         ctx.result.planned_files[kind] = ctx.result.planned_files.get(kind, 0) + n
         ctx.result.planned_bytes[kind] = ctx.result.planned_bytes.get(kind, 0) + nbytes[kind]
-    room = safety.STATUS_SAMPLE_MAX - len(ctx.result.sample)
+    room = values.STATUS_SAMPLE_MAX - len(ctx.result.sample)
     if room > 0 and files:
         ctx.result.sample.extend(r["path"] for r in planned.select("path").limit(room).collect())
     return dict(sorted(stages.items()))
@@ -265,7 +246,7 @@ def _delete_stages(ctx: _Ctx, planned: DataFrame, stages: Stages, spec: Mapping[
     fault = ctx.fault
     batch = int(spec["batch_size"])
     for stage, per_task in stages.items():
-        seams.point(f"before:spark-delete:{stage}")  # core's re-checks and the lease run here
+        concurrency.point(f"before:spark-delete:{stage}")  # core's re-checks and the lease run here
         offsets: dict[str, int] = {}
         total = 0
         for pid in sorted(per_task):
@@ -313,7 +294,7 @@ def _add_summary(result: result_artifact.RunResult, rows: Iterable[Any]) -> None
             result.unsized[kind] = result.unsized.get(kind, 0) + int(r["unsized"])
         result.failed_count += int(r["failed"])
         for line in r["failure_sample"] or ():
-            if len(result.failure_sample) < safety.STATUS_SAMPLE_MAX:
+            if len(result.failure_sample) < values.STATUS_SAMPLE_MAX:
                 path, _, error = line.partition(": ")
                 result.failure_sample.append({"path": path, "error": error})
 
@@ -347,8 +328,8 @@ def _planning(fn: Callable[[], Any], what: str) -> Any:
 # -- orphan cleanup ------------------------------------------------------------------------------------
 def _clean_orphans(ctx: _Ctx) -> None:
     request, result = ctx.request, ctx.result
-    main = open_table(request.warehouse, request.table, options=request.storage_options()).on_branch(layout.MAIN)
-    now = request.now_ms if request.now_ms is not None else timestamps.now_ms()
+    main = open_table(request.warehouse, request.table, options=request.storage_options()).on_branch(paimon.MAIN)
+    now = request.now_ms if request.now_ms is not None else values.now_ms()
     io = main.file_io
     with io.one_view():  # branches, options, schema: each read once (FileIO.one_view), as in process
         decision = orphans.decide_orphan_clean(main, orphans.OrphanConfig(run_steps.orphan_threshold(request, now)))
@@ -373,7 +354,7 @@ def _clean_orphans(ctx: _Ctx) -> None:
                 walks.append((root, 0))
             else:
                 walks.extend((s.path, depth - 1) for s in io.list_dir(root)
-                             if s.is_dir and decisions.is_partition_dir(s.name))
+                             if s.is_dir and orphans.is_partition_dir(s.name))
         buckets = _planning(lambda: ctx.keep(ctx.io(ctx.df(walks, ex.WALK_FIELDS), ex.expand_bucket_dirs,
                                                     ex.DIR_FIELDS, spec)), "listing bucket directories")
         listing_df = buckets.select("dir", F.lit(None).cast("string").alias("temp_prefix"),
@@ -382,23 +363,23 @@ def _clean_orphans(ctx: _Ctx) -> None:
                           "listing candidate files")
         n_buckets = buckets.count()
         n_candidates = cands.count()
-    seams.point("orphans:listed")
+    concurrency.point("orphans:listed")
 
     # 2. the used set, read in executors, scoped to candidate names (roots enumerated now, after
     #    the listing, as core does); then core's loop over roots that appeared while listed
     #    ones vanished unwalked (``orphans.cover_vanished_roots``), each pass walked here too
     with io.one_view():  # opened after the candidate listing, as in process
         enumerated = orphans.enumerate_roots(main)
-    seams.point("orphans:roots-listed")
-    names = {r.path: guarantees.RootName(guarantees.root_kind(r.kind, r.branch), r.branch, r.name)
+    concurrency.point("orphans:roots-listed")
+    names = {r.path: reach.RootName(reach.root_kind(r.kind, r.branch), r.branch, r.name)
              for r in enumerated}
     roots = [(r.path, r.kind, r.branch) for r in enumerated]
-    ignored: list[guarantees.IgnoredReference] = []
+    ignored: list[reach.IgnoredReference] = []
     used, walked, vanished = _used_set(ctx, io, roots, cands, spec, names, ignored)
     seen = set(walked)
     passes = 0
 
-    def walk(fresh: list[references.Root]) -> bool:
+    def walk(fresh: list[orphans.Root]) -> bool:
         nonlocal used, passes
         passes += 1
         names.update({path: root for _branch, path, _snap, root in fresh})
@@ -408,12 +389,12 @@ def _clean_orphans(ctx: _Ctx) -> None:
         return gone
 
     orphans.cover_vanished_roots(main, seen, vanished, walk)
-    result.notes.extend(guarantees.notes_of(ignored))
-    result.details["ignoredReferences"] = guarantees.details_of(ignored)
+    result.notes.extend(reach.notes_of(ignored))
+    result.details["ignoredReferences"] = reach.details_of(ignored)
     if passes:
         result.notes.append(f"roots vanished while they were walked: listed again {passes} time(s), "
                             f"{len(seen) - len(walked)} new root(s) walked")
-    seams.point("orphans:walked")
+    concurrency.point("orphans:walked")
 
     # 3. orphans = candidates - used, by name
     orphan_df = _planning(lambda: ctx.keep(cands.join(used.distinct(), "name", "left_anti")), "the anti-join")
@@ -443,7 +424,7 @@ def _clean_orphans(ctx: _Ctx) -> None:
     result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
 
 
-def _flat_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDecision
+def _flat_candidates(ctx: _Ctx, main: Table, decision: orphans.OrphanCleanDecision
                      ) -> tuple[DataFrame, int, int]:
     """The candidates of an object store, as in process: ``orphans.list_candidates`` within
     ``FileIO.flat_listing`` of the table's prefix (``ceil(objects / 1000)`` LIST pages, the
@@ -455,7 +436,7 @@ def _flat_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDeci
     return _candidate_rows(ctx, decision, found), found.count, len(found.bucket_dirs)
 
 
-def _candidate_rows(ctx: _Ctx, decision: decisions.OrphanCleanDecision,
+def _candidate_rows(ctx: _Ctx, decision: orphans.OrphanCleanDecision,
                     found: orphans.CandidateListing) -> DataFrame:
     """Listed candidates (entries with their status) as candidate rows, materialised."""
     kind_of = {d.path: d.kind.value for d in decision.listings}
@@ -464,12 +445,12 @@ def _candidate_rows(ctx: _Ctx, decision: decisions.OrphanCleanDecision,
         for e in entries:
             assert e.status is not None  # a listing of an object store or an inventory carries both
             parent = e.path.rsplit("/", 1)[0]
-            kind = decisions.bucket_file_kind(e.name, decision.changelog_prefixes).value if data else kind_of[parent]
+            kind = orphans.bucket_file_kind(e.name, decision.changelog_prefixes).value if data else kind_of[parent]
             rows.append((e.name, e.path, e.status.size, e.status.mtime_ms, parent, kind, ex.stage_of(kind, e.path)))
     return ctx.keep(ctx.df(rows, ex.CANDIDATE_FIELDS))
 
 
-def _inventory_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanCleanDecision
+def _inventory_candidates(ctx: _Ctx, main: Table, decision: orphans.OrphanCleanDecision
                           ) -> tuple[DataFrame, int, int]:
     """The candidates among a storage inventory's files (``request.listing``), read and validated
     by the driver exactly as in process (``inventory.load_for_table``, ``inventory.check_listing``,
@@ -477,9 +458,9 @@ def _inventory_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanClea
     newer than the threshold is); their number and the number of bucket directories they are in."""
     request = ctx.request
     assert request.listing is not None
-    listed = inventory.load_for_table(request.listing, main.file_io, main.root, orphans.listing_roots(main),
+    listed = orphans.load_for_table(request.listing, main.file_io, main.root, orphans.listing_roots(main),
                                       request.storage_options())
-    inventory.check_listing(listed, main.root, decision.older_than_ms)
+    orphans.check_listing(listed, main.root, decision.older_than_ms)
     found = orphans.listed_candidates(decision, listed)
     ctx.result.notes.append(f"candidates from the storage inventory {request.listing} "
                             f"({len(listed.files)} file(s) of the table listed there)")
@@ -487,7 +468,7 @@ def _inventory_candidates(ctx: _Ctx, main: Table, decision: decisions.OrphanClea
 
 
 def _used_set(ctx: _Ctx, io: Any, roots: list[tuple[str, str, str]], cands: DataFrame, spec: Mapping[str, Any],
-              names: Mapping[str, guarantees.RootName], ignored: list[guarantees.IgnoredReference]
+              names: Mapping[str, reach.RootName], ignored: list[reach.IgnoredReference]
               ) -> tuple[DataFrame, set[orphans.RootKey], bool]:
     """The names ``roots`` (path, kind, branch) use among the candidates, read in executors; the
     keys of the roots read (``orphans.root_key``); and whether some root vanished before it was
@@ -534,7 +515,7 @@ def _used_set(ctx: _Ctx, io: Any, roots: list[tuple[str, str, str]], cands: Data
 
 
 def _judge_orphan_errors(ctx: _Ctx, io: Any, problems: Sequence[Any], refs: DataFrame, lists: DataFrame,
-                         names: Mapping[str, guarantees.RootName], ignored: list[guarantees.IgnoredReference]
+                         names: Mapping[str, reach.RootName], ignored: list[reach.IgnoredReference]
                          ) -> bool:
     """Core's rules on the files the roots' reads missed: unreadable metadata aborts; a missing
     file is ignored where the root names it by a reference Paimon lets dangle
@@ -557,27 +538,27 @@ def _judge_orphan_errors(ctx: _Ctx, io: Any, problems: Sequence[Any], refs: Data
     through = refs.filter(F.col("name").isin(sorted({*wanted, *owners})) & F.col("what").isin("list", "index")) \
         .select("root_path", "what", "name", "role", "rule").distinct().collect()
     lists_named = sorted({r["name"] for r in through if r["role"] == ListRole.CHANGELOG.value})
-    copied = guarantees.copied_lists(
+    copied = reach.copied_lists(
         (names[r["root_path"]], r["name"]) for r in refs.filter(
             (F.col("role") == ListRole.CHANGELOG.value) & F.col("name").isin(lists_named)).select(
             "root_path", "name").distinct().collect() if r["root_path"] in names)
     vanished = False
     for r in through:
         root = names.get(r["root_path"])
-        rule = guarantees.RULES[int(r["rule"])]
+        rule = reach.RULES[int(r["rule"])]
         files = [(r["name"], None)] if r["name"] in missing else [(m, r["name"]) for m in sorted(owners.get(r["name"], ()))]
         for file, via in files:
             if root is not None and rule.dangles(copied=r["name"] in copied):
-                ignored.append(guarantees.IgnoredReference(root, guarantees.list_reference(ListRole(r["role"])), file,
+                ignored.append(reach.IgnoredReference(root, reach.list_reference(ListRole(r["role"])), file,
                                                            rule, via))
-            elif decisions.missing_reference_aborts(io.exists(r["root_path"])):
-                what = (f"a manifest of its {guarantees.list_reference(ListRole(r['role']))} {via}:" if via
-                        else f"its {guarantees.list_reference(ListRole(r['role']))}")
+            elif orphans.missing_reference_aborts(io.exists(r["root_path"])):
+                what = (f"a manifest of its {reach.list_reference(ListRole(r['role']))} {via}:" if via
+                        else f"its {reach.list_reference(ListRole(r['role']))}")
                 if root is None:
                     raise errors.IncompleteProtectionSetError(
                         f"orphan cleanup: {r['root_path']} names {what} {file}, which is missing (nothing was deleted)",
                         fix=f"restore {file} and rerun")
-                raise guarantees.missing_kept_file(root, what, file, operation="orphan cleanup")
+                raise reach.missing_kept_file(root, what, file, operation="orphan cleanup")
             else:
                 vanished = True
     if vanished:
@@ -603,7 +584,7 @@ class _Judgement:
     skip_delta: set[int] = field(default_factory=set)
     skip_changelog: set[int] = field(default_factory=set)
     broken_tags: dict[int, tuple[str, str]] = field(default_factory=dict)  # tag_live rid -> (what, file)
-    ignored: list[guarantees.IgnoredReference] = field(default_factory=list)
+    ignored: list[reach.IgnoredReference] = field(default_factory=list)
     #: expiring deltas an earlier interrupted run removed (not those Paimon deleted by design)
     cleaned_before: set[int] = field(default_factory=set)
 
@@ -611,10 +592,10 @@ class _Judgement:
         """``file`` (a list or index manifest of ``role``, ``what`` = ``list``; or a manifest of
         the list ``via_list``, ``what`` = ``manifest``) that ``use`` reads is missing."""
         list_role = ListRole(role)
-        outcomes = expire_decisions.judge_missing(use, what, list_role)
+        outcomes = expire.judge_missing(use, what, list_role)
         described = _described(what, list_role, via_list)
         if ReadOutcome.ABORT in outcomes:
-            raise expire_decisions.abort_unreadable_protection(use, described, file)
+            raise expire.abort_unreadable_protection(use, described, file)
         if ReadOutcome.DANGLING in outcomes and use.protects:  # (an expiring root's are no news)
             self.ignored.append(use.ignored(list_role, file, via_list))
         if ReadOutcome.BREAKS_TAG in outcomes:
@@ -631,7 +612,7 @@ def _described(what: str, role: ListRole, via_list: str | None) -> str:
     """What a missing file is to its root (as refusals say it)."""
     if role == ListRole.INDEX:
         return "its index manifest"
-    reference = guarantees.list_reference(role)
+    reference = reach.list_reference(role)
     return f"a manifest of its {reference} {via_list}:" if what == "manifest" else f"its {reference}"
 
 
@@ -641,17 +622,17 @@ def _use_row(rid: int, u: RootUse) -> tuple[Any, ...]:
             u.changelog_vs_data, u.cand_sizes, u.prev_tag, u.cand_meta, u.log_role.value)
 
 
-def _plan_expiration(ctx: _Ctx, table: Table, decision: expire_decisions.ExpirationDecision
+def _plan_expiration(ctx: _Ctx, table: Table, decision: expire.ExpirationDecision
                      ) -> tuple[DataFrame, dict[str, Any]]:
     """Distributed evaluation of ``decision``'s roots; returns (planned delete rows, spec),
     materialised, not yet counted (:func:`_record_planned`)."""
     roots = decision.roots
     by_rid = dict(enumerate(roots))
-    main = table.on_branch(layout.MAIN)
+    main = table.on_branch(paimon.MAIN)
     resolver = ctx.resolver(main)
     in_data_dir = resolver.index_file_in_data_file_dir
     spec = ctx.spec(main, index_file_in_data_file_dir=in_data_dir,
-                    statistics_dir=main.shared_dir(layout.STATISTICS_DIR))
+                    statistics_dir=main.shared_dir(paimon.STATISTICS_DIR))
     root_df = F.broadcast(ctx.df([_use_row(rid, u) for rid, u in by_rid.items()], _USE_FIELDS))
 
     # 1. every root in one pass: manifests to read, metadata paths, read errors
@@ -666,7 +647,7 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: expire_decisions.Expirat
                             u.meta_extra))
     # the lists every root needs, each read once per run (ctx.lists), handed to its roots
     wanted = [(rid, name) for rid, u in by_rid.items()
-              for _role, name in root_metadata.lists_of(u.snapshot, {*u.entry_roles, *u.meta_lists})]
+              for _role, name in reach.lists_of(u.snapshot, {*u.entry_roles, *u.meta_lists})]
 
     def expand() -> DataFrame:
         lists = ctx.lists({name for _rid, name in wanted}, spec)
@@ -737,7 +718,7 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: expire_decisions.Expirat
     for rid, (what, file) in judged.broken_tags.items():  # only previous tags still in use matter
         tag = by_rid[rid]
         if any(u.cand_delta and r not in judged.skip_delta and u.prev_tag == tag.sid for r, u in by_rid.items()):
-            raise expire_decisions.abort_unreadable_protection(tag, what, file)
+            raise expire.abort_unreadable_protection(tag, what, file)
     keep_entries = keep_manifests.join(entries_b.filter(_is_null("error_kind")), "manifest_name")
     # core's merge (manifests.merge_kinds) per identifier, entries in manifest-list order
     ident = ["rid", "partition", "bucket", "level", "file_name", "ident_x"]
@@ -799,10 +780,10 @@ def _plan_expiration(ctx: _Ctx, table: Table, decision: expire_decisions.Expirat
         note = f"deltas of snapshots {skipped[:10]} already cleaned by an earlier run"
         if note not in ctx.result.notes:
             ctx.result.notes.append(note)
-    for note in guarantees.notes_of(judged.ignored):
+    for note in reach.notes_of(judged.ignored):
         if note not in ctx.result.notes:
             ctx.result.notes.append(note)
-    ctx.result.details["ignoredReferences"] = guarantees.details_of(judged.ignored)
+    ctx.result.details["ignoredReferences"] = reach.details_of(judged.ignored)
     return planned, spec
 
 
@@ -824,11 +805,11 @@ def _judge_manifest_errors(judged: _Judgement, by_rid: Mapping[int, RootUse], us
     for use in uses.filter(F.col("manifest_name").isin(names)).select("rid", "list_role", "manifest_name") \
             .distinct().collect():
         rid, role = int(use["rid"]), use["list_role"]
-        via = dict(root_metadata.lists_of(by_rid[rid].snapshot, [ListRole(role)])).get(ListRole(role))
+        via = dict(reach.lists_of(by_rid[rid].snapshot, [ListRole(role)])).get(ListRole(role))
         judged.missing(rid, by_rid[rid], "manifest", role, use["manifest_name"], via)
 
 
-def _evaluate(ctx: _Ctx, table: Table, decision: expire_decisions.ExpirationDecision, t0: float) -> None:
+def _evaluate(ctx: _Ctx, table: Table, decision: expire.ExpirationDecision, t0: float) -> None:
     """Evaluate ``decision`` and carry it out in Paimon's order (a dry run, or a decision run
     under core's commit-point re-check): nothing to read (hints only) -> core's executor runs
     its tail; otherwise distributed planning, then the deletes and the tail."""
@@ -855,13 +836,13 @@ class _Evaluated:
     unpublishing: tuple[plans.Step, ...] = ()
 
 
-def _evaluator(ctx: _Ctx, table: Table, t0: float) -> expire_commit.Evaluator[_Evaluated]:
+def _evaluator(ctx: _Ctx, table: Table, t0: float) -> expire.Evaluator[_Evaluated]:
     """Core's expiration phases (``expire_commit.expire_snapshots``: intent, unpublish, verify,
     delete) with this job evaluating the decisions: core decides, orders and re-checks; the
     job reads manifests, intersects the two evaluations and deletes, distributed."""
 
-    def evaluate(view: Table, decision: expire_decisions.ExpirationDecision) -> _Evaluated:
-        unpublish = expire_commit.unpublishing(decision)
+    def evaluate(view: Table, decision: expire.ExpirationDecision) -> _Evaluated:
+        unpublish = expire.unpublishing(decision)
         if not decision.reads_manifests:
             return _Evaluated(None, {}, None, unpublish)
         planned, spec = _plan_expiration(ctx, view, decision)
@@ -881,7 +862,7 @@ def _evaluator(ctx: _Ctx, table: Table, t0: float) -> expire_commit.Evaluator[_E
                          "verifying the plan")
         return _Evaluated(agreed, again.spec, again.empty_dirs_depth, again.unpublishing), int(kept)
 
-    def delete(evaluated: _Evaluated, tail: plans.Plan) -> execution.ExecutionResult:
+    def delete(evaluated: _Evaluated, tail: plans.Plan) -> plans.ExecutionResult:
         failed_before = ctx.result.failed_count
         _tail_summary(ctx, plans.Plan(tail.operation, tail.table, evaluated.unpublishing))
         if evaluated.planned is None:
@@ -891,15 +872,15 @@ def _evaluator(ctx: _Ctx, table: Table, t0: float) -> expire_commit.Evaluator[_E
             _finish(ctx, table, evaluated.planned, stages, evaluated.spec, tail, t0,
                     empty_dirs_depth=evaluated.empty_dirs_depth)
         # failures keep core's intent, so the next run resumes; the counts are in ctx.result
-        return execution.ExecutionResult(failed=[DeleteResult("(spark delete stage)", DeleteOutcome.FAILED)]
+        return plans.ExecutionResult(failed=[DeleteResult("(spark delete stage)", DeleteOutcome.FAILED)]
                                          if ctx.result.failed_count > failed_before else [])
 
-    def run_meta(plan: plans.Plan) -> execution.ExecutionResult:
-        executed = execution.execute(plan, table.file_io, batch_size=ctx.request.batch_size)
+    def run_meta(plan: plans.Plan) -> plans.ExecutionResult:
+        executed = plans.execute(plan, table.file_io, batch_size=ctx.request.batch_size)
         run_steps.merge_execution(ctx.result, executed)
         return executed
 
-    return expire_commit.Evaluator(evaluate, agree, delete, run_meta)
+    return expire.Evaluator(evaluate, agree, delete, run_meta)
 
 
 def _expire(ctx: _Ctx) -> None:
@@ -907,7 +888,7 @@ def _expire(ctx: _Ctx) -> None:
     then delete (``expire_commit``); with a decoupled changelog lifecycle, Paimon's order under
     core's commit-point re-check (``commit_point``), as in process."""
     table = run_steps.open_request_table(ctx.request)
-    now = ctx.request.now_ms if ctx.request.now_ms is not None else timestamps.now_ms()
+    now = ctx.request.now_ms if ctx.request.now_ms is not None else values.now_ms()
     t0 = time.perf_counter()
     config = run_steps.expire_config(ctx.request, table)
     if ctx.request.dry_run:
@@ -916,28 +897,28 @@ def _expire(ctx: _Ctx) -> None:
     if config.changelog_decoupled:
         _checked(ctx, table, lambda: expire.decide_expire(table, config, now), t0)
         return
-    _report(ctx, expire_commit.expire_snapshots(table, config, now, _evaluator(ctx, table, t0)))
+    _report(ctx, expire.expire_snapshots(table, config, now, _evaluator(ctx, table, t0)))
 
 
-def _report(ctx: _Ctx, done: expire_commit.Expiration[_Evaluated]) -> None:
+def _report(ctx: _Ctx, done: expire.Expiration[_Evaluated]) -> None:
     """What core's phases decided and noted (the evaluator counted what was planned)."""
     ctx.result.details.update(dict(done.decision.details))
     ctx.result.notes.extend((*done.decision.notes, *done.notes))
 
 
-def _checked(ctx: _Ctx, table: Table, decide: Callable[[], expire_decisions.ExpirationDecision], t0: float) -> None:
+def _checked(ctx: _Ctx, table: Table, decide: Callable[[], expire.ExpirationDecision], t0: float) -> None:
     """Run a decision under core's commit-point re-check (``commit_point.run_checked_with``):
     tags, branches and consumers are compared before every delete stage; when they grew, the
     decision is made again (a re-plan counts only what it finally planned)."""
     result = ctx.result
     counted = (dict(result.planned_files), dict(result.planned_bytes), list(result.sample), list(result.notes))
 
-    def run(decision: expire_decisions.ExpirationDecision) -> None:
+    def run(decision: expire.ExpirationDecision) -> None:
         result.planned_files, result.planned_bytes = dict(counted[0]), dict(counted[1])
         result.sample, result.notes = list(counted[2]), list(counted[3])
         _evaluate(ctx, table, decision, t0)
 
-    _made, _none, reasons = commit_point.run_checked_with(table, decide, run)
+    _made, _none, reasons = expire.run_checked_with(table, decide, run)
     if reasons:
         result.notes.append(f"re-planned {len(reasons)} time(s): {'; '.join(reasons)}")
 
@@ -946,13 +927,13 @@ def _expire_changelog(ctx: _Ctx) -> None:
     """``expire.decide_expire_changelog``, evaluated distributed, in core's phases (unpublish
     the changelog files, verify, delete: ``expire_commit.expire_changelogs``)."""
     table = run_steps.open_request_table(ctx.request)
-    now = ctx.request.now_ms if ctx.request.now_ms is not None else timestamps.now_ms()
+    now = ctx.request.now_ms if ctx.request.now_ms is not None else values.now_ms()
     t0 = time.perf_counter()
     config = run_steps.changelog_config(ctx.request, table)
     if ctx.request.dry_run:
         _evaluate(ctx, table, expire.decide_expire_changelog(table, config, now), t0)
         return
-    _report(ctx, expire_commit.expire_changelogs(table, config, now, _evaluator(ctx, table, t0)))
+    _report(ctx, expire.expire_changelogs(table, config, now, _evaluator(ctx, table, t0)))
 
 
 def _tail_summary(ctx: _Ctx, tail: plans.Plan) -> None:
@@ -962,7 +943,7 @@ def _tail_summary(ctx: _Ctx, tail: plans.Plan) -> None:
         ctx.result.planned_bytes[kind] = ctx.result.planned_bytes.get(kind, 0) + summary["bytes"].get(kind, 0)
     for kind, n in summary["unsized"].items():
         ctx.result.planned_unsized[kind] = ctx.result.planned_unsized.get(kind, 0) + n
-    room = safety.STATUS_SAMPLE_MAX - len(ctx.result.sample)
+    room = values.STATUS_SAMPLE_MAX - len(ctx.result.sample)
     ctx.result.sample.extend(f.path for f in tail.files[:max(0, room)])
 
 
@@ -988,7 +969,7 @@ def _finish(ctx: _Ctx, table: Table, planned: DataFrame, stages: Stages, spec: M
                          key="dir").agg(F.sum("removed").alias("removed")).collect()
         ctx.result.removed_dirs += int(removed[0]["removed"] or 0) if removed else 0
     _delete_stages(ctx, planned, {s: n for s, n in stages.items() if s > _DATA_STAGES_END}, spec)
-    run_steps.merge_execution(ctx.result, execution.execute(tail, table.file_io, batch_size=ctx.request.batch_size))
+    run_steps.merge_execution(ctx.result, plans.execute(tail, table.file_io, batch_size=ctx.request.batch_size))
     ctx.result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
 
 
@@ -999,7 +980,7 @@ def _run_tail(ctx: _Ctx, table: Table, plan: plans.Plan, t0: float) -> None:
     _tail_summary(ctx, plan)
     ctx.result.timings["planSeconds"] = round(time.perf_counter() - t0, 3)
     if not ctx.request.dry_run and plan.steps:
-        run_steps.merge_execution(ctx.result, execution.execute(plan, table.file_io,
+        run_steps.merge_execution(ctx.result, plans.execute(plan, table.file_io,
                                                              batch_size=ctx.request.batch_size))
 
 
@@ -1024,11 +1005,11 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
         operation=request.operation, table=request.table, branch=request.branch, dry_run=request.dry_run,
         engine="spark", run_name=request.run_name, warehouse=request.warehouse, versions=run_steps.versions())
     result.versions.setdefault("spark", spark.version)
-    started = timestamps.now_ms()
-    result.started_at = timestamps.iso_ms(started)
+    started = values.now_ms()
+    result.started_at = values.iso_ms(started)
     t0 = time.perf_counter()
     _PHASES.clear()
-    maintainer = contextlib.ExitStack()  # one maintainer per table (core/lease.py); released below
+    maintainer = contextlib.ExitStack()  # one maintainer per table (core/concurrency/lease.py); released below
     tally = maintainer.enter_context(request_tally.Tally(spark))  # storage requests of the run
     ctx = _Ctx(spark, request, result, fault)
     result.details["parallelism"] = ctx.n
@@ -1053,7 +1034,7 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
                 ctx.release()
                 return _next_step(spark, request, result, fault, "expire-changelog", run_steps.step_name("changelog", n))
 
-            expire_batches.run_with_changelog(first, changelog, changelog_due=due, max_batches=request.batches,
+            expire.run_with_changelog(first, changelog, changelog_due=due, max_batches=request.batches,
                                               dry_run=request.dry_run)
     finally:
         ctx.release()
@@ -1063,7 +1044,7 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
         maintainer.close()
         result.timings.update({f"phase {k}": round(v, 3) for k, v in _PHASES.items()})
         result.timings["totalSeconds"] = round(time.perf_counter() - t0, 3)
-        result.finished_at = timestamps.iso_ms(timestamps.now_ms())
+        result.finished_at = values.iso_ms(values.now_ms())
     return result
 
 
@@ -1088,7 +1069,7 @@ def _changelog_due(request: job_request.JobRequest) -> bool:
     """``with_changelog``: whether changelog expiration is due before the snapshot expiration (the
     operator's in-process run plans both first, then applies them in order)."""
     table = run_steps.open_request_table(request)
-    now = request.now_ms if request.now_ms is not None else timestamps.now_ms()
+    now = request.now_ms if request.now_ms is not None else values.now_ms()
     return run_steps.changelog_due(table, run_steps.changelog_config(request, table), now)
 
 

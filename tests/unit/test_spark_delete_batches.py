@@ -51,7 +51,7 @@ def test_each_batch_is_one_delete_call_and_outcomes_are_summed(tmp_path: Path, m
     gone = str(tmp_path / "p=1/bucket-0/data-gone.parquet")
     rows = [(p, "data", 3, p.rsplit("/", 1)[0], 0, n // 3) for n, p in enumerate([*files, gone])]
     calls: list[list[str]] = []
-    from tablekeeper.core import execution
+    from tablekeeper.core.plans import execution
 
     real = execution.delete_batch
 

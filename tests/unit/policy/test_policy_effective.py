@@ -22,14 +22,10 @@ from tablekeeper.core.policy import (
     UnsafeSpecError,
     resolve_effective_policy,
 )
-from tablekeeper.core.policy.effective import (
-    BUILTIN_DEFAULTS,
-    LEAF_PATHS,
-    RETENTION_LEAVES,
-    EffectivePolicy,
-)
-from tablekeeper.core.policy.policy import DurationBound, IntBound, RetentionConstraints
-from tablekeeper.core.policy.retention import PAIMON_OPTIONS
+from tablekeeper.core.policy.effective.leaves import BUILTIN_DEFAULTS, LEAF_PATHS, RETENTION_LEAVES
+from tablekeeper.core.policy.effective.result import EffectivePolicy
+from tablekeeper.core.policy.models.policy import DurationBound, IntBound, RetentionConstraints
+from tablekeeper.core.policy.models.retention import PAIMON_OPTIONS
 from tablekeeper.core.policy.validation import InvalidSpecError
 
 NS = "sales"

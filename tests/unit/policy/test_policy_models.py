@@ -23,11 +23,11 @@ from tablekeeper.core.policy import (
     Schedule,
     to_timedelta,
 )
-from tablekeeper.core.policy.catalog import AllowedNamespaces, normalize_warehouse
-from tablekeeper.core.policy.common import SpecModel
-from tablekeeper.core.policy.duration_field import DURATION_PATTERN
-from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, IntBound
-from tablekeeper.core.policy.selectors import LabelSelector
+from tablekeeper.core.policy.models.catalog import AllowedNamespaces, normalize_warehouse
+from tablekeeper.core.policy.models.common import SpecModel
+from tablekeeper.core.policy.models.duration_field import DURATION_PATTERN
+from tablekeeper.core.policy.models.policy import ClusterPaimonRetentionPolicySpec, IntBound
+from tablekeeper.core.policy.models.selectors import LabelSelector
 
 
 def error_of(model: type[BaseModel], data: Any) -> dict[str, Any]:

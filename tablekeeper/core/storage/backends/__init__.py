@@ -2,38 +2,27 @@
 
 - :mod:`.local` (``os``), and on fsspec (:mod:`.fsspec_io`, with :mod:`.remote_deletes`):
 - :mod:`.object_store` (prefixes, markers, conditional uploads, flat listings), under it
-  :mod:`.s3` (S3 and OSS), :mod:`.gcs`, :mod:`.azure`;
+  :mod:`.s3` (S3 and OSS; :mod:`.segmented` listings, :mod:`.oss_headers`), :mod:`.gcs`,
+  :mod:`.azure`;
 - :mod:`.hdfs` (WebHDFS, real directories).
 
-:func:`implementation` is the one place that picks the class for a store; a module is imported
-only when its store is used (a local command never imports fsspec)."""
+:mod:`.by_store` is the one place that picks the class for a store."""
 
 from __future__ import annotations
 
-from tablekeeper.core.storage.backends.base import StoreIO
-from tablekeeper.core.storage.stores import Store
+from typing import TYPE_CHECKING
 
-__all__ = ["StoreIO", "implementation"]
+from tablekeeper.core import lazy
 
+#: name -> the submodule that defines it (resolved on first use)
+_PUBLIC = {
+    "StoreIO": "base",
+    "implementation": "by_store",
+}
+__all__ = sorted(_PUBLIC)
 
-def implementation(store: Store) -> type[StoreIO]:
-    """The class that serves ``store``."""
-    if store is Store.LOCAL:
-        from tablekeeper.core.storage.backends.local import LocalIO
-
-        return LocalIO
-    if store in (Store.S3, Store.OSS):
-        from tablekeeper.core.storage.backends.s3 import S3IO
-
-        return S3IO
-    if store is Store.GCS:
-        from tablekeeper.core.storage.backends.gcs import GcsIO
-
-        return GcsIO
-    if store is Store.AZURE:
-        from tablekeeper.core.storage.backends.azure import AzureIO
-
-        return AzureIO
-    from tablekeeper.core.storage.backends.hdfs import HdfsIO
-
-    return HdfsIO
+if TYPE_CHECKING:
+    from tablekeeper.core.storage.backends.base import StoreIO as StoreIO
+    from tablekeeper.core.storage.backends.by_store import implementation as implementation
+else:
+    __getattr__, __dir__ = lazy.public_names(__name__, _PUBLIC)
