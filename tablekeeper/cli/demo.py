@@ -32,7 +32,7 @@ import yaml
 from tablekeeper import reconcile
 from tablekeeper.cli import gitops, render
 from tablekeeper.core.paimon import open_table, pypaimon
-from tablekeeper.core.policy import PaimonCatalogSpec
+from tablekeeper.core.policy.specs import PaimonCatalogSpec
 from tablekeeper.reconcile import actions as A
 
 __all__ = ["run", "find_examples", "build_history", "load_examples", "ORDERS", "EVENTS", "STEPS"]

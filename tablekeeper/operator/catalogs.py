@@ -15,7 +15,7 @@ from datetime import datetime
 
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core import policy
-from tablekeeper.core.policy import PaimonCatalogSpec
+from tablekeeper.core.policy.specs import PaimonCatalogSpec
 from tablekeeper.core.storage import FileIO
 from tablekeeper.operator import cluster, conditions, metrics
 from tablekeeper.operator.cluster import Obj

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core.policy import (
-    CLUSTER_SCOPED,
+from tablekeeper.core.policy import CLUSTER_SCOPED, SpecModel, parse_spec
+from tablekeeper.core.policy.specs import (
     ClusterPaimonCatalogSpec,
     ClusterPaimonRetentionPolicySpec,
     PaimonBranchSpec,
@@ -31,8 +31,6 @@ from tablekeeper.core.policy import (
     PaimonRetentionPolicySpec,
     PaimonTableSpec,
     PaimonTagSpec,
-    SpecModel,
-    parse_spec,
 )
 from tablekeeper.operator import markers
 from tablekeeper.operator.conditions import Reason

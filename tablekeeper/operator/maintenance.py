@@ -29,7 +29,9 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from tablekeeper.core import values
-from tablekeeper.core.policy import EffectivePolicy, PaimonTableSpec, Schedule
+from tablekeeper.core.policy import Schedule
+from tablekeeper.core.policy.effective import EffectivePolicy
+from tablekeeper.core.policy.specs import PaimonTableSpec
 from tablekeeper.operator import markers
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.status import Event

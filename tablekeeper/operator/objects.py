@@ -47,7 +47,7 @@ from zoneinfo import ZoneInfo
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core import paimon, values
-from tablekeeper.core.policy import PaimonBranchSpec, PaimonTableSpec, PaimonTagSpec
+from tablekeeper.core.policy.specs import PaimonBranchSpec, PaimonTableSpec, PaimonTagSpec
 from tablekeeper.core.refs import fork_tag_name
 from tablekeeper.operator import cluster, conditions, markers, metrics, persistence, scopes
 from tablekeeper.operator.cluster import Obj

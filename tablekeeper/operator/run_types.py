@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from tablekeeper import reconcile
-from tablekeeper.core.policy import PaimonMaintenanceRunSpec
+from tablekeeper.core.policy.specs import PaimonMaintenanceRunSpec
 from tablekeeper.operator import scopes
 from tablekeeper.operator.run_report import RunReport
 

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core import values
-from tablekeeper.core.policy import PaimonMaintenanceRunSpec, PaimonTableSpec
+from tablekeeper.core.policy.specs import PaimonMaintenanceRunSpec, PaimonTableSpec
 from tablekeeper.operator import (
     cluster,
     conditions,

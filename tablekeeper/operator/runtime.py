@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tablekeeper import reconcile
-from tablekeeper.core.policy import ClusterPaimonCatalogSpec
+from tablekeeper.core.policy.specs import ClusterPaimonCatalogSpec
 from tablekeeper.operator import cluster, kopfcompat
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.errors import OperatorError

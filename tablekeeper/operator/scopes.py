@@ -34,14 +34,14 @@ from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core import paimon, values
 from tablekeeper.core.paimon import Table, table_path
-from tablekeeper.core.policy import (
+from tablekeeper.core.policy import SpecModel
+from tablekeeper.core.policy.effective import EffectivePolicy
+from tablekeeper.core.policy.specs import (
     ClusterPaimonCatalogSpec,
     ClusterPaimonRetentionPolicySpec,
-    EffectivePolicy,
     PaimonBranchSpec,
     PaimonRetentionPolicySpec,
     PaimonTagSpec,
-    SpecModel,
 )
 from tablekeeper.operator import cluster
 from tablekeeper.operator.cluster import Obj

@@ -53,7 +53,7 @@ from typing import Any
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core import expire, paimon
-from tablekeeper.core.policy import ClusterPaimonCatalogSpec, PaimonMaintenanceRunSpec, PaimonTableSpec
+from tablekeeper.core.policy.specs import ClusterPaimonCatalogSpec, PaimonMaintenanceRunSpec, PaimonTableSpec
 from tablekeeper.core.storage import join
 from tablekeeper.operator import cluster, kopfcompat, maintenance, objects, run_engines, scopes
 from tablekeeper.operator.cluster import Obj

@@ -33,7 +33,8 @@ from typing import Any
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core import paimon, values
-from tablekeeper.core.policy import EffectivePolicy, PaimonTableSpec
+from tablekeeper.core.policy.effective import EffectivePolicy
+from tablekeeper.core.policy.specs import PaimonTableSpec
 from tablekeeper.operator import cluster, conditions, maintenance, markers, metrics, objects, scopes
 from tablekeeper.operator.cluster import Obj
 from tablekeeper.operator.conditions import Reason

@@ -28,16 +28,14 @@ from typing import Any, get_args
 from pydantic.fields import FieldInfo
 
 from tablekeeper.core import policy, values
-from tablekeeper.core.policy import (
+from tablekeeper.core.policy import Duration, LabelSelector, LabelSelectorRequirement, SpecModel, TimeZoneName
+from tablekeeper.core.policy.specs import (
     RESERVED_TAG_NAMES,
     BranchTTL,
     ChangelogRetention,
     ConsumerRetention,
-    Duration,
     DurationBound,
     IntBound,
-    LabelSelector,
-    LabelSelectorRequirement,
     MaintenanceSpec,
     MaintenanceWindow,
     OrphanFileCleanup,
@@ -49,10 +47,8 @@ from tablekeeper.core.policy import (
     PartitionRetention,
     RollbackTarget,
     SnapshotRetention,
-    SpecModel,
     TagAutoCreate,
     TagRetention,
-    TimeZoneName,
 )
 
 __all__ = [
@@ -99,7 +95,7 @@ NAME_MAX_LENGTH = 253
 TEXT_MAX_LENGTH = 4096
 #: Upper bound on ``matchExpressions`` (each item is checked by CEL; the models set no limit).
 MAX_SELECTOR_REQUIREMENTS = 64
-#: Shape of an IANA zone name, as ``tablekeeper.core.policy.models.common`` checks it before looking the
+#: Shape of an IANA zone name, as ``tablekeeper.core.policy.common`` checks it before looking the
 #: zone up (the lookup itself cannot be done at admission).
 ZONE_PATTERN = r"^[A-Za-z][A-Za-z0-9_+\-]*(/[A-Za-z0-9_+\-]+)*$"
 

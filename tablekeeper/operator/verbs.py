@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core import refs
-from tablekeeper.core.policy import PaimonBranchSpec
+from tablekeeper.core.policy.specs import PaimonBranchSpec
 from tablekeeper.operator import scopes
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.errors import classify

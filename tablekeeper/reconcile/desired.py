@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tablekeeper.core import errors, policy
-from tablekeeper.core.policy import (
+from tablekeeper.core.policy import InvalidSpecError
+from tablekeeper.core.policy.specs import (
     ClusterPaimonCatalogSpec,
     ClusterPaimonRetentionPolicySpec,
-    InvalidSpecError,
     PaimonBranchSpec,
     PaimonCatalogSpec,
     PaimonRetentionPolicySpec,

@@ -9,7 +9,7 @@ separate questions, answered by the planner.
 
 from __future__ import annotations
 
-from tablekeeper.core.policy import EffectivePolicy
+from tablekeeper.core.policy.effective import EffectivePolicy
 
 __all__ = ["KINDS", "managed", "enabled"]
 

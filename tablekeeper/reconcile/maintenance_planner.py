@@ -14,7 +14,7 @@ from typing import Any
 
 from tablekeeper.core import expire, orphans, partitions, plans, values
 from tablekeeper.core.paimon import Table
-from tablekeeper.core.policy import EffectivePolicy
+from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import enabled_jobs, plan_context
 from tablekeeper.reconcile.desired import TableTarget

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from tablekeeper.core import paimon
-from tablekeeper.core.policy import EffectivePolicy
+from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import auto_tags_planner, branches_planner, plan_context, tags_planner
 from tablekeeper.reconcile.desired import TableTarget

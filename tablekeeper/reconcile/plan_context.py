@@ -11,7 +11,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from tablekeeper.core import errors, expire, paimon, plans, refs
-from tablekeeper.core.policy import Duration, EffectivePolicy
+from tablekeeper.core.policy import Duration
+from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.core.storage import FileIO
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.desired import TableTarget, describe

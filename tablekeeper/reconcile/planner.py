@@ -27,7 +27,8 @@ from typing import Any
 
 from tablekeeper.core import errors, paimon
 from tablekeeper.core.paimon import Table
-from tablekeeper.core.policy import EffectivePolicy, InvalidSpecError
+from tablekeeper.core.policy import InvalidSpecError
+from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import (
     maintenance_planner,

@@ -8,7 +8,8 @@ from collections.abc import Collection
 from typing import Any
 
 from tablekeeper.core import paimon
-from tablekeeper.core.policy import PAIMON_OPTIONS, EffectivePolicy
+from tablekeeper.core.policy.effective import EffectivePolicy
+from tablekeeper.core.policy.specs import PAIMON_OPTIONS
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.desired import TableTarget, describe
 from tablekeeper.reconcile.observe import TableState

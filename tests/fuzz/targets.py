@@ -391,8 +391,9 @@ def cr_specs(data: bytes) -> None:
     from pydantic import ValidationError
 
     from tablekeeper.core import errors
-    from tablekeeper.core.policy import PaimonBranchSpec, PaimonTagSpec, parse_spec
+    from tablekeeper.core.policy import parse_spec
     from tablekeeper.core.policy.kinds import SPEC_MODELS
+    from tablekeeper.core.policy.specs import PaimonBranchSpec, PaimonTagSpec
 
     if not data:
         return

@@ -14,10 +14,10 @@ import kubernetes_validate
 import pytest
 from pydantic import BaseModel
 
+from tablekeeper.core.policy import common as policy_common
+from tablekeeper.core.policy import duration_field as policy_durations
+from tablekeeper.core.policy.common import SpecModel
 from tablekeeper.core.policy.kinds import API_GROUP, API_VERSION, CLUSTER_SCOPED, SPEC_MODELS
-from tablekeeper.core.policy.models import common as policy_common
-from tablekeeper.core.policy.models import duration_field as policy_durations
-from tablekeeper.core.policy.models.common import SpecModel
 from tablekeeper.operator import crd_kinds, crd_schema, rbac, validations
 
 DESIGN_NAMES = {  # operator-design.md §2

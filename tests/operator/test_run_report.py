@@ -9,7 +9,7 @@ import pytest
 
 from tablekeeper.core.policy.effective import resolution, result
 from tablekeeper.core.policy.kinds import parse_spec
-from tablekeeper.core.policy.models.table import PaimonTableSpec
+from tablekeeper.core.policy.specs.table import PaimonTableSpec
 from tablekeeper.operator import maintenance
 from tablekeeper.operator.run_report import RunReport, from_artifact
 from tablekeeper.reconcile import enabled_jobs

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.policy.models.run import PaimonMaintenanceRunSpec
+from tablekeeper.core.policy.specs.run import PaimonMaintenanceRunSpec
 from tablekeeper.operator import sparkruns
 from tablekeeper.operator.run_report import from_artifact
 from tablekeeper.spark import job_request, result_artifact

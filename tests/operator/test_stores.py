@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core.policy.models.run import PaimonMaintenanceRunSpec
+from tablekeeper.core.policy.specs.run import PaimonMaintenanceRunSpec
 from tablekeeper.core.storage.connections import connect
 from tablekeeper.operator import sparkruns
 from tablekeeper.spark import dispatch, job_request, result_artifact

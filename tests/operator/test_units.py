@@ -15,8 +15,8 @@ import pytest
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy.effective import resolution, result
 from tablekeeper.core.policy.kinds import parse_spec
-from tablekeeper.core.policy.models.run import PaimonMaintenanceRunSpec
-from tablekeeper.core.policy.models.table import PaimonTableSpec
+from tablekeeper.core.policy.specs.run import PaimonMaintenanceRunSpec
+from tablekeeper.core.policy.specs.table import PaimonTableSpec
 from tablekeeper.operator import cluster, conditions, errors, kopfcompat, maintenance, run_engines, sparkruns, status
 from tablekeeper.operator.conditions import Reason
 from tablekeeper.operator.settings import OperatorConfig

@@ -12,8 +12,8 @@ import pytest
 from tablekeeper import reconcile
 from tablekeeper.cli import demo
 from tablekeeper.core.paimon.table import open_table
-from tablekeeper.core.policy.models.schedule import Schedule
-from tablekeeper.core.policy.models.table import MaintenanceWindow
+from tablekeeper.core.policy.schedule import Schedule
+from tablekeeper.core.policy.specs.table import MaintenanceWindow
 from tablekeeper.core.refs.tag_auto import SnapshotPoint
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.documents import parse_documents

@@ -61,7 +61,7 @@ def test_shapes_it_does_not_write_are_refused() -> None:
 
 @native
 def test_lists_self_test_passes_without_importing_fastavro() -> None:
-    code = ("import sys\nfrom tablekeeper.core.paimon import manifest_native as mn\n"
+    code = ("import sys\nfrom tablekeeper.core.paimon.manifests import native as mn\n"
             "assert mn.lists_usable() and mn._enabled is None\n"
             "assert 'fastavro' not in sys.modules, sorted(m for m in sys.modules if 'avro' in m)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)

@@ -117,7 +117,7 @@ def test_an_empty_program_with_a_huge_record_count_is_refused_at_once() -> None:
     code = textwrap.dedent("""
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-        from tablekeeper.core.paimon import manifest_native as mn
+        from tablekeeper.core.paimon.manifests import native as mn
         out = []
         try:
             mn._NATIVE.decode(b"", 0, 2**62, (), 0, (None,), -1, 0, mn.NativeBad, mn.NativeVersion, out)
@@ -157,7 +157,7 @@ def _field(schema: Any, name: str) -> dict[str, Any]:
     return next(f for f in schema["fields"] if isinstance(f, dict) and f.get("name") == name)
 
 
-def _last_field_a_string(data: bytes) -> bytes:  # manifest_decoding._has_named_reference: str.get
+def _last_field_a_string(data: bytes) -> bytes:  # avro_schema.has_named_reference: str.get
     schema = A.schema_of(data)
     schema["fields"][-1] = "oops"
     return A.with_schema(data, schema)
@@ -175,7 +175,7 @@ def _a_skipped_record_field_a_string(data: bytes) -> bytes:  # manifest_native._
     return A.with_schema(data, schema)
 
 
-def _deeply_nested(data: bytes) -> bytes:  # manifest_decoding._strip_logical_types: RecursionError
+def _deeply_nested(data: bytes) -> bytes:  # avro_schema.strip_logical_types: RecursionError
     return A.with_schema_json(data, _deep_json(A.schema_of(data)))
 
 
@@ -193,7 +193,7 @@ def _stats_without_min_values(data: bytes) -> bytes:  # manifest_decoding.simple
     return A.rewritten(data, edit, lambda r: r["_PARTITION_STATS"].pop("_MIN_VALUES"))
 
 
-def _a_field_without_a_name(data: bytes) -> bytes:  # manifest_decoding._derive_reader_schema: KeyError
+def _a_field_without_a_name(data: bytes) -> bytes:  # compiled.derive_reader_schema: KeyError
     schema = A.schema_of(data)
     schema["fields"].append({"type": "int"})
     return A.with_schema(data, schema)

@@ -25,9 +25,9 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
-from tablekeeper.core import errors
+from tablekeeper.core import errors, reach
 from tablekeeper.core.orphans import decision
 from tablekeeper.core.orphans.name_scan import NameScanner
 from tablekeeper.core.paimon import Snapshot, Table, manifests
@@ -45,9 +45,6 @@ from tablekeeper.core.reach import (
     rule_for,
 )
 from tablekeeper.core.storage import join
-
-if TYPE_CHECKING:  # forking helpers (mmap, signal) is loaded only when a scan forks
-    from tablekeeper.core import reach
 
 __all__ = ["Root", "References", "find_references", "default_processes"]
 
@@ -104,15 +101,15 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
     """
     processes = default_processes() if processes is None else processes
     joined = "\n".join(data_names).encode("utf-8")
-    helpers: list[child_process.ForkedCall] = []
-    claims: child_process.SharedClaims | None = None
-    if processes > 1 and len(data_names) >= MIN_NAMES_TO_FORK and main.file_io.is_local and _forking().available():
+    helpers: list[reach.ForkedCall] = []
+    claims: reach.SharedClaims | None = None
+    # (the forking helpers, with mmap and signal, are loaded only when a scan forks)
+    if processes > 1 and len(data_names) >= MIN_NAMES_TO_FORK and main.file_io.is_local and reach.available():
         # forked before this process builds its scanner: the first helper walks the roots
         # meanwhile and hands its walk over; then every process claims manifests as it goes
-        child_process = _forking()
-        claims = child_process.SharedClaims()
-        helpers = [child_process.ForkedCall(functools.partial(_helper_scan, main, roots, meta_names, data_names, prefixes,
-                                                       joined, claims, copied=copied)) for _ in range(processes - 1)]
+        claims = reach.SharedClaims()
+        helpers = [reach.ForkedCall(functools.partial(_helper_scan, main, roots, meta_names, data_names, prefixes,
+                                                      joined, claims, copied=copied)) for _ in range(processes - 1)]
     try:
         walk = _Walk(main, meta_names, NameScanner(data_names, prefixes, joined), data_names, copied)
         manifest_paths = walk.adopt_walk(helpers[0]) if helpers else None
@@ -132,13 +129,6 @@ def find_references(main: Table, roots: list[Root], meta_names: set[str], data_n
             helper.cancel()
     return References(frozenset(walk.used), frozenset(walk.scanner.missing() - walk.used),
                       tuple(dict.fromkeys(walk.vanished)), tuple(dict.fromkeys(walk.ignored)))
-
-
-def _forking() -> Any:
-    """:mod:`tablekeeper.core.reach.child_process`, imported when a scan forks helpers."""
-    from tablekeeper.core import reach
-
-    return reach
 
 
 #: Manifests a process claims at a time.
@@ -207,7 +197,7 @@ class _Walk:
         time (this process then walks itself, and meets any error there)."""
         try:
             final, message = helper.receive(HELPER_TIMEOUT_FLOOR_S)
-        except _forking().ForkedCallError:
+        except reach.ForkedCallError:
             return None
         if final:
             return None
@@ -243,13 +233,13 @@ class _Walk:
         again for the next root. A missing file a root names by a reference Paimon lets dangle
         (``guarantees.rule_for``) is recorded in ``ignored`` instead, and not as done: a root
         that names the same file by a kept reference still fails on it."""
-        reach, mark = self.reach, self.mark
+        reads, mark = self.reach, self.mark
         copied = self.copied if self.copied is not None else copied_of(roots)
 
         def rule_of(root: RootName, snap: Snapshot, reference: Reference) -> Rule:
             """(asked only for a missing file: the producer is read then, a request on a store)"""
             return rule_for(root.kind, reference, reads_delta=reads_delta(
-                root.kind, snap, reach.changelog_producer()))
+                root.kind, snap, reads.changelog_producer()))
         done_lists: set[str] = set()
         done_blocks: set[int] = set()
         done_manifests: set[str] = set()
@@ -268,7 +258,7 @@ class _Walk:
                         continue
                     reading = (f"its {reference}", list_name)
                     try:
-                        blocks = reach.manifest_list_names(list_name)
+                        blocks = reads.manifest_list_names(list_name)
                     except FileNotFoundError:
                         rule = rule_of(root, snap, reference)
                         if not rule.dangles(copied=list_name in copied):
@@ -288,7 +278,7 @@ class _Walk:
                                 continue
                             reading = (f"a manifest of its {reference} {list_name}:", manifest_name)
                             try:
-                                visit_manifest(join(reach.manifest_dir, manifest_name))
+                                visit_manifest(join(reads.manifest_dir, manifest_name))
                             except FileNotFoundError:
                                 rule = rule_of(root, snap, reference)
                                 if not rule.dangles(copied=list_name in copied):
@@ -308,7 +298,7 @@ class _Walk:
                     if snap.index_manifest not in done_index:
                         reading = ("its index manifest", snap.index_manifest)
                         try:
-                            entries = reach.index_entries(snap.index_manifest)
+                            entries = reads.index_entries(snap.index_manifest)
                         except FileNotFoundError:
                             rule = rule_of(root, snap, Reference.INDEX_MANIFEST)
                             if not rule.dangles():
@@ -356,7 +346,7 @@ class _Walk:
         for helper in helpers:
             try:
                 helper_digest, claimed, state, deferred = pickle.loads(helper.result(timeout))  # noqa: S301 - our child
-            except _forking().ForkedCallError:
+            except reach.ForkedCallError:
                 continue
             if helper_digest != digest or not self.scanner.merge_state(state):
                 continue  # (a helper with another walk claims nothing)

@@ -9,7 +9,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from tablekeeper.core import errors
-from tablekeeper.core.policy.models import (
+from tablekeeper.core.policy.common import SpecModel
+from tablekeeper.core.policy.specs import (
     ClusterPaimonCatalogSpec,
     ClusterPaimonRetentionPolicySpec,
     PaimonBranchSpec,
@@ -18,7 +19,6 @@ from tablekeeper.core.policy.models import (
     PaimonRetentionPolicySpec,
     PaimonTableSpec,
     PaimonTagSpec,
-    SpecModel,
 )
 from tablekeeper.core.policy.validation import as_spec_error
 

@@ -25,7 +25,7 @@ __all__ = ["MAX_DEPTH", "MAX_NODES", "Shape", "INT", "BYTES", "STRING", "array",
 
 MAX_DEPTH: Final = 32
 MAX_NODES: Final = 10_000
-_PRIMITIVES: Final = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
+PRIMITIVES: Final = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 _NAMED: Final = frozenset({"record", "error", "enum", "fixed"})
 
 
@@ -46,7 +46,7 @@ class _Walk:
         if self.nodes > MAX_NODES:
             return f"the schema has more than {MAX_NODES} types", False
         if isinstance(t, str):
-            if t in _PRIMITIVES:
+            if t in PRIMITIVES:
                 return None, t == "null"
             full = t if "." in t or not namespace else f"{namespace}.{t}"
             if full not in self.named and t not in self.named:
@@ -180,11 +180,11 @@ def _describe(shape: Shape) -> str:
 
 def _resolve(t: Any, named: Mapping[str, Any]) -> Any:
     for _ in range(MAX_DEPTH):
-        if isinstance(t, str) and t not in _PRIMITIVES:
+        if isinstance(t, str) and t not in PRIMITIVES:
             t = named.get(t, named.get(t.rsplit(".", 1)[-1], t))
         elif isinstance(t, dict) and isinstance(t.get("type"), (dict, list)):
             t = t["type"]
-        elif isinstance(t, dict) and t.get("type") in _PRIMITIVES:
+        elif isinstance(t, dict) and t.get("type") in PRIMITIVES:
             t = t["type"]
         else:
             return t
@@ -241,44 +241,44 @@ def type_problem(schema: Mapping[str, Any], fields: Mapping[str, Shape]) -> str 
     return None
 
 
-def _strip_logical_types(schema: Any) -> Any:
+def strip_logical_types(schema: Any) -> Any:
     """Drop ``logicalType`` annotations: we want ``_CREATION_TIME`` as the raw long, not a
     datetime fastavro would build only for us to convert back."""
     if isinstance(schema, list):
-        return [_strip_logical_types(s) for s in schema]
+        return [strip_logical_types(s) for s in schema]
     if isinstance(schema, dict):
-        return {k: _strip_logical_types(v) for k, v in schema.items() if k != "logicalType"}
+        return {k: strip_logical_types(v) for k, v in schema.items() if k != "logicalType"}
     return schema
 
 
-def _record_fields(schema: Any) -> dict[str, Any] | None:
+def record_fields(schema: Any) -> dict[str, Any] | None:
     if isinstance(schema, dict) and schema.get("type") == "record" and isinstance(schema.get("fields"), list):
         return {str(f["name"]): f.get("type") for f in schema["fields"] if isinstance(f, dict) and "name" in f}
     return None
 
 
 def primitive_type(schema: Any) -> str | None:
-    if isinstance(schema, str) and schema in _PRIMITIVES:
+    if isinstance(schema, str) and schema in PRIMITIVES:
         return schema
-    if isinstance(schema, dict) and schema.get("type") in _PRIMITIVES and set(schema) <= {"type"}:
+    if isinstance(schema, dict) and schema.get("type") in PRIMITIVES and set(schema) <= {"type"}:
         return str(schema["type"])
     return None
 
 
-def _has_named_reference(schema: Any) -> bool:
+def has_named_reference(schema: Any) -> bool:
     if isinstance(schema, str):
-        return schema not in _PRIMITIVES
+        return schema not in PRIMITIVES
     if isinstance(schema, list):
-        return any(_has_named_reference(s) for s in schema)
+        return any(has_named_reference(s) for s in schema)
     if isinstance(schema, dict):
         kind = schema.get("type")
         if kind == "record":
-            return any(_has_named_reference(f.get("type")) for f in schema.get("fields", []))
+            return any(has_named_reference(f.get("type")) for f in schema.get("fields", []))
         if kind == "array":
-            return _has_named_reference(schema.get("items"))
+            return has_named_reference(schema.get("items"))
         if kind == "map":
-            return _has_named_reference(schema.get("values"))
+            return has_named_reference(schema.get("values"))
         if kind in ("enum", "fixed"):
             return False
-        return _has_named_reference(kind)
+        return has_named_reference(kind)
     return True

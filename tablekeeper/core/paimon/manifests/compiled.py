@@ -12,9 +12,9 @@ from typing import Any, Final, NamedTuple, cast
 
 from tablekeeper.core.paimon.manifests.avro_container import fastavro_module
 from tablekeeper.core.paimon.manifests.avro_schema import (
-    _has_named_reference,
-    _record_fields,
+    has_named_reference,
     primitive_type,
+    record_fields,
 )
 from tablekeeper.core.paimon.manifests.records import (
     MANIFEST_VERSION,
@@ -64,7 +64,7 @@ _ENTRY_OUTPUT: Final = (
 
 
 #: The fields ``read_manifest_refs`` keeps.
-_REF_SPEC: Final[_Spec] = {
+REF_SPEC: Final[_Spec] = {
     "_VERSION": "v", "_KIND": "k", "_PARTITION": "p", "_BUCKET": "b",
     "_FILE": {"_FILE_NAME": "fn", "_FILE_SIZE": "fsz", "_LEVEL": "lv", "_EXTRA_FILES": "ef",
               "_EXTERNAL_PATH": "ep", "_FILE_SOURCE": "fs", "_EMBEDDED_FILE_INDEX": "ei"},
@@ -97,18 +97,18 @@ _LIST_NAMES_SPEC: Final[_Spec] = {"_VERSION": "v", "_FILE_NAME": "fn", "_EXTRA_F
 _LIST_NAMES_OUTPUT: Final = "(fn, () if ef is None else tuple(ef))"
 
 
-_DECODER_KINDS: Final[dict[str, tuple[_Spec, str]]] = {
+DECODER_KINDS: Final[dict[str, tuple[_Spec, str]]] = {
     "entry": (_ENTRY_SPEC, _ENTRY_OUTPUT),
-    "ref": (_REF_SPEC, _REF_OUTPUT),
+    "ref": (REF_SPEC, _REF_OUTPUT),
     "list": (_LIST_SPEC, _LIST_OUTPUT),
     "list-names": (_LIST_NAMES_SPEC, _LIST_NAMES_OUTPUT),
 }
 
 
-_Decoder = Callable[[Any, int, Callable[[Any], None]], None]
+Decoder = Callable[[Any, int, Callable[[Any], None]], None]
 
 
-def _derive_reader_schema(writer: Mapping[str, Any], spec: _Spec) -> dict[str, Any]:
+def derive_reader_schema(writer: Mapping[str, Any], spec: _Spec) -> dict[str, Any]:
     """The writer schema cut down to the fields of ``spec``; names (also nested record names)
     stay the writer's, so Avro's by-name resolution matches whichever writer produced the file."""
     fields: list[dict[str, Any]] = []
@@ -116,8 +116,8 @@ def _derive_reader_schema(writer: Mapping[str, Any], spec: _Spec) -> dict[str, A
         want = spec.get(field["name"])
         if want is None:
             continue
-        if not isinstance(want, str) and _record_fields(field["type"]) is not None:
-            field = {**field, "type": _derive_reader_schema(field["type"], want)}
+        if not isinstance(want, str) and record_fields(field["type"]) is not None:
+            field = {**field, "type": derive_reader_schema(field["type"], want)}
         fields.append(field)
     return {**writer, "fields": fields}
 
@@ -133,7 +133,7 @@ class _FastAvro(NamedTuple):
 
 
 @functools.cache
-def _fast() -> _FastAvro | None:
+def fastavro_primitives() -> _FastAvro | None:
     """fastavro's compiled decoding primitives (imported on first use), or None for a build
     without them (they are internal API: their use is verified by a self-test before it is
     trusted)."""
@@ -160,12 +160,12 @@ _SKIPPERS: Final = {"int": "SL", "long": "SL", "bytes": "SB", "string": "SB"}
 _INT64_MIN: Final = -(2**63)
 
 
-def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _Decoder | None:
+def compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> Decoder | None:
     """Generate the straight-line decoder of one (logical-type-free) writer schema; None when
     the schema has a shape it does not handle (named-type references, a spec'd record that is
     not a plain record), in which case fastavro.reader serves the file."""
-    fast = _fast()
-    if fast is None or _has_named_reference(schema):
+    fast = fastavro_primitives()
+    if fast is None or has_named_reference(schema):
         return None
     try:
         parsed = cast(dict[str, Any], fastavro_module().parse_schema(dict(schema), _write_hint=False))
@@ -217,7 +217,7 @@ def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _De
             body.append("SB(s)")
         elif prim == "null":
             pass
-        elif _record_fields(t) is not None:
+        elif record_fields(t) is not None:
             for field in t["fields"]:
                 skip_one(field["type"])
         elif isinstance(t, list) and len(t) == 2 and "null" in t and simple(t[1 - t.index("null")]) is not None:
@@ -243,7 +243,7 @@ def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _De
             if isinstance(target, str):
                 read(target, field["type"])
                 assigned.add(target)
-            elif _record_fields(field["type"]) is None or not walk(field["type"], target):
+            elif record_fields(field["type"]) is None or not walk(field["type"], target):
                 return False
         skip(run)
         return True
@@ -272,7 +272,7 @@ def _compile_decoder(schema: Mapping[str, Any], spec: _Spec, output: str) -> _De
     }
     env.update({f"T{i}": t for i, t in enumerate(types)})
     exec(compile("\n".join(lines), "<tablekeeper manifest decoder>", "exec"), env)  # noqa: S102
-    return cast(_Decoder, env["decode"])
+    return cast(Decoder, env["decode"])
 
 
 def _array_readers(read_long: Callable[[Any], int]) -> tuple[Callable[..., list[Any]], Callable[..., list[Any]]]:
@@ -336,7 +336,7 @@ class VersionMismatch(Exception):
         self.version = version
 
 
-def decode_compiled(decode: _Decoder, data: bytes) -> list[Any]:
+def decode_compiled(decode: Decoder, data: bytes) -> list[Any]:
     """Run a compiled decoder over every block; each block must be consumed exactly."""
     out: list[Any] = []
     try:

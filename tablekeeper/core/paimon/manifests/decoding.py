@@ -21,34 +21,31 @@ from typing import Any, Final, cast
 from tablekeeper.core import errors
 from tablekeeper.core.paimon.manifests import avro_schema
 from tablekeeper.core.paimon.manifests import native as manifest_native
-from tablekeeper.core.paimon.manifests.avro_container import fastavro_module
+from tablekeeper.core.paimon.manifests.avro_container import MAGIC, fastavro_module
 from tablekeeper.core.paimon.manifests.avro_schema import (
     BYTES,
     INT,
     STRING,
-    _record_fields,
-    _strip_logical_types,
     array,
     optional,
     record,
+    record_fields,
 )
 from tablekeeper.core.paimon.manifests.compiled import (
-    _DECODER_KINDS,
-    _REF_SPEC,
+    DECODER_KINDS,
+    Decoder,
     FastDecodeError,
     VersionMismatch,
-    _compile_decoder,
-    _Decoder,
-    _derive_reader_schema,
-    _fast,
+    compile_decoder,
     decode_compiled,
+    fastavro_primitives,
 )
 from tablekeeper.core.paimon.manifests.fastavro_reader import (
-    _MAGIC,
     Container,
-    _header_schema,
+    ReaderSchemas,
     decode_by_reader,
     format_error,
+    header_schema,
 )
 from tablekeeper.core.paimon.manifests.self_test import self_test_files
 from tablekeeper.core.storage import FileIO
@@ -110,55 +107,35 @@ SHAPES: Final[dict[str, dict[str, avro_schema.Shape]]] = {
 }
 
 
-class SchemaInfo:
+class SchemaInfo(ReaderSchemas):
     """Everything derived from one writer schema, computed once and cached by its JSON text:
-    field presence, the logical-type-free schema text, the ``read_manifest_refs`` reader schema
-    and the compiled decoders. Decoders are compiled lazily, on first use."""
+    field presence, the logical-type-free schema text, the reader schemas of fastavro's reader
+    (:class:`.fastavro_reader.ReaderSchemas`) and the faster decoders, compiled lazily, on first
+    use."""
 
     def __init__(self, schema: dict[str, Any]) -> None:
-        self.schema = schema
-        self.fields: dict[str, Any] = _record_fields(schema) or {}
-        self.file_fields: dict[str, Any] | None = _record_fields(self.fields.get("_FILE"))
-        stripped = _strip_logical_types(schema)
-        self.stripped: dict[str, Any] = stripped
-        self.stripped_json: bytes | None = None if stripped == schema else json.dumps(stripped).encode("utf-8")
-        self._ref_reader_schema: dict[str, Any] | None = None
-        self._reader_schemas: dict[str, dict[str, Any]] = {}
-        self._decoders: dict[str, _Decoder | None] = {}
+        super().__init__(schema)
+        self.fields: dict[str, Any] = record_fields(schema) or {}
+        self.file_fields: dict[str, Any] | None = record_fields(self.fields.get("_FILE"))
+        self._decoders: dict[str, Decoder | None] = {}
         self._programs: dict[str, manifest_native.Program | None] = {}
         #: avro_schema.type_problem per file kind of SHAPES, computed once
         self.type_problems: dict[str, str | None] = {}
         self._lock = threading.Lock()
 
-    @property
-    def ref_reader_schema(self) -> dict[str, Any]:
-        if self._ref_reader_schema is None:
-            self._ref_reader_schema = _derive_reader_schema(self.stripped, _REF_SPEC)
-        return self._ref_reader_schema
-
-    def reader_schema(self, kind: str) -> dict[str, Any]:
-        """The writer schema cut down to the fields decoder ``kind`` reads: fastavro's reader,
-        the judge, then skips what the fast decoders skip (a field no reader needs is not judged,
-        whichever decoder runs)."""
-        if kind == "ref":
-            return self.ref_reader_schema
-        if kind not in self._reader_schemas:
-            self._reader_schemas[kind] = _derive_reader_schema(self.stripped, _DECODER_KINDS[kind][0])
-        return self._reader_schemas[kind]
-
     def native(self, kind: str) -> manifest_native.Program | None:
-        """The native program of decoder ``kind`` (:mod:`.manifest_native`), or None."""
+        """The native program of decoder ``kind`` (:mod:`.native`), or None."""
         if kind not in self._programs:
             with self._lock:
                 if kind not in self._programs:
-                    self._programs[kind] = manifest_native.compile_program(self.stripped, _DECODER_KINDS[kind][0], kind)
+                    self._programs[kind] = manifest_native.compile_program(self.stripped, DECODER_KINDS[kind][0], kind)
         return self._programs[kind]
 
-    def decoder(self, kind: str) -> _Decoder | None:
+    def decoder(self, kind: str) -> Decoder | None:
         if kind not in self._decoders:
             with self._lock:
                 if kind not in self._decoders:
-                    self._decoders[kind] = _compile_decoder(self.stripped, *_DECODER_KINDS[kind])
+                    self._decoders[kind] = compile_decoder(self.stripped, *DECODER_KINDS[kind])
         return self._decoders[kind]
 
 
@@ -188,11 +165,11 @@ def read_container(file_io: FileIO, path: str, what: str) -> tuple[Container, Sc
 
 
 def parse_container(data: bytes, path: str, what: str) -> tuple[Container, SchemaInfo]:
-    if not data.startswith(_MAGIC):
+    if not data.startswith(MAGIC):
         raise format_error(path, what, "no Avro container magic (empty, truncated or another format)")
     buf = io.BytesIO(data)
     try:
-        header = cast(dict[str, Any], fastavro_module().schemaless_reader(buf, _header_schema(), None))
+        header = cast(dict[str, Any], fastavro_module().schemaless_reader(buf, header_schema(), None))
         schema_json = bytes(header["meta"]["avro.schema"]).decode("utf-8")
     except Exception as e:  # fastavro raises EOFError/ValueError/KeyError... on damaged headers
         raise format_error(path, what, f"damaged Avro header ({type(e).__name__}: {e})") from e
@@ -332,7 +309,7 @@ def _self_test(only: tuple[str, ...] | None = None) -> bool:
     """Compiled decoders against fastavro.reader on files covering every shape they handle
     (both union orders, logical types, arrays, nested and skipped records, absent fields);
     ``only``: just these decoder kinds."""
-    if _fast() is None:
+    if fastavro_primitives() is None:
         return False
     try:
         for schema, records, all_kinds in self_test_files():

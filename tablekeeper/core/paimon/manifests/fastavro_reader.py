@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, cast
+from typing import Any, Final, NamedTuple, cast
 
 from tablekeeper.core import errors
 from tablekeeper.core.paimon.manifests.avro_container import fastavro_module
+from tablekeeper.core.paimon.manifests.avro_schema import strip_logical_types
+from tablekeeper.core.paimon.manifests.compiled import DECODER_KINDS, REF_SPEC, derive_reader_schema
 from tablekeeper.core.paimon.manifests.records import (
     MANIFEST_LIST_VERSION,
     MANIFEST_VERSION,
@@ -22,19 +25,12 @@ from tablekeeper.core.paimon.manifests.records import (
     ref_row,
 )
 
-if TYPE_CHECKING:
-    from tablekeeper.core.paimon.manifests.decoding import SchemaInfo
-
-__all__ = ["format_error", "bad_version", "Container", "plain_bytes", "decode_records", "decode_by_reader",
+__all__ = ["format_error", "bad_version", "Container", "ReaderSchemas", "plain_bytes", "decode_records", "decode_by_reader",
     "list_by_reader", "entries_by_reader", "refs_by_reader"]
 
 
-# -- Avro container handling ------------------------------------------------------------------
-_MAGIC: Final = b"Obj\x01"
-
-
 @functools.cache
-def _header_schema() -> Any:
+def header_schema() -> Any:
     """The Avro object container header (Avro spec, "Object Container Files"), parsed."""
     return fastavro_module().parse_schema({
         "type": "record",
@@ -67,15 +63,46 @@ class Container(NamedTuple):
     header_end: int
 
 
-def plain_bytes(container: Container, info: SchemaInfo) -> bytes:
+class ReaderSchemas:
+    """One writer schema as fastavro's reader reads it: free of logical types (``stripped``, and
+    its JSON where it differs from the file's), and cut down to the fields each decoder kind reads
+    (:meth:`reader_schema`). :class:`.decoding.SchemaInfo` adds the faster decoders of the same
+    schema."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+        stripped = strip_logical_types(schema)
+        self.stripped: dict[str, Any] = stripped
+        self.stripped_json: bytes | None = None if stripped == schema else json.dumps(stripped).encode("utf-8")
+        self._ref_reader_schema: dict[str, Any] | None = None
+        self._reader_schemas: dict[str, dict[str, Any]] = {}
+
+    @property
+    def ref_reader_schema(self) -> dict[str, Any]:
+        if self._ref_reader_schema is None:
+            self._ref_reader_schema = derive_reader_schema(self.stripped, REF_SPEC)
+        return self._ref_reader_schema
+
+    def reader_schema(self, kind: str) -> dict[str, Any]:
+        """The writer schema cut down to the fields decoder ``kind`` reads: fastavro's reader,
+        the judge, then skips what the fast decoders skip (a field no reader needs is not judged,
+        whichever decoder runs)."""
+        if kind == "ref":
+            return self.ref_reader_schema
+        if kind not in self._reader_schemas:
+            self._reader_schemas[kind] = derive_reader_schema(self.stripped, DECODER_KINDS[kind][0])
+        return self._reader_schemas[kind]
+
+
+def plain_bytes(container: Container, info: ReaderSchemas) -> bytes:
     """The container with its embedded schema free of logical types, for fastavro.reader."""
     if info.stripped_json is None:
         return container.data
     buf = io.BytesIO(container.data)
-    header = cast(dict[str, Any], fastavro_module().schemaless_reader(buf, _header_schema(), None))
+    header = cast(dict[str, Any], fastavro_module().schemaless_reader(buf, header_schema(), None))
     header["meta"] = {**header["meta"], "avro.schema": info.stripped_json}
     out = io.BytesIO()
-    fastavro_module().schemaless_writer(out, _header_schema(), header)
+    fastavro_module().schemaless_writer(out, header_schema(), header)
     return out.getvalue() + container.data[container.header_end:]
 
 
@@ -91,11 +118,11 @@ def decode_records(data: bytes, path: str, what: str,
         raise format_error(path, what, f"{type(e).__name__}: {e}") from e
 
 
-def decode_by_reader(kind: str, data: bytes, info: SchemaInfo) -> list[Any]:
+def decode_by_reader(kind: str, data: bytes, info: ReaderSchemas) -> list[Any]:
     """What fastavro.reader makes of the container ``data`` for decoder ``kind`` (the rows every
     faster decoder must equal)."""
     buf = io.BytesIO(data)
-    fastavro_module().schemaless_reader(buf, _header_schema(), None)
+    fastavro_module().schemaless_reader(buf, header_schema(), None)
     container = Container(data, buf.tell())
     if kind in ("list", "list-names"):
         metas = list_by_reader(plain_bytes(container, info), "", "", info.reader_schema("list"))
@@ -113,7 +140,7 @@ def list_by_reader(data: bytes, path: str, what: str,
     return out
 
 
-def entries_by_reader(container: Container, info: SchemaInfo, path: str, what: str) -> list[ManifestEntry]:
+def entries_by_reader(container: Container, info: ReaderSchemas, path: str, what: str) -> list[ManifestEntry]:
     out: list[ManifestEntry] = []
     for r in decode_records(plain_bytes(container, info), path, what, info.reader_schema("entry")):
         if r["_VERSION"] != MANIFEST_VERSION:
@@ -122,7 +149,7 @@ def entries_by_reader(container: Container, info: SchemaInfo, path: str, what: s
     return out
 
 
-def refs_by_reader(container: Container, info: SchemaInfo, path: str, what: str) -> list[FileRef]:
+def refs_by_reader(container: Container, info: ReaderSchemas, path: str, what: str) -> list[FileRef]:
     out: list[FileRef] = []
     for r in decode_records(container.data, path, what, info.ref_reader_schema):
         if r["_VERSION"] != MANIFEST_VERSION:

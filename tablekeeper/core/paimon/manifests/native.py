@@ -131,7 +131,7 @@ def _field_ops(t: Any, slot: int) -> list[int] | None:
             return None
         body = _value_ops(t[1 - t.index("null")], slot)
         return None if body is None else [_UNION, -1, t.index("null"), 0, *body]
-    fields = _record_fields(t)
+    fields = record_fields(t)
     if fields is not None:
         if slot >= 0:
             return None
@@ -145,7 +145,7 @@ def _field_ops(t: Any, slot: int) -> list[int] | None:
     return _value_ops(t, slot)
 
 
-def _record_fields(t: Any) -> list[Mapping[str, Any]] | None:
+def record_fields(t: Any) -> list[Mapping[str, Any]] | None:
     if isinstance(t, dict) and t.get("type") == "record" and isinstance(t.get("fields"), list):
         return cast(list[Mapping[str, Any]], t["fields"])
     return None
@@ -170,7 +170,7 @@ def compile_program(schema: Mapping[str, Any], spec: Mapping[str, Any], kind: st
     ops: list[int] = []
 
     def walk(record: Any, want: Mapping[str, Any]) -> bool:
-        fields = _record_fields(record)
+        fields = record_fields(record)
         if fields is None:
             return False
         for field in fields:
@@ -264,21 +264,26 @@ def lists_usable() -> bool:
 _SELF_TEST_BLOCK: Final = 23
 
 
+def _program(schema: dict[str, Any], kind: str) -> Program | None:
+    """The program of decoder ``kind`` for a self-test writer schema."""
+    from tablekeeper.core.paimon.manifests.avro_schema import strip_logical_types
+    from tablekeeper.core.paimon.manifests.compiled import DECODER_KINDS
+
+    return compile_program(strip_logical_types(schema), DECODER_KINDS[kind][0], kind)
+
+
 def _lists_self_test() -> bool:
-    from tablekeeper.core.paimon.manifests import decoding as md
-    from tablekeeper.core.paimon.manifests import self_test
-    from tablekeeper.core.paimon.manifests.records import list_row
+    from tablekeeper.core.paimon.manifests import records, self_test
 
     try:
-        for schema, records, kinds in self_test.self_test_files():
+        for schema, rows_written, kinds in self_test.self_test_files():
             list_kinds = [k for k in kinds if k in LIST_KINDS]
             if not list_kinds:
                 continue
-            info = md.SchemaInfo(schema)
-            blocks = self_test.encode_blocks(schema, records, _SELF_TEST_BLOCK)
-            expected = [list_row(r) for r in records]
+            blocks = self_test.encode_blocks(schema, rows_written, _SELF_TEST_BLOCK)
+            expected = [records.list_row(r) for r in rows_written]
             for kind in list_kinds:
-                program = info.native(kind)
+                program = _program(schema, kind)
                 if program is None:
                     return False
                 rows: list[Any] = []
@@ -293,7 +298,6 @@ def _lists_self_test() -> bool:
 
 
 def _self_test() -> bool:
-    from tablekeeper.core.paimon.manifests import decoding as md
     from tablekeeper.core.paimon.manifests import fastavro_reader, self_test
 
     try:
@@ -302,9 +306,9 @@ def _self_test() -> bool:
             buf = io.BytesIO()
             fastavro.writer(buf, fastavro.parse_schema(schema), records, codec="deflate", sync_interval=512)
             data = buf.getvalue()
-            info = md.SchemaInfo(schema)
+            info = fastavro_reader.ReaderSchemas(schema)
             for kind in kinds:
-                program = info.native(kind)
+                program = _program(schema, kind)
                 if program is None or decode(program, data) != fastavro_reader.decode_by_reader(kind, data, info):
                     return False
         return True

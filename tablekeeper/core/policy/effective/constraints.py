@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal
 
+from tablekeeper.core.policy.common import SpecModel
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.policy.effective.leaves import (
     _PERIOD,
     _PERIOD_DURATION,
@@ -17,14 +19,7 @@ from tablekeeper.core.policy.effective.result import (
     ClampRecord,
     PolicyWarning,
 )
-from tablekeeper.core.policy.models import (
-    Duration,
-    DurationBound,
-    IntBound,
-    RetentionConstraints,
-    SpecModel,
-    period_length,
-)
+from tablekeeper.core.policy.specs import DurationBound, IntBound, RetentionConstraints, period_length
 from tablekeeper.core.policy.validation import InvalidSpecError, UnsafeSpecError
 from tablekeeper.core.values import MIN_RETAIN_MIN, ORPHAN_AGE_FLOOR
 

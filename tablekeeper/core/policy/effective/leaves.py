@@ -9,16 +9,14 @@ from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
 from tablekeeper.core import values
+from tablekeeper.core.policy.common import SpecModel
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.policy.effective.result import (
     SOURCE_PAIMON_DEFAULT,
     SOURCE_TABLEKEEPER_DEFAULT,
 )
-from tablekeeper.core.policy.models import (
-    Duration,
-    RetentionSpec,
-    Schedule,
-    SpecModel,
-)
+from tablekeeper.core.policy.schedule import Schedule
+from tablekeeper.core.policy.specs import RetentionSpec
 
 __all__ = ["LeafKind", "Leaf", "RETENTION_LEAVES", "LEAF_PATHS", "BUILTIN_DEFAULTS"]
 

@@ -38,6 +38,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from tablekeeper.core import errors, values
+from tablekeeper.core.policy.common import SpecModel
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.policy.effective.constraints import _bounds, _check_rails, _Constrainer
 from tablekeeper.core.policy.effective.leaves import (
     _LEAVES,
@@ -61,12 +63,7 @@ from tablekeeper.core.policy.effective.result import (
     policy_ref_source,
     table_option_source,
 )
-from tablekeeper.core.policy.models import (
-    PAIMON_OPTIONS,
-    Duration,
-    RetentionSpec,
-    SpecModel,
-)
+from tablekeeper.core.policy.specs import PAIMON_OPTIONS, RetentionSpec
 from tablekeeper.core.policy.validation import InvalidSpecError, UnsafeSpecError, format_path
 
 __all__ = ["matching_policies", "matching_cluster_policies", "resolve_effective_policy"]

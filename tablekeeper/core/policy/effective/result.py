@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tablekeeper.core import errors
-from tablekeeper.core.policy.models import (
+from tablekeeper.core.policy.specs import (
     ClusterPaimonRetentionPolicySpec,
     PaimonRetentionPolicySpec,
     PaimonTableSpec,

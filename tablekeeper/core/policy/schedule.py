@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from tablekeeper.core.policy.models.common import PatternString
-from tablekeeper.core.policy.models.duration_field import Duration
+from tablekeeper.core.policy.common import PatternString
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.policy.validation import InvalidSpecError
 
 __all__ = ["Schedule", "SCHEDULE_PATTERN", "MIN_INTERVAL", "MACROS"]

@@ -9,16 +9,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tablekeeper.core.policy.models.common import (
-    CatalogRef,
-    DeletionPolicy,
-    Engine,
-    ObjectReference,
-    SpecModel,
-    TimeZoneName,
-)
-from tablekeeper.core.policy.models.retention import RetentionSpec
-from tablekeeper.core.policy.models.schedule import Schedule
+from tablekeeper.core.policy.common import CatalogRef, DeletionPolicy, Engine, ObjectReference, SpecModel, TimeZoneName
+from tablekeeper.core.policy.schedule import Schedule
+from tablekeeper.core.policy.specs.retention import RetentionSpec
 from tablekeeper.core.policy.validation import InvalidSpecError
 
 __all__ = [

@@ -12,9 +12,9 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from tablekeeper.core import values
-from tablekeeper.core.policy.models.common import ObjectReference, RunEngine, SpecModel
-from tablekeeper.core.policy.models.retention import RetentionSpec
-from tablekeeper.core.policy.models.tag import check_branch_ref, check_tag_name
+from tablekeeper.core.policy.common import ObjectReference, RunEngine, SpecModel
+from tablekeeper.core.policy.specs.retention import RetentionSpec
+from tablekeeper.core.policy.specs.tag import check_branch_ref, check_tag_name
 from tablekeeper.core.policy.validation import InvalidSpecError
 
 __all__ = ["RunType", "RollbackTarget", "RunParameters", "PaimonMaintenanceRunSpec"]

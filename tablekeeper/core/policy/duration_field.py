@@ -16,7 +16,7 @@ import re
 from datetime import timedelta
 
 from tablekeeper.core import errors, values
-from tablekeeper.core.policy.models.common import PatternString
+from tablekeeper.core.policy.common import PatternString
 
 __all__ = ["Duration", "DURATION_PATTERN", "to_timedelta"]
 

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Self
 from pydantic import Field, field_validator, model_validator
 
 from tablekeeper.core import values
-from tablekeeper.core.policy.models.common import SectionState, SpecModel
-from tablekeeper.core.policy.models.duration_field import Duration
-from tablekeeper.core.policy.models.schedule import Schedule
+from tablekeeper.core.policy.common import SectionState, SpecModel
+from tablekeeper.core.policy.duration_field import Duration
+from tablekeeper.core.policy.schedule import Schedule
 from tablekeeper.core.policy.validation import InvalidSpecError, UnsafeSpecError
 
 __all__ = [

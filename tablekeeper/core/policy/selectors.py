@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from tablekeeper.core.policy.models.common import SpecModel
+from tablekeeper.core.policy.common import SpecModel
 from tablekeeper.core.policy.validation import InvalidSpecError
 
 __all__ = ["LabelSelector", "LabelSelectorRequirement", "LABEL_KEY_PATTERN", "LABEL_VALUE_PATTERN"]

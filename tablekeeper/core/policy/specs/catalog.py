@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from tablekeeper.core.policy.models.common import NamespaceName, ObjectName, SpecModel, TimeZoneName
-from tablekeeper.core.policy.models.selectors import LabelSelector
+from tablekeeper.core.policy.common import NamespaceName, ObjectName, SpecModel, TimeZoneName
+from tablekeeper.core.policy.selectors import LabelSelector
 from tablekeeper.core.policy.validation import InvalidSpecError
 from tablekeeper.core.storage import is_secret_option
 

@@ -13,8 +13,8 @@ from typing import Literal
 from pydantic import AwareDatetime, Field, field_validator, model_validator
 
 from tablekeeper.core import errors, values
-from tablekeeper.core.policy.models.common import AdoptionPolicy, DeletionPolicy, ObjectReference, SpecModel
-from tablekeeper.core.policy.models.duration_field import Duration
+from tablekeeper.core.policy.common import AdoptionPolicy, DeletionPolicy, ObjectReference, SpecModel
+from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.policy.validation import InvalidSpecError
 
 __all__ = ["PaimonTagSpec", "TagSource", "check_tag_name", "check_branch_ref", "RESERVED_TAG_NAMES"]

@@ -13,9 +13,9 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from tablekeeper.core import values
-from tablekeeper.core.policy.models.common import AdoptionPolicy, DeletionPolicy, ObjectReference, SpecModel
-from tablekeeper.core.policy.models.duration_field import Duration
-from tablekeeper.core.policy.models.tag import check_tag_name
+from tablekeeper.core.policy.common import AdoptionPolicy, DeletionPolicy, ObjectReference, SpecModel
+from tablekeeper.core.policy.duration_field import Duration
+from tablekeeper.core.policy.specs.tag import check_tag_name
 from tablekeeper.core.policy.validation import InvalidSpecError
 
 __all__ = ["PaimonBranchSpec", "BranchTTL", "BranchSource"]

@@ -20,10 +20,10 @@ from typing import Literal, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
-from tablekeeper.core.policy.models.common import NamespaceName, SpecModel
-from tablekeeper.core.policy.models.duration_field import Duration
-from tablekeeper.core.policy.models.retention import RetentionSpec
-from tablekeeper.core.policy.models.selectors import LabelSelector
+from tablekeeper.core.policy.common import NamespaceName, SpecModel
+from tablekeeper.core.policy.duration_field import Duration
+from tablekeeper.core.policy.selectors import LabelSelector
+from tablekeeper.core.policy.specs.retention import RetentionSpec
 from tablekeeper.core.policy.validation import InvalidSpecError
 
 __all__ = [
