@@ -89,9 +89,9 @@ def _files_by_step(out: dict[str, Any]) -> dict[str, int]:
 def _session() -> Any:
     """The local[2] session every ``--engine spark`` run of this process reuses (started here,
     so its start-up is not in the first run's time)."""
-    from tablekeeper.spark import job
+    from tablekeeper.spark import session
 
     t0 = time.perf_counter()
-    spark = job.local_session("local[2]", {"spark.ui.enabled": "false"})
+    spark = session.local_session("local[2]", {"spark.ui.enabled": "false"})
     print(f"  (Spark session started in {time.perf_counter() - t0:.0f}s)")
     return spark

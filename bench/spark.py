@@ -110,7 +110,7 @@ def child(args: argparse.Namespace) -> int:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         from pyspark.sql import SparkSession
 
-        from tablekeeper.spark import job
+        from tablekeeper.spark import job, stages
 
         t0 = time.perf_counter()
         builder = SparkSession.builder.master(args.master).appName("tablekeeper-bench")
@@ -130,7 +130,7 @@ def child(args: argparse.Namespace) -> int:
         gateway = getattr(spark.sparkContext, "_gateway", None)
         proc = getattr(gateway, "proc", None)
         out["jvm_peak_kb"] = _vm_hwm_kb(proc.pid) if proc is not None else 0
-        out["phases"] = dict(job._PHASES)
+        out["phases"] = dict(stages.PHASES)
         out["python_peak_kb"] = _vm_hwm_kb(os.getpid())
         spark.stop()
     # VmHWM, not ru_maxrss: Linux carries the parent's RSS at fork into a child's ru_maxrss

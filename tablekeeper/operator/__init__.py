@@ -1,21 +1,20 @@
 """The Kubernetes front end of tablekeeper (group ``tablekeeper.io``, version ``v1alpha1``).
 
-Modules, one concept each:
+From the top down:
 
 - :mod:`main`: Kopf settings, the one module with ``@kopf.*`` wiring (``register(registry)``),
   and the ``tablekeeper operator`` entry point (needs the ``operator`` extra: kopf, kubernetes,
-  prometheus-client);
-- :mod:`handlers`: thin handler functions, one module per kind group, recording outcomes;
-- controllers: :mod:`objects` (PaimonTag, PaimonBranch), :mod:`tables` (PaimonTable),
-  :mod:`maintenance` (scheduling runs), :mod:`runs` (PaimonMaintenanceRun), :mod:`engines`
-  (where a run executes), :mod:`catalogs` (catalogs and retention policies);
-- :mod:`scopes`: one table as ``tablekeeper.reconcile`` sees it (the shared planner and applier;
-  ownership records in CR status); :mod:`cluster`: index snapshots, identities, conflicts,
-  tenancy; :mod:`runtime`: per-process state (locks, caches, the API bridge);
-- :mod:`conditions`, :mod:`status`, :mod:`errors` (the one mapping of errors to Kopf retry
-  semantics), :mod:`markers` (annotation and label keys), :mod:`metrics`, :mod:`settings`;
-- :mod:`kopfcompat`: every use of Kopf internals; :mod:`crds`, :mod:`validations`: the generated
-  CRDs; :mod:`rbac`: every API permission the operator needs.
+  prometheus-client); :mod:`handlers`: thin handler functions, one module per kind group;
+- :mod:`controllers`: one controller per kind (catalogs and policies, tables, tags, branches);
+  :mod:`runs`: maintenance runs (schedule, steps, engines, Spark launches, results);
+- :mod:`context`: a table resolved once per pass (catalog, credentials, members, connection);
+- :mod:`runtime`: per-process state (locks, caches, the API bridge); :mod:`settings`,
+  :mod:`metrics`, :mod:`persistence` (Kopf's state in status), :mod:`kopfcompat` (every use of
+  Kopf internals), :mod:`rbac` (every API permission the operator needs);
+- :mod:`cluster`: what the operator reads (index snapshots, identities, tenancy, one table as
+  ``tablekeeper.reconcile`` sees it); :mod:`status`: what it writes (conditions and reasons,
+  outcomes, the one mapping of errors to Kopf retry semantics, annotation and label keys);
+- :mod:`crds`: the generated CRDs (``python -m tablekeeper.operator.crds``).
 
 Importing this package imports nothing heavy; :mod:`main` and the controllers import Kopf. The core
 and ``tablekeeper.reconcile`` never import this package (import-linter), and nothing here imports

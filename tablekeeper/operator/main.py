@@ -36,10 +36,13 @@ from typing import Any
 import kopf
 
 from tablekeeper.core.policy import API_GROUP, API_VERSION
-from tablekeeper.operator import cluster, kopfcompat, markers, metrics, objects, persistence, rbac
+from tablekeeper.operator import kopfcompat, metrics, persistence, rbac
+from tablekeeper.operator.cluster.view import INDEX_IDS, Obj, index_key
+from tablekeeper.operator.controllers.children import kopf_holds_finalizer
 from tablekeeper.operator.handlers import handle_catalogs, handle_objects, handle_runs, handle_tables
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.settings import OperatorConfig
+from tablekeeper.operator.status import markers
 
 __all__ = [
     "FINALIZER",
@@ -125,9 +128,9 @@ class _ObjectFormatter(logging.Formatter):
         return text
 
 
-def _indexer(kind: str) -> Callable[..., dict[Any, cluster.Obj]]:
-    def index(body: kopf.Body, **_: Any) -> dict[Any, cluster.Obj]:
-        return {cluster.index_key(kind, body): cluster.Obj.from_body(kind, body)}
+def _indexer(kind: str) -> Callable[..., dict[Any, Obj]]:
+    def index(body: kopf.Body, **_: Any) -> dict[Any, Obj]:
+        return {index_key(kind, body): Obj.from_body(kind, body)}
     return index
 
 
@@ -157,7 +160,7 @@ def _register_controllers(registry: kopf.OperatorRegistry, rt: Runtime) -> None:
 
     def owns_for_deletion(meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
                           **_: Any) -> bool:
-        return objects.kopf_holds_finalizer(meta, spec, status, default_policy=config.default_deletion_policy,
+        return kopf_holds_finalizer(meta, spec, status, default_policy=config.default_deletion_policy,
                                             use_finalizers=config.use_finalizers)
 
     def jitter(**_: Any) -> float:
@@ -167,7 +170,7 @@ def _register_controllers(registry: kopf.OperatorRegistry, rt: Runtime) -> None:
                                      "idle": config.timer_idle or None}
     plurals = rbac.TABLEKEEPER_PLURALS
 
-    for kind, index_id in cluster.INDEX_IDS.items():
+    for kind, index_id in INDEX_IDS.items():
         kopf.index(G, V, plurals[kind], id=index_id, registry=registry)(_indexer(kind))
 
     def on_change(ids: str, fn: Callable[..., Any], plural: str, *, when: Any = None, update: bool = True,
@@ -250,7 +253,7 @@ def register(registry: kopf.OperatorRegistry, *, config: OperatorConfig | None =
             prometheus_client.start_http_server(metrics_port)
         if controllers:
             logger.info("tablekeeper controllers started for %d kinds (reconcile interval %ss)",
-                        len(cluster.INDEX_IDS), rt.config.reconcile_interval)
+                        len(INDEX_IDS), rt.config.reconcile_interval)
         else:
             logger.warning("no tablekeeper controllers are registered: the operator watches no kind")
 

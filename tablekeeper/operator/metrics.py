@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from tablekeeper.operator.cluster import INDEX_IDS
+from tablekeeper.operator.cluster.view import INDEX_IDS
 
 __all__ = [
     "RECONCILIATIONS",
@@ -66,7 +66,7 @@ _view_provider: Callable[[], Any] | None = None
 
 
 def watch_view(provider: Callable[[], Any] | None) -> None:
-    """Compute the object gauges from ``provider()`` (a :class:`tablekeeper.operator.cluster.View`,
+    """Compute the object gauges from ``provider()`` (a :class:`tablekeeper.operator.cluster.view.View`,
     or None before the operator has seen anything)."""
     global _view_provider
     _view_provider = provider

@@ -26,7 +26,7 @@ from typing import Any
 
 import kopf
 
-from tablekeeper.operator.markers import API_GROUP
+from tablekeeper.operator.status.markers import API_GROUP
 
 __all__ = ["PROGRESS_FIELD", "DIFFBASE_FIELD", "StatusDiffBase", "progress_storage", "in_flight", "handled"]
 

@@ -69,12 +69,12 @@ _EXTRA_VERBS: dict[str, tuple[str, ...]] = {
     "PaimonMaintenanceRun": ("create", "delete"),  # scheduled runs and history pruning, design §4.6, §7.6
 }
 #: Launched Jobs and SparkApplications are read one by one by the name the run records (the run's
-#: periodic check), never listed or watched (tablekeeper.operator.sparkruns).
+#: periodic check), never listed or watched (tablekeeper.operator.runs.spark).
 _LAUNCH_VERBS = ("create", "get", "delete")
 #: Kinds that own other objects with ``blockOwnerDeletion`` (the OwnerReferencesPermissionEnforcement
 #: admission plugin then requires ``update`` on the owner's ``finalizers`` subresource).
 _OWNERS = ("PaimonTable", "PaimonMaintenanceRun")
-#: The Spark Operator's CRD (``tablekeeper.operator.sparkruns.SPARK_APPLICATION_CRD``).
+#: The Spark Operator's CRD (``tablekeeper.operator.runs.spark.SPARK_APPLICATION_CRD``).
 SPARK_APPLICATION_CRD = "sparkapplications.sparkoperator.k8s.io"
 
 

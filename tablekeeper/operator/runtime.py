@@ -20,10 +20,19 @@ from typing import Any
 
 from tablekeeper import reconcile
 from tablekeeper.core.policy.specs import ClusterPaimonCatalogSpec
-from tablekeeper.operator import cluster, kopfcompat
-from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.errors import OperatorError
+from tablekeeper.operator import kopfcompat
+from tablekeeper.operator.cluster.view import (
+    INDEX_IDS,
+    CatalogInfo,
+    NamespaceLabels,
+    View,
+    catalog_needs_labels,
+    parse,
+    valid_cluster_policies,
+)
 from tablekeeper.operator.settings import OperatorConfig
+from tablekeeper.operator.status.conditions import Reason
+from tablekeeper.operator.status.errors import OperatorError
 
 __all__ = ["Runtime"]
 
@@ -51,7 +60,8 @@ class Runtime:
         self.stopping = False
         #: PaimonTable uid -> resourceVersion of the body whose run-now annotation was consumed.
         self.run_now_consumed: dict[str, str] = {}
-        #: (monotonic expiry, installed) of the SparkApplication CRD detection (sparkruns.auto_engine).
+        #: (monotonic expiry, installed) of the SparkApplication CRD detection
+        #: (:func:`tablekeeper.operator.runs.spark.auto_engine`).
         self.spark_operator_installed: tuple[float, bool] | None = None
 
     # -- API ----------------------------------------------------------------------------------------
@@ -67,14 +77,14 @@ class Runtime:
     # -- indexes -------------------------------------------------------------------------------------
     def remember_indices(self, kwargs: Mapping[str, Any]) -> None:
         """Keep the live Kopf indexes (handlers receive them as keyword arguments)."""
-        if len(self._indices) < len(cluster.INDEX_IDS):
-            for index_id in cluster.INDEX_IDS.values():
+        if len(self._indices) < len(INDEX_IDS):
+            for index_id in INDEX_IDS.values():
                 if index_id in kwargs:
                     self._indices[index_id] = kwargs[index_id]
 
-    def view(self) -> cluster.View | None:
+    def view(self) -> View | None:
         """A view over the indexes once a handler has seen them (for the metrics)."""
-        return cluster.View(self._indices) if self._indices else None
+        return View(self._indices) if self._indices else None
 
     # -- locks and storage ------------------------------------------------------------------------------
     def table_lock(self, identity: tuple[str, str]) -> asyncio.Lock:
@@ -136,7 +146,7 @@ class Runtime:
         self._secrets[key] = (now + self.config.cache_ttl, data)
         return data
 
-    async def catalog_options(self, catalog: cluster.CatalogInfo) -> dict[str, str]:
+    async def catalog_options(self, catalog: CatalogInfo) -> dict[str, str]:
         """The catalog's options with its credentials Secret merged over them.
 
         Credentials come only from the Secret the catalog names: for a ``PaimonCatalog`` in its own
@@ -154,7 +164,7 @@ class Runtime:
         options.update(await self.secret(namespace, ref.name))
         return options
 
-    async def namespace_labels(self, namespaces: Iterable[str]) -> cluster.NamespaceLabels:
+    async def namespace_labels(self, namespaces: Iterable[str]) -> NamespaceLabels:
         """Labels of ``namespaces`` (cached); a namespace that cannot be read has unknown labels."""
         out: dict[str, Mapping[str, str] | None] = {}
         now = time.monotonic()
@@ -171,9 +181,9 @@ class Runtime:
                 labels = None
             self._namespaces[namespace] = (now + self.config.cache_ttl, labels)
             out[namespace] = labels
-        return cluster.NamespaceLabels(out)
+        return NamespaceLabels(out)
 
-    async def labels_for(self, view: cluster.View, namespace: str, table_spec: Any) -> cluster.NamespaceLabels:
+    async def labels_for(self, view: View, namespace: str, table_spec: Any) -> NamespaceLabels:
         """Namespace labels, fetched only when a catalog or cluster policy selects by them."""
         wanted = False
         ref = getattr(table_spec, "catalog_ref", None)
@@ -181,18 +191,18 @@ class Runtime:
             obj = view.get("ClusterPaimonCatalog", None, ref.name)
             if obj is not None:
                 try:
-                    spec = cluster.parse(obj)
+                    spec = parse(obj)
                 except Exception:  # reported by the catalog itself
                     spec = None
-                wanted = isinstance(spec, ClusterPaimonCatalogSpec) and cluster.catalog_needs_labels(spec)
+                wanted = isinstance(spec, ClusterPaimonCatalogSpec) and catalog_needs_labels(spec)
         if not wanted:
-            for _obj, policy in cluster.valid_cluster_policies(view):
+            for _obj, policy in valid_cluster_policies(view):
                 selector = policy.selector
                 if selector is not None and getattr(selector, "namespace_selector", None) is not None:
                     wanted = True
                     break
         if not wanted:
-            return cluster.NamespaceLabels({namespace: {}})
+            return NamespaceLabels({namespace: {}})
         return await self.namespace_labels([namespace])
 
     # -- events ----------------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ __all__ = ["OperatorConfig", "SparkConfig", "SparkEngine", "AutoEngine", "StepHo
 #: The engines that launch Spark (``PaimonMaintenanceRun.spec.engine``).
 SparkEngine = Literal["SparkOperator", "SparkJob"]
 #: What ``Auto`` launches above the threshold: ``Detect`` asks the API server whether the Spark
-#: Operator's SparkApplication CRD is installed (:func:`tablekeeper.operator.sparkruns.auto_engine`).
+#: Operator's SparkApplication CRD is installed (:func:`tablekeeper.operator.runs.spark.auto_engine`).
 AutoEngine = Literal["Detect", "SparkOperator", "SparkJob"]
 
 #: ``await hook(step, ref)`` before each storage-changing handler step (fault injection in tests).
@@ -131,8 +131,8 @@ class SparkConfig:
             raise errors.InvalidInputError(
                 f"TABLEKEEPER_SPARK_ENGINE={engine!r} is not Detect, SparkOperator or SparkJob",
                 fix="use Detect (SparkOperator when its CRD is installed), SparkOperator or SparkJob")
-        auto: AutoEngine = "SparkOperator" if engine == "SparkOperator" else \
-            "SparkJob" if engine == "SparkJob" else "Detect"
+        auto: AutoEngine = ("SparkOperator" if engine == "SparkOperator"
+                            else "SparkJob" if engine == "SparkJob" else "Detect")
         return cls(
             image=env.get("TABLEKEEPER_SPARK_IMAGE") or "",
             spark_version=env.get("TABLEKEEPER_SPARK_VERSION") or "4.0.1",

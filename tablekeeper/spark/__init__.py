@@ -1,11 +1,15 @@
-"""Distributed maintenance on Spark: the same plans as ``tablekeeper.core``, executed by PySpark.
+"""Distributed maintenance on Spark: core's decisions, evaluated by PySpark.
 
-- ``job``: the driver (imports pyspark); ``python -m tablekeeper.spark`` is its entry point;
-- ``executor``: executor-side functions (plain closures, lazy imports, no pyspark);
-- ``launch``: spark-submit argv, Kubernetes Job and SparkApplication manifests, run names and
-  the JSON result artifact (no pyspark: the operator imports it);
-- ``engine``: ``auto`` engine choice by plan size, and the in-process engine with the same
-  request and result types.
+- the job (imports pyspark): ``job`` runs one request (``python -m tablekeeper.spark`` is its
+  entry point), on a session from ``session``, with the run's context and stage helpers of
+  ``stages``; one package per operation, ``orphans`` and ``expire``, each with its ``driver``
+  side and its ``executor`` side; ``deletes`` (by stage) and ``tail`` where they end;
+- the executor side (plain closures over plain data, lazy imports, no pyspark): ``executor``
+  and each package's ``executor`` module;
+- launching (no pyspark: the operator and the CLI import them): ``job_request``, ``run_names``,
+  ``submit``, ``k8s_manifests``, ``result_artifact``, ``engine_choice``;
+- ``dispatch``: engine ``auto`` and the in-process engine with the same request and result
+  types; ``run_steps``, ``request_tally``: what both engines share.
 
 Importing this package imports nothing heavy; see docs/spark.md.
 """

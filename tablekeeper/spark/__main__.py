@@ -30,10 +30,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from pyspark.sql import SparkSession
 
-    from tablekeeper.spark import job
+    from tablekeeper.spark import job, session
 
     existing = SparkSession.getActiveSession()
-    spark = job.local_session(settings["master"], settings["conf"], app_name=request.run_name or "tablekeeper")
+    spark = session.local_session(settings["master"], settings["conf"], app_name=request.run_name or "tablekeeper")
     try:
         result = job.run_to_result(spark, request)
     finally:

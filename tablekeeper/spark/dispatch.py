@@ -146,10 +146,10 @@ def run(request: job_request.JobRequest, *, engine: EngineChoice = "auto", thres
         if chosen == "local":
             result = run_local(request)
         else:
-            from tablekeeper.spark import job
+            from tablekeeper.spark import job, session
 
-            session = spark if spark is not None else job.local_session()
-            result = job.run(session, request)
+            started = spark if spark is not None else session.local_session()
+            result = job.run(started, request)
     if estimate is not None:
         result.details["estimatedFiles"] = estimate
         result.details["sparkThreshold"] = spark_threshold(threshold)

@@ -81,7 +81,7 @@ def _unknown_kind(wh: str) -> Path:
 def _commands(wh: str) -> list[tuple[str, ...]]:
     t = W.ORDERS
     return [
-        ("expire", "-w", wh, t, "--retain-min", "1", "--time-retained", "1 s"),
+        ("expire", "-w", wh, t, "--retain-min", "1", "--time-retained", "1 s", "--now", str(J.now_ms() + 60_000)),
         ("expire-changelog", "-w", wh, t),
         ("expire-partitions", "-w", wh, t, "--expiration-time", "30 d", "--timestamp-formatter", "yyyy-MM-dd"),
         ("clean-orphans", "-w", wh, t, "--older-than", str(J.now_ms() - 1000), "--force"),

@@ -18,7 +18,10 @@ from tablekeeper.core.policy import common as policy_common
 from tablekeeper.core.policy import duration_field as policy_durations
 from tablekeeper.core.policy.common import SpecModel
 from tablekeeper.core.policy.kinds import API_GROUP, API_VERSION, CLUSTER_SCOPED, SPEC_MODELS
-from tablekeeper.operator import crd_kinds, crd_schema, rbac, validations
+from tablekeeper.operator import rbac
+from tablekeeper.operator.crds import kinds as crd_kinds
+from tablekeeper.operator.crds import schema as crd_schema
+from tablekeeper.operator.crds import validations
 
 DESIGN_NAMES = {  # operator-design.md §2
     "PaimonCatalog": ("paimoncatalogs", "pcat", "Namespaced"),

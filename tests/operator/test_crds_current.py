@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.operator import crd_kinds, crds
+from tablekeeper.operator.crds import generate as crds
+from tablekeeper.operator.crds import kinds as crd_kinds
 from tests.support.k8s import REPO_ROOT
 
 CHECKED_IN = (REPO_ROOT / "crds", REPO_ROOT / "charts" / "tablekeeper" / "crds")

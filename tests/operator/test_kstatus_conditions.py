@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.operator import conditions, status
+from tablekeeper.operator.status import conditions
+from tablekeeper.operator.status import outcome as status
 from tests.support.kstatus import health, kstatus
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

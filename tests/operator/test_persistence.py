@@ -47,8 +47,8 @@ def test_in_flight_while_kopf_keeps_progress() -> None:
 
 
 def test_kopf_stands_aside_while_the_finalizer_is_written_ahead() -> None:
-    from tablekeeper.operator import objects
-    from tablekeeper.operator.markers import FINALIZER
+    from tablekeeper.operator.controllers import children as objects
+    from tablekeeper.operator.status.markers import FINALIZER
 
     def holds(state: str, finalizers: list[str], policy: str = "Delete") -> bool:
         return objects.kopf_holds_finalizer({"finalizers": finalizers}, {"deletionPolicy": policy},

@@ -8,7 +8,8 @@ import kopf
 import pytest
 
 from tablekeeper.core.policy.kinds import API_GROUP
-from tablekeeper.operator import rbac, sparkruns
+from tablekeeper.operator import rbac
+from tablekeeper.operator.runs import spark as sparkruns
 from tests.operator.test_operator_smoke import paimontag, trivial_registry
 from tests.support.k8s import ApiServerEmulator, OperatorThread, eventually, url_of
 

@@ -10,8 +10,8 @@ import pytest
 from tablekeeper.core.policy.effective import resolution, result
 from tablekeeper.core.policy.kinds import parse_spec
 from tablekeeper.core.policy.specs.table import PaimonTableSpec
-from tablekeeper.operator import maintenance
-from tablekeeper.operator.run_report import RunReport, from_artifact
+from tablekeeper.operator.runs import schedule as maintenance
+from tablekeeper.operator.runs.report import RunReport, from_artifact
 from tablekeeper.reconcile import enabled_jobs
 from tablekeeper.spark import result_artifact
 

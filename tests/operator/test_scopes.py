@@ -9,7 +9,8 @@ from typing import Any
 
 from tablekeeper import reconcile
 from tablekeeper.core.policy.kinds import parse_spec
-from tablekeeper.operator import cluster, scopes
+from tablekeeper.operator.cluster import scopes
+from tablekeeper.operator.cluster import view as cluster
 from tests.support import paimon as P
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

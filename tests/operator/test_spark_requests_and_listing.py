@@ -8,8 +8,8 @@ import pytest
 
 from tablekeeper.core import errors
 from tablekeeper.core.policy.specs.run import PaimonMaintenanceRunSpec
-from tablekeeper.operator import sparkruns
-from tablekeeper.operator.run_report import from_artifact
+from tablekeeper.operator.runs import spark as sparkruns
+from tablekeeper.operator.runs.report import from_artifact
 from tablekeeper.spark import job_request, result_artifact
 
 

@@ -30,7 +30,8 @@ import pytest
 import yaml
 
 from tablekeeper.core.paimon.table import open_table
-from tablekeeper.operator import rbac, sparkruns
+from tablekeeper.operator import rbac
+from tablekeeper.operator.runs import spark as sparkruns
 from tablekeeper.operator.settings import OperatorConfig, SparkConfig
 from tablekeeper.spark import dispatch, job_request, k8s_manifests, result_artifact
 from tests.operator.conftest import FakeClock, Harness, basic_objects, fast_config, obj

@@ -27,7 +27,7 @@ import pytest
 
 from tablekeeper.core.policy.specs.run import PaimonMaintenanceRunSpec
 from tablekeeper.core.storage.connections import connect
-from tablekeeper.operator import sparkruns
+from tablekeeper.operator.runs import spark as sparkruns
 from tablekeeper.spark import dispatch, job_request, result_artifact
 from tests.operator.conftest import Harness, obj
 from tests.operator.test_spark_runs import (

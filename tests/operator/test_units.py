@@ -17,9 +17,15 @@ from tablekeeper.core.policy.effective import resolution, result
 from tablekeeper.core.policy.kinds import parse_spec
 from tablekeeper.core.policy.specs.run import PaimonMaintenanceRunSpec
 from tablekeeper.core.policy.specs.table import PaimonTableSpec
-from tablekeeper.operator import cluster, conditions, errors, kopfcompat, maintenance, run_engines, sparkruns, status
-from tablekeeper.operator.conditions import Reason
+from tablekeeper.operator import kopfcompat
+from tablekeeper.operator.cluster import view as cluster
+from tablekeeper.operator.runs import engines as run_engines
+from tablekeeper.operator.runs import schedule as maintenance
+from tablekeeper.operator.runs import spark as sparkruns
 from tablekeeper.operator.settings import OperatorConfig
+from tablekeeper.operator.status import conditions, errors
+from tablekeeper.operator.status import outcome as status
+from tablekeeper.operator.status.conditions import Reason
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 

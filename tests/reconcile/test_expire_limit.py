@@ -56,7 +56,7 @@ def test_applier_expires_the_changelog_with_the_planned_limit(demo_wh: Path, exa
 def test_spark_request_expires_the_changelog_with_the_policy_limit(demo_wh: Path, examples: Path) -> None:
     """The operator's Spark request for ExpireSnapshots (snapshots, then the changelog), run by the
     in-process evaluator of the same request with one batch: one changelog, as planned."""
-    from tablekeeper.operator import sparkruns
+    from tablekeeper.operator.runs import spark as sparkruns
 
 
     now = datetime.now(UTC)

@@ -22,8 +22,8 @@ from tablekeeper.core.concurrency import lease, seams
 from tablekeeper.core.expire import planning
 from tablekeeper.core.plans import execution
 from tablekeeper.core.storage import FileIO
-from tablekeeper.operator.conditions import Reason
-from tablekeeper.operator.errors import classify
+from tablekeeper.operator.status.conditions import Reason
+from tablekeeper.operator.status.errors import classify
 from tests.maintenance.helpers import build_mixed, handle, table_root, views
 
 NOW = 4_102_444_800_000

@@ -37,7 +37,8 @@ def req(**kw: Any) -> job_request.JobRequest:
 
 # -- import hygiene -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("module, forbidden", [
-    ("tablekeeper.spark.executor", ("pyspark", "kopf", "pypaimon", "pypaimon_rust", "pyarrow", "fsspec")),
+    *[(f"tablekeeper.spark.{m}", ("pyspark", "kopf", "pypaimon", "pypaimon_rust", "pyarrow", "fsspec"))
+      for m in ("executor", "orphans.executor", "expire.executor", "deletes.executor")],
     *[(f"tablekeeper.spark.{m}", ("pyspark", "kopf", "pypaimon", "pypaimon_rust"))
       for m in ("job_request", "run_names", "submit", "k8s_manifests", "result_artifact", "engine_choice")],
     ("tablekeeper.spark.dispatch", ("pyspark", "kopf", "pypaimon_rust")),
@@ -60,12 +61,14 @@ def test_executor_functions_run_in_a_fresh_interpreter_without_pyspark(tmp_path:
     code = f"""
 import json, sys, pyarrow as pa
 from tablekeeper.spark import executor as ex
+from tablekeeper.spark.deletes import executor as deletes
+from tablekeeper.spark.orphans import executor as orphans
 spec = {{"storage": {{"uri": {str(tmp_path)!r}, "options": {{}}}}, "older_than_ms": 2**62, "batch_size": 250}}
 batch = pa.RecordBatch.from_pydict({{"dir": [{str(tmp_path / "d")!r}], "mode": ["all"], "kind": ["data"]}})
-listed = [b.to_pylist() for b in ex.list_files(spec, iter([batch]))][0]
+listed = [b.to_pylist() for b in orphans.list_files(spec, iter([batch]))][0]
 rows = pa.RecordBatch.from_pylist([{{**{{k: r[k] for k in ("path", "kind", "size", "parent_dir", "stage")}}, "batch": 0}}
-                                   for r in listed], schema=ex.arrow_schema(ex.BATCHED_FIELDS))
-summary = [b.to_pylist() for b in ex.delete_files(spec, iter([rows]))][0]
+                                   for r in listed], schema=ex.arrow_schema(deletes.BATCHED_FIELDS))
+summary = [b.to_pylist() for b in deletes.delete_files(spec, iter([rows]))][0]
 print(json.dumps({{"listed": len(listed), "summary": summary,
                   "mods": sorted({{m.split('.')[0] for m in sys.modules}})}}))
 """

@@ -1,4 +1,4 @@
-"""The Spark delete stages' batching (``executor.number_batches``, ``executor.delete_files``),
+"""The Spark delete stages' batching (``deletes.executor.number_batches``, ``delete_files``),
 without Spark: a stage's rows are numbered across the partitions of the plan from the offsets the
 driver counted, so every batch but the last holds exactly ``batch_size`` keys whichever partition
 and directory its rows came from (one DeleteObjects per 1,000 keys on S3, as in process)."""
@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from tablekeeper.spark import executor as ex
+from tablekeeper.spark.deletes import executor as tasks
 
 
 def _batch(fields: ex.Fields, rows: list[tuple[object, ...]]) -> pa.RecordBatch:
@@ -20,9 +21,9 @@ def _batch(fields: ex.Fields, rows: list[tuple[object, ...]]) -> pa.RecordBatch:
 
 
 def _numbered(offsets: dict[str, int], size: int, pid: int, paths: list[str]) -> list[dict[str, object]]:
-    fields = (*ex.DELETE_FIELDS, ("pid", "int"))
+    fields = (*tasks.DELETE_FIELDS, ("pid", "int"))
     rows = [(p, "data", 1, p.rsplit("/", 1)[0], 0, pid) for p in paths]
-    out = ex.number_batches({"offsets": offsets, "batch_size": size}, iter([_batch(fields, rows)]))
+    out = tasks.number_batches({"offsets": offsets, "batch_size": size}, iter([_batch(fields, rows)]))
     return [r for b in out for r in b.to_pylist()]
 
 
@@ -61,7 +62,7 @@ def test_each_batch_is_one_delete_call_and_outcomes_are_summed(tmp_path: Path, m
 
     monkeypatch.setattr(plan, "delete_batch", spy)
     spec = {"storage": {"uri": str(tmp_path), "options": {}}, "batch_size": 3}
-    out = list(ex.delete_files(spec, iter([_batch(ex.BATCHED_FIELDS, rows)])))
+    out = list(tasks.delete_files(spec, iter([_batch(tasks.BATCHED_FIELDS, rows)])))
     assert [len(c) for c in calls] == [3, 3, 1]  # batches 0, 1, 2 across three directories
     summary = [r for b in out for r in b.to_pylist()]
     assert summary == [{"stage": 0, "kind": "data", "deleted": 6, "missing": 1, "failed": 0, "bytes": 18,

@@ -18,8 +18,8 @@ from tablekeeper.cli.main import cli
 from tablekeeper.core import errors
 from tablekeeper.core.storage import FileIO
 from tablekeeper.core.storage.layers import requests as rq
-from tablekeeper.operator import runs
-from tablekeeper.operator.run_report import RunReport
+from tablekeeper.operator.runs import controller as runs
+from tablekeeper.operator.runs.report import RunReport
 from tests.support.paimon import append_table, rows, write
 
 

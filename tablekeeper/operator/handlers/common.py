@@ -8,13 +8,16 @@ from typing import Any
 
 import kopf
 
-from tablekeeper.operator import cluster, errors, kopfcompat, markers, status
+from tablekeeper.operator import kopfcompat
+from tablekeeper.operator.cluster.view import Obj, View
 from tablekeeper.operator.runtime import Runtime
+from tablekeeper.operator.status import errors, markers
+from tablekeeper.operator.status.outcome import Outcome, label_changes, render
 
 __all__ = ["obj_of", "view_of", "finish", "only_own_changes", "stop_if_gone", "mode_change"]
 
 
-def stop_if_gone(view: cluster.View, obj: cluster.Obj, stopped: Any, rt: Runtime | None = None) -> bool:
+def stop_if_gone(view: View, obj: Obj, stopped: Any, rt: Runtime | None = None) -> bool:
     """Stop the timer of an object that is gone, or of any object once the operator is stopping;
     True when it was stopped.
 
@@ -32,15 +35,15 @@ def stop_if_gone(view: cluster.View, obj: cluster.Obj, stopped: Any, rt: Runtime
     return False
 
 
-def obj_of(kind: str, body: Mapping[str, Any]) -> cluster.Obj:
+def obj_of(kind: str, body: Mapping[str, Any]) -> Obj:
     """The snapshot of the object being handled."""
-    return cluster.Obj.from_body(kind, body)
+    return Obj.from_body(kind, body)
 
 
-def view_of(rt: Runtime, kwargs: Mapping[str, Any]) -> cluster.View:
+def view_of(rt: Runtime, kwargs: Mapping[str, Any]) -> View:
     """The view over the indexes Kopf passes to every handler (remembered for the metrics)."""
     rt.remember_indices(kwargs)
-    return cluster.View(kwargs)
+    return View(kwargs)
 
 
 def only_own_changes(diff: Iterable[Any] | None) -> bool:
@@ -63,13 +66,13 @@ def only_own_changes(diff: Iterable[Any] | None) -> bool:
     return True
 
 
-def finish(outcome: status.Outcome, *, body: Mapping[str, Any], patch: kopf.Patch) -> None:
+def finish(outcome: Outcome, *, body: Mapping[str, Any], patch: kopf.Patch) -> None:
     """Record ``outcome``: status patch (only changes), labels, Events; then raise its failure."""
     current = body.get("status") or {}
-    for key, value in status.render(current, outcome).items():
+    for key, value in render(current, outcome).items():
         patch.status[key] = value
     labels = (body.get("metadata") or {}).get("labels") or {}
-    for key, value in status.label_changes(labels, outcome.labels).items():
+    for key, value in label_changes(labels, outcome.labels).items():
         patch.metadata.labels[key] = value
     about = body if isinstance(body, kopf.Body) else kopf.Body(dict(body))  # type: ignore[arg-type]
     for event in outcome.events:

@@ -1,4 +1,4 @@
-"""Handlers of the catalog and retention-policy kinds (controller: :mod:`tablekeeper.operator.catalogs`)."""
+"""Handlers of the catalog and retention-policy kinds (controller: :mod:`tablekeeper.operator.controllers.catalogs`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import kopf
 
-from tablekeeper.operator import catalogs
+from tablekeeper.operator.controllers import catalogs
 from tablekeeper.operator.handlers.common import finish, obj_of, only_own_changes, stop_if_gone, view_of
 from tablekeeper.operator.runtime import Runtime
 

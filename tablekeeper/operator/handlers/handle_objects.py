@@ -1,4 +1,5 @@
-"""Handlers of ``PaimonTag`` and ``PaimonBranch`` (controller: :mod:`tablekeeper.operator.objects`)."""
+"""Handlers of ``PaimonTag`` and ``PaimonBranch`` (controllers: :mod:`tablekeeper.operator.controllers.tags`,
+:mod:`~tablekeeper.operator.controllers.branches`, :mod:`~tablekeeper.operator.controllers.deletion`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 
 import kopf
 
-from tablekeeper.operator import kopfcompat, markers, objects
+from tablekeeper.operator import kopfcompat
+from tablekeeper.operator.controllers import branches, children, deletion, modes, tags
 from tablekeeper.operator.handlers.common import (
     finish,
     mode_change,
@@ -17,18 +19,19 @@ from tablekeeper.operator.handlers.common import (
     view_of,
 )
 from tablekeeper.operator.runtime import Runtime
+from tablekeeper.operator.status import markers
 
 __all__ = ["on_change", "on_check", "on_delete", "on_paused", "on_unmanaged", "on_event"]
 
-_RECONCILE = {"PaimonTag": objects.reconcile_tag, "PaimonBranch": objects.reconcile_branch}
-_DELETE = {"PaimonTag": objects.delete_tag, "PaimonBranch": objects.delete_branch}
+_RECONCILE = {"PaimonTag": tags.reconcile_tag, "PaimonBranch": branches.reconcile_branch}
+_DELETE = {"PaimonTag": deletion.delete_tag, "PaimonBranch": deletion.delete_branch}
 _CHECK_STEP = {"PaimonTag": "tag/check", "PaimonBranch": "branch/check"}  # test seams (Runtime.step)
 
 
 async def on_change(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, retry: int, diff: Any = None,
                     **kwargs: Any) -> None:
     """create/update/resume: ``resolve``; when it heads to a storage change, write ownership,
-    finalizer and labels ahead (objects.write_ahead), then ``apply``; Kopf writes the outcome
+    finalizer and labels ahead (children.write_ahead), then ``apply``; Kopf writes the outcome
     with its own bookkeeping in one status PATCH."""
     if only_own_changes(diff):
         return
@@ -49,7 +52,7 @@ async def on_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch
     finish(outcome, body=current, patch=patch)
 
 
-async def _reconcile(rt: Runtime, kind: str, body: kopf.Body, phase: objects.Phase, retry: int | None,
+async def _reconcile(rt: Runtime, kind: str, body: kopf.Body, phase: children.Phase, retry: int | None,
                      kwargs: dict[str, Any]) -> tuple[Any, Mapping[str, Any]]:
     """One pass in ``phase``; an outcome heading to a storage change is written ahead and the
     change applied in the same pass. Returns the outcome and the object as it is now."""
@@ -57,9 +60,9 @@ async def _reconcile(rt: Runtime, kind: str, body: kopf.Body, phase: objects.Pha
     obj = obj_of(kind, body)
     outcome = await _RECONCILE[kind](rt, view, obj, phase=phase, retry=retry)
     current: Mapping[str, Any] = body
-    if objects.heads_to_change(outcome):
+    if children.heads_to_change(outcome):
         try:
-            fresh = await objects.write_ahead(rt, obj, outcome)
+            fresh = await children.write_ahead(rt, obj, outcome)
         except kopfcompat.Conflict as e:  # changed meanwhile: redo the pass on the new version
             raise kopf.TemporaryError(f"the object changed while its ownership was recorded: {e}",
                                       delay=rt.config.retry_delay(1)) from e
@@ -73,19 +76,19 @@ async def _reconcile(rt: Runtime, kind: str, body: kopf.Body, phase: objects.Pha
 
 async def on_delete(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, retry: int,
                     **kwargs: Any) -> None:
-    """Deletion with the finalizer: delete the tag / drop the branch (or keep it, see objects)."""
+    """Deletion with the finalizer: delete the tag / drop the branch (or keep it, see controllers.deletion)."""
     outcome = await _DELETE[kind](rt, view_of(rt, kwargs), obj_of(kind, body), retry=retry)
     finish(outcome, body=body, patch=patch)
 
 
 def on_paused(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
     """``tablekeeper.io/paused``: report it; storage is left alone."""
-    finish(objects.paused_outcome(obj_of(kind, body), rt.config.now()), body=body, patch=patch)
+    finish(modes.paused_outcome(obj_of(kind, body), rt.config.now()), body=body, patch=patch)
 
 
 def on_unmanaged(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
     """``tablekeeper.io/managed: "false"``: report it (Kopf drops the finalizer: its filter no longer matches)."""
-    finish(objects.unmanaged_outcome(obj_of(kind, body), rt.config.now()), body=body, patch=patch)
+    finish(modes.unmanaged_outcome(obj_of(kind, body), rt.config.now()), body=body, patch=patch)
 
 
 async def on_event(rt: Runtime, kind: str, finalizer: str, *, body: kopf.Body, patch: kopf.Patch,
@@ -94,8 +97,8 @@ async def on_event(rt: Runtime, kind: str, finalizer: str, *, body: kopf.Body, p
     (paused, managed, resumed: see :func:`~tablekeeper.operator.handlers.common.mode_change`), and
     post ``ForceDeleted`` when ``force-delete`` is about to release a finalizer."""
     meta = body.get("metadata") or {}
-    if markers.is_force_delete(meta) and finalizer in (meta.get("finalizers") or ()) \
-            and rt.first_time(str(meta.get("uid")), "ForceDeleted"):
+    if (markers.is_force_delete(meta) and finalizer in (meta.get("finalizers") or ())
+            and rt.first_time(str(meta.get("uid")), "ForceDeleted")):
         kopf.event(body, type="Warning", reason="ForceDeleted",
                    message="tablekeeper.io/force-delete: the finalizer is removed without touching storage")
     change = mode_change(body)

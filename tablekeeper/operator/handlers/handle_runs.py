@@ -1,4 +1,4 @@
-"""Handlers of ``PaimonMaintenanceRun`` (controller: :mod:`tablekeeper.operator.runs`)."""
+"""Handlers of ``PaimonMaintenanceRun`` (controller: :mod:`tablekeeper.operator.runs.controller`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import kopf
 
-from tablekeeper.operator import runs
 from tablekeeper.operator.handlers.common import finish, obj_of, stop_if_gone, view_of
+from tablekeeper.operator.runs import controller as runs
 from tablekeeper.operator.runtime import Runtime
 
 __all__ = ["on_start", "on_execute", "on_check"]

@@ -1,4 +1,4 @@
-"""Handlers of ``PaimonTable`` (controller: :mod:`tablekeeper.operator.tables`)."""
+"""Handlers of ``PaimonTable`` (controller: :mod:`tablekeeper.operator.controllers.tables`)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from typing import Any
 
 import kopf
 
-from tablekeeper.operator import markers, objects, tables
+from tablekeeper.operator.controllers import modes, tables
 from tablekeeper.operator.handlers.common import finish, mode_change, obj_of, only_own_changes, stop_if_gone, view_of
 from tablekeeper.operator.runtime import Runtime
+from tablekeeper.operator.status import markers
 
 __all__ = ["on_change", "on_check", "on_paused", "on_unmanaged", "on_event"]
 
@@ -40,11 +41,11 @@ async def on_check(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, **kwargs:
 
 
 def on_paused(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-    finish(objects.paused_outcome(obj_of("PaimonTable", body), rt.config.now()), body=body, patch=patch)
+    finish(modes.paused_outcome(obj_of("PaimonTable", body), rt.config.now()), body=body, patch=patch)
 
 
 def on_unmanaged(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-    finish(objects.unmanaged_outcome(obj_of("PaimonTable", body), rt.config.now()), body=body, patch=patch)
+    finish(modes.unmanaged_outcome(obj_of("PaimonTable", body), rt.config.now()), body=body, patch=patch)
 
 
 async def on_event(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, **kwargs: Any) -> None:

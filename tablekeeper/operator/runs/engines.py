@@ -1,0 +1,130 @@
+"""The in-process engine of ``PaimonMaintenanceRun`` and the choice of engine (operator-design.md §7.7).
+
+:class:`InProcessEngine` runs the same planner and applier the CLI uses (``plan_table`` with
+schedules ignored, then ``apply`` of the run type's actions), under the table's lock, in a worker
+thread; branch verbs (FastForward, Rollback, Compact) go to :mod:`tablekeeper.operator.runs.verbs`.
+It serves engine ``Python``, ``Auto`` below the size threshold, run types the Spark job does not
+do (``ExpireTags``, ``ExpirePartitions``), and every run while Spark runs are off (no
+``TABLEKEEPER_SPARK_IMAGE``; :func:`select` then notes why in the run's status). Spark runs are
+built, launched and read back by :mod:`tablekeeper.operator.runs.spark`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from tablekeeper import reconcile
+from tablekeeper.core import paimon, storage
+from tablekeeper.operator.cluster import scopes
+from tablekeeper.operator.runs import verbs
+from tablekeeper.operator.runs.report import RunReport
+from tablekeeper.operator.runs.request import RUN_KINDS, Engine, RunRequest, RunResult, dry_run_of
+from tablekeeper.operator.status.conditions import Reason
+from tablekeeper.reconcile import actions as A
+from tablekeeper.reconcile import planner
+
+__all__ = ["InProcessEngine", "select", "SPARK_RUN_TYPES"]
+
+#: Run types the Spark job carries out (:mod:`tablekeeper.operator.runs.spark` launches them).
+SPARK_RUN_TYPES = frozenset({"ExpireSnapshots", "RemoveOrphanFiles"})
+
+
+def _counts(actions: Sequence[A.Action], dry_run: bool) -> RunReport:
+    """A report with the planned counts of the run's actions."""
+    def total(kind: type[A.Action], count: Callable[[Any], int]) -> int | None:
+        picked = [a for a in actions if isinstance(a, kind)]
+        return sum(count(a) for a in picked) if picked else None
+    return RunReport(dry_run=dry_run, expired_snapshots=total(A.ExpireSnapshots, lambda a: a.snapshots),
+                     expired_changelogs=total(A.ExpireChangelog, lambda a: a.changelogs),
+                     expired_partitions=total(A.ExpirePartitions, lambda a: len(a.partitions)),
+                     expired_tags=total(A.ExpireTags, lambda a: len(a.tags)),
+                     orphan_files=total(A.CleanOrphans, lambda a: a.estimate.files))
+
+
+class InProcessEngine:
+    """Runs maintenance in this process with the shared planner and applier."""
+
+    name = "Python"
+
+    def run(self, request: RunRequest) -> RunResult:
+        """The run, with the storage requests it made by kind in its report (the warehouse's
+        FileIO is shared: requests of a concurrent run on the same warehouse are counted too)."""
+        io = request.opener.file_io(request.scope.location.warehouse)
+        before = io.requests.counts.snapshot()
+        result = self._run(request)
+        if result.report is None:
+            return result
+        made = storage.since(before, io.requests.counts.snapshot())
+        return replace(result, report=replace(result.report, storage_requests=made))
+
+    def _run(self, request: RunRequest) -> RunResult:
+        spec = request.spec
+        if spec.type in ("FastForward", "Rollback", "Compact"):  # branch verbs
+            return verbs.run_verb(request)
+        kinds = RUN_KINDS.get(spec.type)
+        if kinds is None:
+            return RunResult(False, Reason.NOT_SUPPORTED, f"run type {spec.type} is not implemented by the operator yet")
+        if spec.branch != paimon.MAIN:
+            return RunResult(False, Reason.NOT_SUPPORTED, "maintenance of branches other than main is not "
+                                                          "implemented yet")
+        plan = scopes.plan_scope(request.scope, request.opener, request.now)
+        dry_run = request.dry_run if request.dry_run is not None else dry_run_of(spec, plan.policy.values)
+        config = reconcile.ReconcileConfig(ignore_schedules=True, estimate=dry_run)
+        table_plan = planner.plan_table(plan.target, plan.table, plan.state, plan.records, plan.policy, request.now,
+                                        config, kinds=kinds)
+        picked: list[A.Action] = []
+        for a in table_plan.actions:
+            if a.kind not in kinds:
+                continue
+            if isinstance(a, A.CleanOrphans):
+                a = a.model_copy(update={"dry_run": dry_run})
+            picked.append(a)
+        policy: dict[str, str] = {}
+        for a in picked:
+            policy.update(a.policy)
+        counts = _counts(picked, dry_run)
+        if dry_run or not any(a.is_change for a in picked):
+            estimates = [e for e in (getattr(a, "estimate", None) for a in picked) if isinstance(e, A.Estimate)]
+            report = replace(counts, planned_files=sum(e.files for e in estimates),
+                             planned_bytes=sum(e.bytes for e in estimates))
+            what = "dry run: nothing deleted" if dry_run else "nothing to do"
+            return RunResult(True, Reason.SUCCEEDED, what, report, policy=policy)
+        store = scopes.StatusRecordStore(plan.records)
+        applied = scopes.apply_actions(plan, [a for a in picked if a.is_change], store, request.opener,
+                                       reconcile.ReconcileConfig(ignore_schedules=True, estimate=False))
+        failed = applied.failed
+        totals = applied.totals()
+        def executed(kind: str, planned: int | None) -> int | None:
+            """What was done, not the plan's estimate made before the run changed the table."""
+            done = [r.expired for r in applied.results if r.action.kind == kind and r.expired is not None]
+            return sum(done) if done else planned
+        counts = replace(counts, expired_snapshots=executed("ExpireSnapshots", counts.expired_snapshots),
+                         expired_changelogs=executed("ExpireChangelog", counts.expired_changelogs))
+        by_kind: dict[str, int] = {}  # estimated per kind (in process, the plan's sizes)
+        for a in picked:
+            for kind, count in getattr(a, "estimate", A.Estimate()).by_kind.items():
+                by_kind[kind] = by_kind.get(kind, 0) + count
+        report = replace(counts, deleted_files=totals["deletedFiles"], reclaimed_bytes=totals["deletedBytes"],
+                         failures=len(failed), sample=tuple(r.message for r in applied.results),
+                         deleted_by_kind=by_kind)
+        if failed:
+            return RunResult(False, Reason.MAINTENANCE_FAILED, failed[0].message, report, policy)
+        message = "; ".join(r.message for r in applied.results)[:1000] or "nothing to do"
+        return RunResult(True, Reason.SUCCEEDED, message, report, policy)
+
+
+_IN_PROCESS = InProcessEngine()
+
+
+def select(requested: str | None, *, spark_enabled: bool = False, run_type: str = "") -> tuple[Engine, str]:
+    """The in-process engine for a run that asks for ``requested`` (Python, Auto, SparkOperator,
+    SparkJob or None) and does not go to Spark, with a note for its status when it asked for Spark."""
+    if requested in (None, "Auto", "Python"):
+        return _IN_PROCESS, ""
+    if not spark_enabled:
+        return _IN_PROCESS, f"engine {requested} requested: Spark runs are off (no TABLEKEEPER_SPARK_IMAGE), ran in process"
+    if run_type and run_type not in SPARK_RUN_TYPES:
+        return _IN_PROCESS, f"engine {requested} requested: the Spark job does not do {run_type}, ran in process"
+    return _IN_PROCESS, f"engine {requested} requested: ran in process"
