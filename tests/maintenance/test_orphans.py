@@ -715,6 +715,7 @@ def test_name_scan_on_the_java_fixture_matches_decoding(tmp_path: Path, monkeypa
 @pytest.fixture
 def forking(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Fork helpers on tables of any size; the pids of the helpers started."""
+    from tablekeeper.core import reach
     from tablekeeper.core.orphans import references
     from tablekeeper.core.reach import child_process
 
@@ -727,7 +728,7 @@ def forking(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             super().__init__(fn)
             pids.append(self._pid)
 
-    monkeypatch.setattr(child_process, "ForkedCall", Recorded)
+    monkeypatch.setattr(reach, "ForkedCall", Recorded)  # what references reads
     return pids
 
 
@@ -845,13 +846,13 @@ def test_a_helper_that_walked_other_roots_is_not_trusted(mixed: str, forking: li
     than the indices it claims, so it claims nothing."""
     import functools
 
+    from tablekeeper.core import reach
     from tablekeeper.core.orphans import references
-    from tablekeeper.core.reach import child_process
 
     planted = plant_shaped_orphans(table_root(mixed))
     backdate_tree(mixed, OLD)
     monkeypatch.setattr(references, "CLAIM_BATCH", 1)
-    recorded = child_process.ForkedCall
+    recorded = reach.ForkedCall  # (the forking fixture's recorder)
     started: list[int] = []
 
     class SecondSeesLess(recorded):  # type: ignore[misc, valid-type]
@@ -861,7 +862,7 @@ def test_a_helper_that_walked_other_roots_is_not_trusted(mixed: str, forking: li
             started.append(1)
             super().__init__(fn)
 
-    monkeypatch.setattr(child_process, "ForkedCall", SecondSeesLess)
+    monkeypatch.setattr(reach, "ForkedCall", SecondSeesLess)  # what references reads
     plan = orphans.plan_orphan_clean(handle(mixed), orphans.OrphanConfig(orphans.resolve_older_than(now_ms()),
                                                                           processes=3))
     assert len(forking) == 2

@@ -1,6 +1,6 @@
 """Executor-side functions of the deletes by stage (:mod:`tablekeeper.spark.deletes.driver`):
 every planned file removed in bulk batches the way core's executor removes them
-(``execution.delete_batch``, sizes by ``execution.stat_sizes``), and the directories the deletes
+(``plans.delete_batch``, sizes by ``plans.stat_sizes``), and the directories the deletes
 may have emptied (``decisions.may_empty``), non-recursively. Deletions return one summary row per
 (stage, kind) per partition (counts, bytes, <= 20 failure samples), never paths. No rule of core's
 decisions is stated here; the shape of every function is that of :mod:`tablekeeper.spark.executor`.
@@ -95,7 +95,7 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     """Delete rows with their batch (:func:`number_batches`; sorted by batch within the
     partition) -> summary rows.
 
-    Each batch is one bulk request (one DeleteObjects on S3, through ``execution.delete_batch``
+    Each batch is one bulk request (one DeleteObjects on S3, through ``plans.delete_batch``
     as in process: no parent listing first), up to ``spec["delete_threads"]`` batches at once
     on object stores. Missing files count as ``missing`` where the store tells them apart (a
     retried task, or an earlier crashed run; S3 reports a key already gone as deleted);
