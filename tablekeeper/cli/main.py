@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from tablekeeper.cli import render, results
-from tablekeeper.core import errors
-from tablekeeper.core.paimon import layout
+from tablekeeper.core import errors, paimon
 
 if TYPE_CHECKING:
-    from tablekeeper.core import execution, plans
-    from tablekeeper.core.paimon.table import Table
+    from tablekeeper.core import plans
+    from tablekeeper.core.paimon import Table
 
 __all__ = ["main", "entry", "cli"]
 
@@ -71,9 +70,9 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
         out[key.strip()] = value.strip()
     ctx = click.get_current_context(silent=True)
     if ctx is not None and ctx.meta.get(_PACING_META) is not None:
-        from tablekeeper.core.storage import requests as storage_requests
+        from tablekeeper.core import storage
 
-        out[storage_requests.PACING_OPTION] = str(ctx.meta[_PACING_META])
+        out[storage.PACING_OPTION] = str(ctx.meta[_PACING_META])
     return out
 
 
@@ -82,7 +81,7 @@ _LEASE_META = "tablekeeper.lease"
 
 def _maintains(operation: str) -> Callable[[F], F]:
     """A command that changes a table: adds ``--wait`` and makes :func:`_open` take the table's
-    maintenance lease (core/lease.py) for the rest of the command (not for ``--dry-run``)."""
+    maintenance lease (core/concurrency/lease.py) for the rest of the command (not for ``--dry-run``)."""
     def decorate(func: F) -> F:
         @functools.wraps(func)
         def wrapper(*args: Any, wait: str | None = None, **kwargs: Any) -> Any:
@@ -103,31 +102,31 @@ def _take_lease(t: Table) -> None:
         return
     operation, wait, dry_run = wanted
     if not dry_run:
-        from tablekeeper.core import lease
+        from tablekeeper.core import concurrency
 
         ctx.meta[_LEASE_META] = None  # one lease per command, taken by the first table opened
-        ctx.with_resource(lease.held(t.file_io, t.root, f"tablekeeper {operation}", wait=wait))
+        ctx.with_resource(concurrency.held(t.file_io, t.root, f"tablekeeper {operation}", wait=wait))
 
 
-def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN, *,
+def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = paimon.MAIN, *,
           guard: bool = True) -> Table:
     """The table, its lease taken. ``guard=False``: the command runs ``format_guard.check_latest``
     itself, first thing in its decision's view (after the lease, before anything changes), so the
     guard's reads are the decision's own instead of a second copy (docs/storage-internals.md)."""
-    from tablekeeper.core import format_guard
+    from tablekeeper.core import concurrency
 
     t = _open_table(table, warehouse, options, branch)
     ctx = click.get_current_context(silent=True)
     if ctx is not None:  # manifests and schemas (immutable by name) are fetched once per command
         ctx.with_resource(t.file_io.immutable_reads())
     if guard:
-        format_guard.check_latest(t)  # fail closed on a newer Paimon before anything changes
+        concurrency.check_latest(t)  # fail closed on a newer Paimon before anything changes
     _take_lease(t)
     return t
 
 
-def _open_table(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN) -> Table:
-    from tablekeeper.core.paimon.table import open_table, open_table_path
+def _open_table(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = paimon.MAIN) -> Table:
+    from tablekeeper.core.paimon import open_table, open_table_path
 
     opts = _parse_options(options)
     if warehouse or "/" in table or table.startswith("s3:"):
@@ -172,31 +171,31 @@ def _nothing_deleted(written: list[str]) -> dict[str, Any]:
 def _duration(value: str | None, field: str) -> Any:
     if value is None:  # (without importing the parser: every changing command asks for --wait)
         return None
-    from tablekeeper.core import durations
+    from tablekeeper.core import values
 
-    return durations.parse_duration(value, field=field)
+    return values.parse_duration(value, field=field)
 
 
 def _timestamp_ms(value: str | None) -> int | None:
-    from tablekeeper.core import timestamps
+    from tablekeeper.core import values
 
-    return None if value is None else timestamps.parse_instant_ms(value, flag="--timestamp")
+    return None if value is None else values.parse_instant_ms(value, flag="--timestamp")
 
 
 def _run_plan(plan: plans.Plan, table: Table, dry_run: bool, output: str, parallelism: int | None,
               action: str | None = None) -> None:
-    from tablekeeper.core import execution
+    from tablekeeper.core import plans
 
     if dry_run:  # sized as a run would count (a stat for what the plan cannot size)
-        shown = execution.sized(plan, table.file_io)
+        shown = plans.sized(plan, table.file_io)
         _emit(output, results.of_plan(shown, branch=table.branch, dry_run=True, action=action),
               lambda: render.plan(shown, dry_run=True))
         return
-    result = execution.execute(plan, table.file_io, parallelism=parallelism, progress=render.progress_callback())
+    result = plans.execute(plan, table.file_io, parallelism=parallelism, progress=render.progress_callback())
     _report(plan, result, output, table.branch)
 
 
-def _report(plan: plans.Plan, result: execution.ExecutionResult, output: str, branch: str,
+def _report(plan: plans.Plan, result: plans.ExecutionResult, output: str, branch: str,
             action: str | None = None) -> None:
     _emit(output, results.of_plan(plan, branch=branch, dry_run=False, result=result, action=action),
           lambda: render.plan(plan, dry_run=False, result=result))
@@ -223,7 +222,7 @@ def _engine_available(_ctx: click.Context, _param: click.Parameter, value: str) 
 def _run_on_spark(operation: str, t: Table, options: tuple[str, ...], dry_run: bool, output: str,
                   **params: Any) -> None:
     """Run a maintenance command through ``tablekeeper.spark`` (local Spark unless configured)."""
-    from tablekeeper.core.storage import requests as storage_requests
+    from tablekeeper.core import storage
     from tablekeeper.spark import dispatch, job_request
 
     if "." not in t.identifier or not t.root.rstrip("/").rsplit("/", 2)[-2].endswith(".db"):
@@ -232,15 +231,15 @@ def _run_on_spark(operation: str, t: Table, options: tuple[str, ...], dry_run: b
     request = job_request.JobRequest(operation=operation,  # type: ignore[arg-type]
                                 warehouse=t.root.rstrip("/").rsplit("/", 2)[0], table=t.identifier,
                                 branch=t.branch, options=_parse_options(options), dry_run=dry_run, **params)
-    io_before, process_before = t.file_io.requests.counts.snapshot(), storage_requests.process_snapshot()
+    io_before, process_before = t.file_io.requests.counts.snapshot(), storage.process_snapshot()
     result = dispatch.run(request, engine="spark")
     payload = results.of_run(result)
     # this command's requests: the table opened here (format guard, lease), the driver's during
     # dispatch (its lease, the job's planning) and the executors' (counted there, summed by Spark)
     io_after = t.file_io.requests.counts.snapshot()
-    driver = storage_requests.since(storage_requests.since(io_before, io_after),  # not t's twice
-                                    storage_requests.since(process_before, storage_requests.process_snapshot()))
-    payload["requests"] = storage_requests.plus(io_after, driver, result.details.get("executorRequests") or {})
+    driver = storage.since(storage.since(io_before, io_after),  # not t's twice
+                                    storage.since(process_before, storage.process_snapshot()))
+    payload["requests"] = storage.plus(io_after, driver, result.details.get("executorRequests") or {})
 
     def text() -> None:
         verb = "would delete" if dry_run else "deleted"
@@ -293,18 +292,18 @@ def tag_group() -> None:
 @click.option("--snapshot", type=int, help="Snapshot id (default: latest).")
 @click.option("--timestamp", help="Tag the latest snapshot committed at or before this time (epoch ms or ISO).")
 @click.option("--time-retained", help="Tag TTL in Paimon syntax, e.g. '7 d', '12 h'.")
-@click.option("--branch", "-b", default=layout.MAIN, show_default=True, help="Branch to tag.")
+@click.option("--branch", "-b", default=paimon.MAIN, show_default=True, help="Branch to tag.")
 @click.option("--dry-run", is_flag=True, help="Show what would be created.")
 @_common
 @_maintains("tag create")
 def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | None, time_retained: str | None,
                branch: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Create tag NAME on TABLE (idempotent; never moves an existing tag)."""
-    from tablekeeper.core import tags
+    from tablekeeper.core import refs
 
     retained = _duration(time_retained, "--time-retained")
     t = _open(table, warehouse, options, branch)
-    result = tags.create_tag(t, name, snapshot_id=snapshot, timestamp_ms=_timestamp_ms(timestamp),
+    result = refs.create_tag(t, name, snapshot_id=snapshot, timestamp_ms=_timestamp_ms(timestamp),
                              time_retained=retained, dry_run=dry_run)
     writes = [t.tag_path(name)] if result.action in ("created", "would-create") else []
     payload = results.document("create-tag", t.identifier, branch, dry_run=dry_run, action=result.action,
@@ -316,7 +315,7 @@ def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | Non
 @tag_group.command("delete")
 @click.argument("table")
 @click.argument("name")
-@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--branch", "-b", default=paimon.MAIN, show_default=True)
 @click.option("--force", is_flag=True, help="Delete even if a branch was created from this tag.")
 @click.option("--parallelism", type=int, help="Delete threads (default: 2 x CPUs, max 8).")
 @click.option("--dry-run", is_flag=True, help="Print the cleanup plan, delete nothing.")
@@ -325,13 +324,13 @@ def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | Non
 def tag_delete(table: str, name: str, branch: str, force: bool, parallelism: int | None, dry_run: bool,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete tag NAME and the files only it still references."""
-    from tablekeeper.core import execution, tag_deletion, tags
+    from tablekeeper.core import plans, refs
 
     t = _open(table, warehouse, options, branch)
     if dry_run:
-        _run_plan(tags.plan_delete_tag(t, name, force=force), t, dry_run, output, parallelism, action="would-delete")
+        _run_plan(refs.plan_delete_tag(t, name, force=force), t, dry_run, output, parallelism, action="would-delete")
         return
-    deletion = tag_deletion.delete_tag(t, name, force=force, run=lambda p: execution.execute(
+    deletion = refs.delete_tag(t, name, force=force, run=lambda p: plans.execute(
         p, t.file_io, parallelism=parallelism, progress=render.progress_callback()))
     _report(deletion.executed, deletion.result, output, branch, action="deleted")
 
@@ -340,7 +339,7 @@ def tag_delete(table: str, name: str, branch: str, force: bool, parallelism: int
 @click.argument("table")
 @click.argument("old")
 @click.argument("new")
-@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--branch", "-b", default=paimon.MAIN, show_default=True)
 @click.option("--force", is_flag=True, help="Rename even if a branch was created from this tag.")
 @click.option("--dry-run", is_flag=True)
 @_common
@@ -348,10 +347,10 @@ def tag_delete(table: str, name: str, branch: str, force: bool, parallelism: int
 def tag_rename(table: str, old: str, new: str, branch: str, force: bool, dry_run: bool,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Rename tag OLD to NEW."""
-    from tablekeeper.core import tags
+    from tablekeeper.core import refs
 
     t = _open(table, warehouse, options, branch)
-    result = tags.rename_tag(t, old, new, force=force, dry_run=dry_run)
+    result = refs.rename_tag(t, old, new, force=force, dry_run=dry_run)
     writes = [t.tag_path(new)] if result.action in ("renamed", "would-rename") else []
     _emit(output, results.document("rename-tag", t.identifier, branch, dry_run=dry_run, action=result.action,
                                    writes=writes, result=None if dry_run else _nothing_deleted(writes),
@@ -365,7 +364,7 @@ def tag_rename(table: str, old: str, new: str, branch: str, force: bool, dry_run
 @click.argument("name")
 @click.option("--snapshot", type=int, help="New snapshot id (default: latest).")
 @click.option("--time-retained", help="New TTL, e.g. '7 d' (default: keep the old one).")
-@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--branch", "-b", default=paimon.MAIN, show_default=True)
 @click.option("--force", is_flag=True, help="Replace even if a branch was created from this tag.")
 @click.option("--dry-run", is_flag=True)
 @_common
@@ -373,11 +372,11 @@ def tag_rename(table: str, old: str, new: str, branch: str, force: bool, dry_run
 def tag_replace(table: str, name: str, snapshot: int | None, time_retained: str | None, branch: str, force: bool,
                 dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Point existing tag NAME at another snapshot."""
-    from tablekeeper.core import tags
+    from tablekeeper.core import refs
 
     retained = _duration(time_retained, "--time-retained")
     t = _open(table, warehouse, options, branch)
-    result = tags.replace_tag(t, name, snapshot_id=snapshot, time_retained=retained, force=force, dry_run=dry_run)
+    result = refs.replace_tag(t, name, snapshot_id=snapshot, time_retained=retained, force=force, dry_run=dry_run)
     writes = [t.tag_path(name)] if result.action in ("replaced", "would-replace") else []
     _emit(output, results.document("replace-tag", t.identifier, branch, dry_run=dry_run, action=result.action,
                                    writes=writes, result=None if dry_run else _nothing_deleted(writes), tag=name,
@@ -387,13 +386,13 @@ def tag_replace(table: str, name: str, snapshot: int | None, time_retained: str 
 
 @tag_group.command("list")
 @click.argument("table")
-@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--branch", "-b", default=paimon.MAIN, show_default=True)
 @_common
 def tag_list(table: str, branch: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """List tags with the $tags columns."""
-    from tablekeeper.core import tags
+    from tablekeeper.core import refs
 
-    rows = tags.list_tags(_open(table, warehouse, options, branch))
+    rows = refs.list_tags(_open(table, warehouse, options, branch))
     _emit(output, [r.as_dict() for r in rows], lambda: render.rows([r.as_dict() for r in rows], "no tags"))
 
 
@@ -415,13 +414,13 @@ def branch_group() -> None:
 def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: int | None, empty: bool,
                   dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Create branch NAME of TABLE."""
-    from tablekeeper.core import branches
+    from tablekeeper.core import refs
 
     if sum(x is not None and x is not False for x in (from_tag, from_snapshot, empty or None)) != 1:
         raise errors.InvalidInputError("give exactly one of --from-tag, --from-snapshot, --empty",
                                        fix="e.g. --from-tag nightly")
     t = _open(table, warehouse, options)
-    change = branches.create_branch(t, name, from_tag=from_tag, from_snapshot=from_snapshot, dry_run=dry_run)
+    change = refs.create_branch(t, name, from_tag=from_tag, from_snapshot=from_snapshot, dry_run=dry_run)
     _emit(output, results.of_change("create-branch", t.identifier, change, dry_run=dry_run),
           lambda: render.change(change))
 
@@ -435,10 +434,10 @@ def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: in
 def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                 output: str) -> None:
     """Drop branch NAME (its own data files become orphans for clean-orphans)."""
-    from tablekeeper.core import branches
+    from tablekeeper.core import refs
 
     t = _open(table, warehouse, options)
-    change = branches.drop_branch(t, name, dry_run=dry_run)
+    change = refs.drop_branch(t, name, dry_run=dry_run)
     _emit(output, results.of_change("drop-branch", t.identifier, change, dry_run=dry_run),
           lambda: render.change(change))
 
@@ -452,10 +451,10 @@ def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, opt
 def branch_fast_forward(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                         output: str) -> None:
     """Merge branch NAME into main: main then reads exactly what the branch reads."""
-    from tablekeeper.core import branches
+    from tablekeeper.core import refs
 
     t = _open(table, warehouse, options)
-    change = branches.fast_forward(t, name, dry_run=dry_run)
+    change = refs.fast_forward(t, name, dry_run=dry_run)
     _emit(output, results.of_change("fast-forward-branch", t.identifier, change, dry_run=dry_run),
           lambda: render.change(change))
 
@@ -470,10 +469,10 @@ def branch_fast_forward(table: str, name: str, dry_run: bool, warehouse: str | N
 def branch_replace_main(table: str, name: str, backup: str | None, dry_run: bool, warehouse: str | None,
                         options: tuple[str, ...], output: str) -> None:
     """Make branch NAME the table's main (the branch is removed)."""
-    from tablekeeper.core import branches
+    from tablekeeper.core import refs
 
     t = _open(table, warehouse, options)
-    change = branches.replace_main(t, name, backup=backup, dry_run=dry_run)
+    change = refs.replace_main(t, name, backup=backup, dry_run=dry_run)
     _emit(output, results.of_change("replace-main", t.identifier, change, dry_run=dry_run),
           lambda: render.change(change))
 
@@ -488,10 +487,10 @@ def branch_replace_main(table: str, name: str, backup: str | None, dry_run: bool
 def branch_rename(table: str, old: str, new: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                   output: str) -> None:
     """Rename branch OLD to NEW."""
-    from tablekeeper.core import branches
+    from tablekeeper.core import refs
 
     t = _open(table, warehouse, options)
-    change = branches.rename_branch(t, old, new, dry_run=dry_run)
+    change = refs.rename_branch(t, old, new, dry_run=dry_run)
     _emit(output, results.of_change("rename-branch", t.identifier, change, dry_run=dry_run, **{"from": old}),
           lambda: render.change(change))
 
@@ -501,22 +500,22 @@ def branch_rename(table: str, old: str, new: str, dry_run: bool, warehouse: str 
 @_common
 def branch_list(table: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """List branches with the $branches columns and their fork points."""
-    from tablekeeper.core import branches
+    from tablekeeper.core import refs
 
-    rows = branches.list_branches(_open(table, warehouse, options))
+    rows = refs.list_branches(_open(table, warehouse, options))
     _emit(output, [r.as_dict() for r in rows], lambda: render.rows([r.as_dict() for r in rows], "no branches"))
 
 
 # ---------------------------------------------------------------------------- maintenance
 def _now_ms(now: str | None) -> int:
-    from tablekeeper.core import timestamps
+    from tablekeeper.core import values
 
-    return timestamps.now_ms() if now is None else timestamps.parse_instant_ms(now, flag="--now")
+    return values.now_ms() if now is None else values.parse_instant_ms(now, flag="--now")
 
 
 @cli.command("expire")
 @click.argument("table")
-@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--branch", "-b", default=paimon.MAIN, show_default=True)
 @click.option("--retain-min", type=int, help="snapshot.num-retained.min (default: table option, else 10; >= 1).")
 @click.option("--retain-max", type=int, help="snapshot.num-retained.max (default: table option, else unlimited).")
 @click.option("--time-retained", help="snapshot.time-retained, e.g. '1 h' (default: table option, else 1 h).")
@@ -534,10 +533,10 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
     """Expire old snapshots of TABLE: data, changelog, manifests, then snapshot files, EARLIEST.
 
     Options come from the flags, else from the table's own Paimon options."""
-    from tablekeeper.core import execution, expire, expire_commit, retention_settings
+    from tablekeeper.core import expire, plans
 
     t = _open(table, warehouse, options, branch)
-    retention = retention_settings.from_options(t.options(), retention_settings.RetentionFlags(
+    retention = expire.from_options(t.options(), expire.RetentionFlags(
         retain_min=retain_min, retain_max=retain_max, time_retained=_duration(time_retained, "--time-retained"),
         expire_limit=expire_limit))
     if engine == "spark":
@@ -548,14 +547,14 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
     if dry_run:
         _run_plan(expire.plan_expire(t, config, _now_ms(now)), t, dry_run, output, parallelism)
         return
-    made, result = expire_commit.run_expire(t, config, _now_ms(now), lambda p: execution.execute(
+    made, result = expire.run_expire(t, config, _now_ms(now), lambda p: plans.execute(
         p, t.file_io, parallelism=parallelism, progress=render.progress_callback()))
     _report(made, result, output, branch)
 
 
 @cli.command("expire-changelog")
 @click.argument("table")
-@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--branch", "-b", default=paimon.MAIN, show_default=True)
 @click.option("--parallelism", type=int)
 @click.option("--now", hidden=True)
 @click.option("--dry-run", is_flag=True)
@@ -564,22 +563,22 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
 def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: str | None, dry_run: bool,
                          warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Expire long-lived changelog-N files (decoupled changelog.* options of the table)."""
-    from tablekeeper.core import execution, expire, expire_commit, retention_settings
+    from tablekeeper.core import expire, plans
 
     t = _open(table, warehouse, options, branch)
-    config = expire.changelog_config(retention_settings.from_options(t.options()), t.options())
+    config = expire.changelog_config(expire.from_options(t.options()), t.options())
     if dry_run:
         _run_plan(expire.plan_expire_changelog(t, config, _now_ms(now)), t, dry_run, output, parallelism)
         return
-    # unpublish, verify, then delete (core/expire_commit.py)
-    made, result = expire_commit.run_expire_changelog(t, config, _now_ms(now), lambda p: execution.execute(
+    # unpublish, verify, then delete (core/expire/commit.py)
+    made, result = expire.run_expire_changelog(t, config, _now_ms(now), lambda p: plans.execute(
         p, t.file_io, parallelism=parallelism, progress=render.progress_callback()))
     _report(made, result, output, branch)
 
 
 @cli.command("expire-partitions")
 @click.argument("table")
-@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--branch", "-b", default=paimon.MAIN, show_default=True)
 @click.option("--expiration-time", help="partition.expiration-time, e.g. '30 d' (default: table option).")
 @click.option("--strategy", type=click.Choice(["values-time", "update-time"]))
 @click.option("--timestamp-formatter", help="Java pattern, e.g. yyyyMMdd.")
@@ -595,11 +594,11 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
                           zone_known: bool, now: str | None, dry_run: bool, warehouse: str | None,
                           options: tuple[str, ...], output: str) -> None:
     """Drop expired partitions with an OVERWRITE commit (files go with snapshot expiration)."""
-    from tablekeeper.core import format_guard, partitions
+    from tablekeeper.core import concurrency, partitions
 
     t = _open(table, warehouse, options, branch, guard=False)
     with t.file_io.one_view():  # one decision: its schema, hints and snapshot read once (FileIO.one_view)
-        format_guard.check_latest(t)  # the guard, in the decision's view: nothing has changed yet
+        concurrency.check_latest(t)  # the guard, in the decision's view: nothing has changed yet
         config = partitions.config_from_options(
             t.options(), expiration_time=_duration(expiration_time, "--expiration-time"), strategy=strategy,
             timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern, max_expires=max_expires,
@@ -653,13 +652,13 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
                       engine: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete files no snapshot, tag, branch or changelog references (never directories or
     metadata JSON)."""
-    from tablekeeper.core import orphans, timestamps, writers
+    from tablekeeper.core import concurrency, orphans, values
 
     t = _open(table, warehouse, options)
     now_ms = _now_ms(now)
-    at, age = timestamps.parse_time_or_age(older_than, flag="--older-than") if older_than is not None else (None, None)
+    at, age = values.parse_time_or_age(older_than, flag="--older-than") if older_than is not None else (None, None)
     threshold = orphans.resolve_older_than(now_ms, older_than_ms=at, older_than_age=age, force=force)
-    warning = writers.forced_threshold_warning(t, threshold, now_ms)
+    warning = concurrency.forced_threshold_warning(t, threshold, now_ms)
     if warning is not None:
         click.echo(f"warning: {warning}", err=True)
     if engine == "spark":
@@ -668,9 +667,9 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
         return
     listing = None
     if listing_path is not None:
-        from tablekeeper.core import inventory
+        from tablekeeper.core import orphans
 
-        listing = inventory.load_for_table(listing_path, t.file_io, t.root, orphans.listing_roots(t),
+        listing = orphans.load_for_table(listing_path, t.file_io, t.root, orphans.listing_roots(t),
                                            _parse_options(options))
     config = orphans.OrphanConfig(threshold, processes=plan_processes, listing=listing)
     _run_plan(orphans.plan_orphan_clean(t, config), t, dry_run, output, parallelism)
