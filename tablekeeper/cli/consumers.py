@@ -11,11 +11,11 @@ import click
 
 from tablekeeper.cli import render
 from tablekeeper.cli.main import _common, _duration, _emit, _maintains, _now_ms, _open, _run_plan
-from tablekeeper.core.paimon import layout
+from tablekeeper.core import paimon
 
 __all__ = ["consumer_group"]
 
-_BRANCH = click.option("--branch", "-b", default=layout.MAIN, show_default=True, help="Branch of the consumers.")
+_BRANCH = click.option("--branch", "-b", default=paimon.MAIN, show_default=True, help="Branch of the consumers.")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -43,15 +43,14 @@ def consumer_group() -> None:
 def consumer_list(table: str, branch: str, older_than: str | None, now: str | None, warehouse: str | None,
                   options: tuple[str, ...], output: str) -> None:
     """List the consumers of TABLE: next snapshot, last update, snapshots held."""
-    from tablekeeper.core import durations
-    from tablekeeper.core.consumers import listing, planning
+    from tablekeeper.core import consumers, values
 
     t = _open(table, warehouse, options, branch)
     given = _duration(older_than, "--older-than")
-    setting = t.options().get(planning.EXPIRATION_OPTION)
+    setting = t.options().get(consumers.EXPIRATION_OPTION)
     expire_after = given if given is not None else (
-        durations.parse_duration(setting, field=planning.EXPIRATION_OPTION) if setting else None)
-    rows = [r.as_dict() for r in listing.list_consumers(t, _now_ms(now), expire_after)]
+        values.parse_duration(setting, field=consumers.EXPIRATION_OPTION) if setting else None)
+    rows = [r.as_dict() for r in consumers.list_consumers(t, _now_ms(now), expire_after)]
     _emit(output, rows, lambda: render.rows(rows, "no consumers"))
 
 
@@ -66,12 +65,12 @@ def consumer_expire(table: str, branch: str, older_than: str | None, now: str | 
                     warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete the consumers of TABLE not updated within the expiration time (Paimon's
     consumer.expiration-time); the next 'expire' reclaims the snapshots they held."""
-    from tablekeeper.core.consumers import listing, planning
+    from tablekeeper.core import consumers
 
     t = _open(table, warehouse, options, branch)
-    expire_after = planning.expiration_of(t.options(), _duration(older_than, "--older-than"))
-    rows = listing.list_consumers(t, _now_ms(now), expire_after)
-    _run_plan(planning.plan_expire(t, rows, expire_after), t, dry_run, output, None,
+    expire_after = consumers.expiration_of(t.options(), _duration(older_than, "--older-than"))
+    rows = consumers.list_consumers(t, _now_ms(now), expire_after)
+    _run_plan(consumers.plan_expire(t, rows, expire_after), t, dry_run, output, None,
               action="would-expire" if dry_run else "expired")
 
 
@@ -86,11 +85,11 @@ def consumer_expire(table: str, branch: str, older_than: str | None, now: str | 
 def consumer_clear(table: str, branch: str, including: str | None, excluding: str | None, dry_run: bool,
                    warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete consumers of TABLE by id pattern (Paimon's clear_consumers)."""
-    from tablekeeper.core.consumers import listing, planning
+    from tablekeeper.core import consumers
 
     t = _open(table, warehouse, options, branch)
-    rows = listing.list_consumers(t, _now_ms(None), None)
-    _run_plan(planning.plan_clear(t, rows, including, excluding), t, dry_run, output, None,
+    rows = consumers.list_consumers(t, _now_ms(None), None)
+    _run_plan(consumers.plan_clear(t, rows, including, excluding), t, dry_run, output, None,
               action="would-clear" if dry_run else "cleared")
 
 
@@ -107,8 +106,8 @@ def consumer_reset(table: str, consumer_id: str, branch: str, next_snapshot: int
                    warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Move CONSUMER_ID of TABLE to snapshot N, or delete it (Paimon's reset_consumer).
     Stop the job that uses it first: a running job writes its own position back."""
-    from tablekeeper.core.consumers import planning
+    from tablekeeper.core import consumers
 
     t = _open(table, warehouse, options, branch)
-    _run_plan(planning.plan_reset(t, consumer_id, next_snapshot), t, dry_run, output, None,
+    _run_plan(consumers.plan_reset(t, consumer_id, next_snapshot), t, dry_run, output, None,
               action="would-reset" if dry_run else "reset")

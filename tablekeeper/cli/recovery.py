@@ -10,10 +10,10 @@ import click
 
 from tablekeeper.cli import render, results
 from tablekeeper.cli.main import _common, _emit, _maintains, _nothing_deleted, _open, _report, _timestamp_ms
-from tablekeeper.core.paimon import layout
+from tablekeeper.core import paimon
 
 if TYPE_CHECKING:
-    from tablekeeper.core.paimon.table import Table
+    from tablekeeper.core.paimon import Table
 
 __all__ = ["rollback_cmd", "check_cmd", "explain_cmd"]
 
@@ -28,7 +28,7 @@ __all__ = ["rollback_cmd", "check_cmd", "explain_cmd"]
 @click.option("--discard-later", is_flag=True,
               help="Delete the snapshots, tags and changelogs after the target and the files only they use "
                    "(Paimon's rollback_to). Main only; try --dry-run first.")
-@click.option("--branch", "-b", default=layout.MAIN, show_default=True, help="Branch to roll back.")
+@click.option("--branch", "-b", default=paimon.MAIN, show_default=True, help="Branch to roll back.")
 @click.option("--dry-run", is_flag=True, help="Show what would be written or deleted, change nothing.")
 @_common
 @_maintains("rollback")
@@ -51,16 +51,16 @@ def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_tim
       tablekeeper rollback -w /data/wh sales.orders --to-tag nightly --keep-as-tag before-rollback
       tablekeeper rollback -w /data/wh sales.orders --to-timestamp 2026-01-31T23:00:00Z --dry-run
     """
-    from tablekeeper.core.recovery import rollback
+    from tablekeeper.core import recovery
 
-    request = rollback.RollbackRequest(snapshot_id=to_snapshot, tag=to_tag,
+    request = recovery.RollbackRequest(snapshot_id=to_snapshot, tag=to_tag,
                                        timestamp_ms=_timestamp_ms(to_timestamp) if to_timestamp else None,
                                        keep_as_tag=keep_as_tag)
     t = _open(table, warehouse, options, branch)
     if discard_later:
         _discard(t, request, dry_run, output)
         return
-    done = rollback.rollback(t, request, dry_run=dry_run)
+    done = recovery.restore_as_latest(t, request, dry_run=dry_run)
     plan = done.plan
     action = ("would-" if dry_run else "") + ("roll-back" if plan.action == "roll-back" else "unchanged")
     if dry_run and plan.action == "unchanged":
@@ -94,13 +94,12 @@ def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_tim
 
 
 def _discard(t: Table, request: Any, dry_run: bool, output: str) -> None:
-    from tablekeeper.core import execution
-    from tablekeeper.core.recovery import discard
+    from tablekeeper.core import plans, recovery
 
-    done = discard.discard_later(t, request, dry_run=dry_run, run=lambda p: execution.execute(
+    done = recovery.discard_later(t, request, dry_run=dry_run, run=lambda p: plans.execute(
         p, t.file_io, progress=render.progress_callback()))
     if done.result is None:
-        shown = execution.sized(done.plan, t.file_io)
+        shown = plans.sized(done.plan, t.file_io)
         _emit(output, results.of_plan(shown, branch=t.branch, dry_run=True, action="would-roll-back"),
               lambda: render.plan(shown, dry_run=True))
         return
@@ -116,10 +115,10 @@ def check_cmd(table: str, warehouse: str | None, options: tuple[str, ...], outpu
     Reads every view's manifests and checks its data, changelog, index (deletion vectors),
     statistics and manifest files exist with the sizes the metadata records. Exit code 1
     when a view is broken (the report names the view and the files); nothing is changed."""
-    from tablekeeper.core.recovery import check
+    from tablekeeper.core import recovery
 
     t = _open(table, warehouse, options)
-    report = check.check_table(t)
+    report = recovery.check_table(t)
 
     def text() -> None:
         state = "ok" if report.ok else f"BROKEN: {len(report.broken_views)} view(s)"
@@ -151,10 +150,10 @@ def explain_cmd(table: str, now: str | None, warehouse: str | None, options: tup
     consumers; file pins: tags, branches created from it and kept changelogs. The counts come from
     expiration's own rule with that one pin removed: what 'tablekeeper expire' would then remove."""
     from tablekeeper.cli.main import _now_ms
-    from tablekeeper.core.pins import explain
+    from tablekeeper.core import pins
 
     t = _open(table, warehouse, options)
-    branches = explain.explain_table(t, _now_ms(now))
+    branches = pins.explain_table(t, _now_ms(now))
 
     def text() -> None:
         for b in branches:

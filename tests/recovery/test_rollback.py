@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tablekeeper.cli.main import main
-from tablekeeper.core import seams
+from tablekeeper.core.concurrency import seams
 from tablekeeper.core.paimon.table import open_table
 from tests.recovery.cli import ok, run
 from tests.support import paimon as P

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from tablekeeper.core.paimon.consumer import Consumer
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.paimon import Consumer, Table
 
 __all__ = ["ConsumerRow", "list_consumers", "rows_of"]
 

@@ -8,18 +8,16 @@
 - reset: the consumer's file is rewritten to ``nextSnapshot = N`` (N must be an existing
   snapshot), or deleted without N (``reset_consumer``).
 
-Plans are ``plans.Plan`` values carried out by ``core/execution.py`` like every other deletion."""
+Plans are ``plans.Plan`` values carried out by ``core/plans/execution.py`` like every other deletion."""
 
 from __future__ import annotations
 
 import re
 from datetime import timedelta
 
-from tablekeeper.core import errors, plans
+from tablekeeper.core import errors, paimon, plans
 from tablekeeper.core.consumers.listing import ConsumerRow
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.consumer import Consumer
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.paimon import Consumer, Table
 from tablekeeper.core.storage import join
 
 __all__ = ["EXPIRATION_OPTION", "expiration_of", "plan_expire", "plan_clear", "plan_reset", "consumer_path"]
@@ -29,7 +27,7 @@ EXPIRATION_OPTION = "consumer.expiration-time"
 
 
 def consumer_path(table: Table, consumer_id: str) -> str:
-    return join(table.dir(layout.CONSUMER_DIR), f"{layout.CONSUMER_PREFIX}{consumer_id}")
+    return join(table.dir(paimon.CONSUMER_DIR), f"{paimon.CONSUMER_PREFIX}{consumer_id}")
 
 
 def expiration_of(options: dict[str, str], given: timedelta | None) -> timedelta:
@@ -40,14 +38,14 @@ def expiration_of(options: dict[str, str], given: timedelta | None) -> timedelta
     """
     if given is not None:
         return given
-    from tablekeeper.core import durations
+    from tablekeeper.core import values
 
     value = options.get(EXPIRATION_OPTION)
     if not value:
         raise errors.InvalidInputError(
             f"the table does not set {EXPIRATION_OPTION}, so its consumers never expire",
             fix="pass --older-than DURATION (e.g. '7 d'), or set the table option")
-    return durations.parse_duration(value, field=EXPIRATION_OPTION)
+    return values.parse_duration(value, field=EXPIRATION_OPTION)
 
 
 def _deletes(table: Table, rows: list[ConsumerRow], operation: str, why: str) -> plans.Plan:

@@ -13,10 +13,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from tablekeeper.core import expire, fork_points, retention_settings, tags
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.consumer import Consumer
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core import expire, paimon, refs
+from tablekeeper.core.paimon import Consumer, Table
 
 __all__ = ["Pin", "BranchPins", "explain_branch", "explain_table"]
 
@@ -78,15 +76,15 @@ def _end(r: expire.ExpireRange) -> int | None:
 
 def _plan_bytes(table: Table, config: expire.ExpireConfig, now_ms: int) -> int:
     """What expiration's own plan would delete, in bytes (sized as a dry run sizes it)."""
-    from tablekeeper.core import execution
+    from tablekeeper.core import plans
 
-    return int(execution.sized(expire.plan_expire(table, config, now_ms), table.file_io).summary()["total_bytes"])
+    return int(plans.sized(expire.plan_expire(table, config, now_ms), table.file_io).summary()["total_bytes"])
 
 
 def explain_branch(table: Table, now_ms: int) -> BranchPins:
     """The pins of ``table``'s branch (reads only)."""
     options = table.options()
-    config = expire.expire_config(retention_settings.from_options(options, retention_settings.RetentionFlags()),
+    config = expire.expire_config(expire.from_options(options, expire.RetentionFlags()),
                                   options)
     real = expire.compute_range(table, config, now_ms)
     oldest = _end(real)
@@ -108,7 +106,7 @@ def explain_branch(table: Table, now_ms: int) -> BranchPins:
             ("time-retained", f"snapshot.time-retained={config.time_retained}",
              dataclasses.replace(config, time_retained=timedelta(0))),
             ("expire-limit", f"snapshot.expire.limit={config.expire_limit}",
-             dataclasses.replace(config, expire_limit=retention_settings.INT_MAX))):
+             dataclasses.replace(config, expire_limit=expire.INT_MAX))):
         n = held(expire.compute_range(table, changed, now_ms))
         if n:
             pins.append(Pin(kind, name, None, n, detail="a table option (or its default)",
@@ -121,11 +119,11 @@ def explain_branch(table: Table, now_ms: int) -> BranchPins:
     snapshot_ids = set(table.snapshot_ids())
     for tag in table.tags():
         state = "its snapshot exists" if tag.snapshot_id in snapshot_ids else "its snapshot expired: the tag keeps its files"
-        summary = tags.plan_delete_tag(table, tag.name, force=True).summary()
+        summary = refs.plan_delete_tag(table, tag.name, force=True).summary()
         pins.append(Pin("tag", tag.name, tag.snapshot_id, 0, detail=state,
                         bytes_held=int(summary["total_bytes"]) - int(summary["bytes"].get("tag", 0))))
-    if table.branch == layout.MAIN:
-        for point in fork_points.fork_points(table):
+    if table.branch == paimon.MAIN:
+        for point in refs.fork_points(table):
             if point.snapshot_id is not None:
                 pins.append(Pin("fork point", point.branch, point.snapshot_id, 0,
                                 detail=f"branch {point.branch} was created from "

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tablekeeper.core import errors, hint_writes, tags
-from tablekeeper.core.paimon import hints, layout
-from tablekeeper.core.paimon.snapshot import Snapshot
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core import concurrency, errors, paimon, refs
+from tablekeeper.core.paimon import Snapshot, Table
 from tablekeeper.core.storage import join
 
 __all__ = ["commit_snapshot", "advance_latest", "create_tag", "unpublish_snapshot", "unpublish_changelog",
@@ -33,8 +31,8 @@ def commit_snapshot(table: Table, snapshot: Snapshot) -> None:
 
 
 def advance_latest(table: Table, snapshot_id: int) -> None:
-    """Point the branch's LATEST hint at ``snapshot_id`` (never backwards: core/hint_writes.py)."""
-    hint_writes.write_hint(table.file_io, join(table.dir(layout.SNAPSHOT_DIR), hints.LATEST), snapshot_id)
+    """Point the branch's LATEST hint at ``snapshot_id`` (never backwards: core/concurrency/hint_writes.py)."""
+    concurrency.write_hint(table.file_io, join(table.dir(paimon.SNAPSHOT_DIR), paimon.LATEST), snapshot_id)
 
 
 def create_tag(table: Table, name: str, snapshot_id: int, *, time_retained: timedelta | None = None) -> str:
@@ -43,7 +41,7 @@ def create_tag(table: Table, name: str, snapshot_id: int, *, time_retained: time
     Raises:
         TagConflictError: the tag exists at another snapshot.
     """
-    return tags.create_tag(table, name, snapshot_id=snapshot_id, time_retained=time_retained).action
+    return refs.create_tag(table, name, snapshot_id=snapshot_id, time_retained=time_retained).action
 
 
 def unpublish_snapshot(table: Table, snapshot_id: int) -> None:
@@ -64,4 +62,4 @@ def delete_tag_file(table: Table, name: str) -> None:
 def reset_latest(table: Table, snapshot_id: int) -> None:
     """Point LATEST back at ``snapshot_id`` (a rollback discarding later snapshots: the one write
     that moves LATEST backwards, as Paimon's ``commitLatestHint`` after ``rollback_to``)."""
-    table.file_io.overwrite(join(table.dir(layout.SNAPSHOT_DIR), hints.LATEST), hints.encode_hint(snapshot_id))
+    table.file_io.overwrite(join(table.dir(paimon.SNAPSHOT_DIR), paimon.LATEST), paimon.encode_hint(snapshot_id))

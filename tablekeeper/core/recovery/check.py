@@ -5,7 +5,7 @@ A view is a root that readers may open: every snapshot and tag of every branch a
 data files (with the extra files they name), the changelog files, the index manifest with its
 index files (deletion vectors, bucket indexes) and the statistics file, each checked to exist
 and, where the metadata records a size, to have it. References Paimon lets dangle by design
-(core/guarantees.py) are not damage and are left out; a missing manifest list or manifest is
+(core/reach/guarantees.py) are not damage and are left out; a missing manifest list or manifest is
 reported for the view whose reads it stops."""
 
 from __future__ import annotations
@@ -14,11 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablekeeper.core import guarantees
-from tablekeeper.core.decisions import ListRole
-from tablekeeper.core.paimon import manifests
-from tablekeeper.core.paimon.snapshot import Snapshot
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.paimon import Snapshot, Table, manifests
+from tablekeeper.core.reach import ListRole, RootKind, RootName, copied_lists, dangling_roles, root_kind
 
 __all__ = ["Problem", "CheckReport", "check_table", "retained_views"]
 
@@ -74,44 +71,44 @@ class _Needs:
         entry[2].add(view)
 
 
-def retained_views(table: Table) -> list[tuple[guarantees.RootName, Snapshot]]:
+def retained_views(table: Table) -> list[tuple[RootName, Snapshot]]:
     """Every snapshot and tag of every branch and every kept changelog, named."""
-    out: list[tuple[guarantees.RootName, Snapshot]] = []
+    out: list[tuple[RootName, Snapshot]] = []
     for branch in table.all_branches():
         b = branch.branch
-        out += [(guarantees.RootName(guarantees.root_kind("snapshot", b), b, str(s.id)), s)
+        out += [(RootName(root_kind("snapshot", b), b, str(s.id)), s)
                 for s in branch.snapshots()]
-        out += [(guarantees.RootName(guarantees.root_kind("tag", b), b, t.name), t.snapshot) for t in branch.tags()]
+        out += [(RootName(root_kind("tag", b), b, t.name), t.snapshot) for t in branch.tags()]
         for cid in branch.changelog_ids():
             try:
-                out.append((guarantees.RootName(guarantees.RootKind.CHANGELOG, b, str(cid)), branch.changelog(cid)))
+                out.append((RootName(RootKind.CHANGELOG, b, str(cid)), branch.changelog(cid)))
             except FileNotFoundError:
                 continue
     return out
 
 
-def _label(root: guarantees.RootName) -> str:
-    kind = {guarantees.RootKind.BRANCH_SNAPSHOT: "snapshot", guarantees.RootKind.BRANCH_TAG: "tag"}.get(
+def _label(root: RootName) -> str:
+    kind = {RootKind.BRANCH_SNAPSHOT: "snapshot", RootKind.BRANCH_TAG: "tag"}.get(
         root.kind, root.kind.value)
     return f"{root.branch} {kind} {root.name}"
 
 
 def check_table(table: Table) -> CheckReport:
     """Check every retained view of ``table`` (all branches); reads only."""
-    from tablekeeper.core import execution
-    from tablekeeper.core.reachability import MissingFile, Reachability
+    from tablekeeper.core import plans
+    from tablekeeper.core.reach import MissingFile, Reachability
 
     reach = Reachability(table)
     producer = reach.changelog_producer()
     roots = retained_views(table)
-    copied = guarantees.copied_lists((n, s.changelog_manifest_list) for n, s in roots)
+    copied = copied_lists((n, s.changelog_manifest_list) for n, s in roots)
     needs = _Needs()
     ignored: list[tuple[str, str, str]] = []
     for root, snap in roots:
         view = _label(root)
         meta: list[tuple[str, str, int | None]]
         data: list[manifests.FileRef]
-        dangling = guarantees.dangling_roles(root.kind, snap, producer=producer, copied=copied)
+        dangling = dangling_roles(root.kind, snap, producer=producer, copied=copied)
 
         def told(role: ListRole, file: str, _via: str | None, view: str = view) -> None:
             ignored.append((view, role.value, file))
@@ -121,7 +118,7 @@ def check_table(table: Table) -> CheckReport:
             return reach.refs_of_list(name, role, missing=told if role in dangling else None)
 
         try:
-            if root.kind == guarantees.RootKind.CHANGELOG:
+            if root.kind == RootKind.CHANGELOG:
                 role = reach.changelog_role(snap)
                 data = [] if role == "empty" else [r for r in (
                     refs(snap.changelog_manifest_list, ListRole.CHANGELOG) if role == "changelog"
@@ -147,7 +144,7 @@ def check_table(table: Table) -> CheckReport:
         for meta_kind, path, size in meta:
             needs.need(meta_kind, path, size, view)
     paths = sorted(needs.files)
-    sizes = execution.stat_sizes(table.file_io, paths)
+    sizes = plans.stat_sizes(table.file_io, paths)
     problems: list[Problem] = []
     for path, actual in zip(paths, sizes, strict=True):
         kind, expected, views = needs.files[path]

@@ -22,20 +22,24 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from tablekeeper.core import errors, execution, fork_points, guarantees, lease, plans, seams
-from tablekeeper.core.decisions import ListRole
-from tablekeeper.core.paimon import layout, manifests
-from tablekeeper.core.paimon.consumer import Consumer
-from tablekeeper.core.paimon.snapshot import Snapshot
-from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.paimon.tag import Tag
+from tablekeeper.core import concurrency, errors, paimon, plans, refs
+from tablekeeper.core.paimon import Consumer, Snapshot, Table, Tag, manifests
+from tablekeeper.core.reach import (
+    ListRole,
+    RootKind,
+    RootName,
+    copied_lists,
+    dangling_roles,
+    missing_kept_file,
+    root_kind,
+)
 from tablekeeper.core.recovery import catalog_writes, check
 from tablekeeper.core.recovery.rollback import RollbackFacts, RollbackRequest, read_facts, resolve_target
 from tablekeeper.core.storage import join
 
 __all__ = ["DiscardDecision", "DiscardResult", "decide_discard", "discard_later", "intent_path"]
 
-Runner = Callable[[plans.Plan], execution.ExecutionResult]
+Runner = Callable[[plans.Plan], plans.ExecutionResult]
 
 
 @dataclass(frozen=True)
@@ -55,16 +59,16 @@ class DiscardResult:
     decision: DiscardDecision
     #: The files deleted (or with ``dry_run``, that would be), unpublished metadata included.
     plan: plans.Plan
-    result: execution.ExecutionResult | None
+    result: plans.ExecutionResult | None
     notes: tuple[str, ...] = ()
 
 
 def intent_path(table: Table) -> str:
-    return join(table.root, lease.LEASE_DIR, "pending", f"rollback-discard--{table.branch}")
+    return join(table.root, concurrency.LEASE_DIR, "pending", f"rollback-discard--{table.branch}")
 
 
 def decide_discard(request: RollbackRequest, facts: RollbackFacts, *, changelog_ids: Iterable[int],
-                   consumers: Iterable[Consumer], forks: Iterable[fork_points.ForkPoint]) -> DiscardDecision:
+                   consumers: Iterable[Consumer], forks: Iterable[refs.ForkPoint]) -> DiscardDecision:
     """Pure: what is discarded, or why the rollback is refused.
 
     Raises:
@@ -77,7 +81,7 @@ def decide_discard(request: RollbackRequest, facts: RollbackFacts, *, changelog_
     if latest is None:
         raise errors.SnapshotNotFoundError(f"branch {facts.branch!r} of {facts.identifier} has no snapshot",
                                            fix="there is nothing to roll back")
-    if facts.branch != layout.MAIN:
+    if facts.branch != paimon.MAIN:
         raise errors.InvalidInputError("--discard-later rolls back main only",
                                        fix="roll the branch back without --discard-later (nothing is deleted)")
     if request.keep_as_tag is not None:
@@ -148,34 +152,34 @@ def _intent_of(table: Table, decision: DiscardDecision) -> _Intent:
     return _Intent(decision, snaps, tags, logs)
 
 
-def _discarded_roots(table: Table, intent: _Intent) -> list[tuple[guarantees.RootName, Snapshot]]:
+def _discarded_roots(table: Table, intent: _Intent) -> list[tuple[RootName, Snapshot]]:
     b = table.branch
-    out = [(guarantees.RootName(guarantees.root_kind("snapshot", b), b, str(s)),
+    out = [(RootName(root_kind("snapshot", b), b, str(s)),
             Snapshot.from_json(text, what=f"saved snapshot {s}")) for s, text in intent.snapshots.items()]
-    out += [(guarantees.RootName(guarantees.root_kind("tag", b), b, n), Tag.from_json(n, text).snapshot)
+    out += [(RootName(root_kind("tag", b), b, n), Tag.from_json(n, text).snapshot)
             for n, text in intent.tags.items()]
-    out += [(guarantees.RootName(guarantees.RootKind.CHANGELOG, b, str(c)),
+    out += [(RootName(RootKind.CHANGELOG, b, str(c)),
              Snapshot.from_json(text, what=f"saved changelog {c}")) for c, text in intent.changelogs.items()]
     return out
 
 
-def _cleanup(table: Table, intent: _Intent, *, exclude: set[guarantees.RootName]) -> tuple[plans.Plan, list[str]]:
+def _cleanup(table: Table, intent: _Intent, *, exclude: set[RootName]) -> tuple[plans.Plan, list[str]]:
     """The files only the discarded roots reach, against every other root as it is now."""
-    from tablekeeper.core.reachability import MissingFile, Reachability
+    from tablekeeper.core.reach import MissingFile, Reachability
 
     reach = Reachability(table)
     producer = reach.changelog_producer()
     discarded = _discarded_roots(table, intent)
     names = {n for n, _ in discarded} | exclude
     kept_roots = [(n, s) for n, s in check.retained_views(table) if n not in names]
-    copied = guarantees.copied_lists((n, s.changelog_manifest_list) for n, s in [*kept_roots, *discarded])
+    copied = copied_lists((n, s.changelog_manifest_list) for n, s in [*kept_roots, *discarded])
     ignored: list[str] = []
     keep_data: set[tuple[bytes, int, str]] = set()
     keep_meta: set[str] = set()
     for root, snap in kept_roots:
-        dangling = guarantees.dangling_roles(root.kind, snap, producer=producer, copied=copied)
+        dangling = dangling_roles(root.kind, snap, producer=producer, copied=copied)
 
-        def told(_role: ListRole, file: str, _via: str | None, root: guarantees.RootName = root) -> None:
+        def told(_role: ListRole, file: str, _via: str | None, root: RootName = root) -> None:
             ignored.append(f"{root}: {file}")
 
         def refs(name: str | None, role: ListRole, dangling: frozenset[ListRole] = dangling,
@@ -183,7 +187,7 @@ def _cleanup(table: Table, intent: _Intent, *, exclude: set[guarantees.RootName]
             return reach.refs_of_list(name, role, missing=told if role in dangling else None)
 
         try:
-            if root.kind == guarantees.RootKind.CHANGELOG:
+            if root.kind == RootKind.CHANGELOG:
                 keep_data |= reach.changelog_root_data(snap, dangling=dangling, missing=told)
                 keep_meta |= reach.changelog_root_meta(snap, dangling=dangling, missing=told)
                 continue
@@ -194,7 +198,7 @@ def _cleanup(table: Table, intent: _Intent, *, exclude: set[guarantees.RootName]
                                                                           ListRole.CHANGELOG) if r.kind == manifests.ADD}
             keep_meta |= {m.path for m in reach.meta_files(snap, dangling=dangling, missing=told)}
         except MissingFile as e:
-            raise guarantees.missing_kept_file(root, *e.described(), operation="rolling back") from e
+            raise missing_kept_file(root, *e.described(), operation="rolling back") from e
         except errors.FormatError as e:
             raise errors.IncompleteProtectionSetError(
                 f"rolling back: cannot read the metadata of {root}: {e}", fix="repair the damaged file") from e
@@ -202,7 +206,7 @@ def _cleanup(table: Table, intent: _Intent, *, exclude: set[guarantees.RootName]
     for root, snap in discarded:
         why = f"only the discarded {root} reached it"
         try:  # (a root whose manifests are gone: an interrupted run already passed its data stage)
-            if root.kind == guarantees.RootKind.CHANGELOG:
+            if root.kind == RootKind.CHANGELOG:
                 role = reach.changelog_role(snap)
                 name = snap.changelog_manifest_list if role == "changelog" else snap.delta_manifest_list
                 data = [] if role == "empty" else [
@@ -287,14 +291,14 @@ def _unpublish(table: Table, intent: _Intent) -> tuple[list[str], list[tuple[str
 def discard_later(table: Table, request: RollbackRequest, *, dry_run: bool = False,
                   run: Runner | None = None) -> DiscardResult:
     """Roll ``table`` back to the target, discarding the later history (see the module docstring)."""
-    runner = run or (lambda p: execution.execute(p, table.file_io))
+    runner = run or (lambda p: plans.execute(p, table.file_io))
     path = intent_path(table)
     saved = _read(table.file_io.read_bytes, path)
     notes: list[str] = []
     if saved is None:
         facts = read_facts(table)
         decision = decide_discard(request, facts, changelog_ids=table.changelog_ids(), consumers=table.consumers(),
-                                  forks=fork_points.fork_points(table))
+                                  forks=refs.fork_points(table))
         intent = _intent_of(table, decision)
         if dry_run:
             plan, _ignored = _cleanup(table, intent, exclude=set())
@@ -303,7 +307,7 @@ def discard_later(table: Table, request: RollbackRequest, *, dry_run: bool = Fal
                                plan.notes, plan.details)
             return DiscardResult(decision, shown, None)
         table.file_io.write_new(path, intent.to_json())
-        seams.point("rollback-discard:intent")
+        concurrency.point("rollback-discard:intent")
     else:
         intent = _Intent.from_json(saved)
         notes.append(f"resuming an interrupted rollback to snapshot {intent.decision.target_id}")
@@ -312,10 +316,10 @@ def discard_later(table: Table, request: RollbackRequest, *, dry_run: bool = Fal
             return DiscardResult(intent.decision, plan, None, tuple(notes))
     unpublish_notes, removed = _unpublish(table, intent)
     notes += unpublish_notes
-    seams.point("rollback-discard:unpublished")
+    concurrency.point("rollback-discard:unpublished")
     with table.file_io.one_view():
         plan, _ignored = _cleanup(table, intent, exclude=set())
-    seams.point("rollback-discard:verified")
+    concurrency.point("rollback-discard:verified")
     result = runner(plan)
     for kind, size in removed:  # (counted with the run's own deletions)
         result.deleted[kind] += 1

@@ -15,9 +15,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from tablekeeper.core import errors
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.snapshot import Snapshot
+from tablekeeper.core import errors, paimon
+from tablekeeper.core.paimon import Snapshot
 from tablekeeper.core.storage import FileIO, join
 
 __all__ = ["WrittenLists", "list_names", "write_restored_lists"]
@@ -70,7 +69,7 @@ def write_restored_lists(file_io: FileIO, table_root: str, identifier: str, bran
         FormatError: the target's base and delta lists use different schemas.
         NotFoundError: a list of the target is gone.
     """
-    manifest_dir = join(table_root, layout.MANIFEST_DIR)
+    manifest_dir = join(table_root, paimon.MANIFEST_DIR)
     if target.base_manifest_list is None:
         raise errors.FormatError(f"snapshot {target.id} names no base manifest list",
                                  fix="pick another snapshot or tag")

@@ -22,14 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablekeeper.core import errors, names, seams
-from tablekeeper.core.paimon.snapshot import Snapshot
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core import concurrency, errors, values
+from tablekeeper.core.paimon import Snapshot, Table
 from tablekeeper.core.recovery import catalog_writes, manifest_lists
 
 __all__ = ["RollbackRequest", "RollbackFacts", "RollbackPlan", "RollbackResult", "TARGET_PROPERTY",
            "PREVIOUS_PROPERTY", "PROTECTION_TAG_PREFIX", "COMMIT_USER_PREFIX", "read_facts", "resolve_target", "decide",
-           "execute", "rollback"]
+           "execute", "restore_as_latest"]
 
 #: Properties of the restored snapshot: which snapshot it restores, and the latest it replaced.
 TARGET_PROPERTY = "tablekeeper.rollback.target-snapshot"
@@ -169,7 +168,7 @@ def decide(request: RollbackRequest, facts: RollbackFacts) -> RollbackPlan:
     previous = int(restored[PREVIOUS_PROPERTY]) if done and PREVIOUS_PROPERTY in restored else latest.id
     wanted: dict[str, int] = {}
     if request.keep_as_tag is not None:
-        names.validate_tag_name(request.keep_as_tag)
+        values.validate_tag_name(request.keep_as_tag)
         _check_tag(facts, request.keep_as_tag, previous, "--keep-as-tag")
         wanted[request.keep_as_tag] = previous
     if not unchanged:
@@ -211,7 +210,7 @@ def execute(table: Table, plan: RollbackPlan, *, now_ms: int | None = None) -> R
     """
     created: list[str] = []
     written: list[str] = []
-    seams.point("rollback:before:tags")
+    concurrency.point("rollback:before:tags")
     for name, sid in plan.tags_to_create.items():
         if catalog_writes.create_tag(table, name, sid) == "created":
             created.append(name)
@@ -225,19 +224,19 @@ def execute(table: Table, plan: RollbackPlan, *, now_ms: int | None = None) -> R
             f"the latest snapshot of {table.identifier} moved from {plan.previous_latest_id} to "
             f"{latest.id if latest else None} since the rollback was planned",
             fix="rerun the same command: it plans again from the new latest snapshot")
-    seams.point("rollback:before:manifest-lists")
+    concurrency.point("rollback:before:manifest-lists")
     lists = manifest_lists.write_restored_lists(table.file_io, table.root, table.identifier, table.branch, latest.id, plan.target)
     written += [f"{table.root}/manifest/{lists.base}", f"{table.root}/manifest/{lists.delta}"]
-    seams.point("rollback:before:commit")
+    concurrency.point("rollback:before:commit")
     snapshot = _restored_snapshot(plan, latest, lists, int(time.time() * 1000) if now_ms is None else now_ms)
     catalog_writes.commit_snapshot(table, snapshot)
     written.append(table.snapshot_path(snapshot.id))
-    seams.point("rollback:before:latest")
+    concurrency.point("rollback:before:latest")
     catalog_writes.advance_latest(table, snapshot.id)
     return RollbackResult(plan, tuple(created), tuple(written))
 
 
-def rollback(table: Table, request: RollbackRequest, *, dry_run: bool = False) -> RollbackResult:
+def restore_as_latest(table: Table, request: RollbackRequest, *, dry_run: bool = False) -> RollbackResult:
     """Plan (and unless ``dry_run``, carry out) ``request`` on ``table``."""
     plan = decide(request, read_facts(table))
     if dry_run:
