@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from tablekeeper.core import errors
-from tablekeeper.core.paimon import layout
+from tablekeeper.core import errors, paimon
 
 if TYPE_CHECKING:
-    from tablekeeper.core.paimon.table import Table
+    from tablekeeper.core.paimon import Table
 
 __all__ = ["F", "common_options", "parse_options", "maintains", "open_table", "duration", "timestamp_ms", "now_ms",
            "ENGINE_HELP", "engine_available", "IO_META"]
@@ -59,9 +58,9 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
         out[key.strip()] = value.strip()
     ctx = click.get_current_context(silent=True)
     if ctx is not None and ctx.meta.get(_PACING_META) is not None:
-        from tablekeeper.core.storage import requests as storage_requests
+        from tablekeeper.core import storage
 
-        out[storage_requests.PACING_OPTION] = str(ctx.meta[_PACING_META])
+        out[storage.PACING_OPTION] = str(ctx.meta[_PACING_META])
     return out
 
 
@@ -70,7 +69,7 @@ _LEASE_META = "tablekeeper.lease"
 
 def maintains(operation: str) -> Callable[[F], F]:
     """A command that changes a table: adds ``--wait`` and makes :func:`open_table` take the table's
-    maintenance lease (core/lease.py) for the rest of the command (not for ``--dry-run``)."""
+    maintenance lease (core/concurrency/lease.py) for the rest of the command (not for ``--dry-run``)."""
     def decorate(func: F) -> F:
         @functools.wraps(func)
         def wrapper(*args: Any, wait: str | None = None, **kwargs: Any) -> Any:
@@ -91,31 +90,31 @@ def _take_lease(t: Table) -> None:
         return
     operation, wait, dry_run = wanted
     if not dry_run:
-        from tablekeeper.core import lease
+        from tablekeeper.core import concurrency
 
         ctx.meta[_LEASE_META] = None  # one lease per command, taken by the first table opened
-        ctx.with_resource(lease.held(t.file_io, t.root, f"tablekeeper {operation}", wait=wait))
+        ctx.with_resource(concurrency.held(t.file_io, t.root, f"tablekeeper {operation}", wait=wait))
 
 
-def open_table(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN, *,
+def open_table(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = paimon.MAIN, *,
           guard: bool = True) -> Table:
     """The table, its lease taken. ``guard=False``: the command runs ``format_guard.check_latest``
     itself, first thing in its decision's view (after the lease, before anything changes), so the
     guard's reads are the decision's own instead of a second copy (docs/storage-internals.md)."""
-    from tablekeeper.core import format_guard
+    from tablekeeper.core import concurrency
 
     t = _resolve_table(table, warehouse, options, branch)
     ctx = click.get_current_context(silent=True)
     if ctx is not None:  # manifests and schemas (immutable by name) are fetched once per command
         ctx.with_resource(t.file_io.immutable_reads())
     if guard:
-        format_guard.check_latest(t)  # fail closed on a newer Paimon before anything changes
+        concurrency.check_latest(t)  # fail closed on a newer Paimon before anything changes
     _take_lease(t)
     return t
 
 
-def _resolve_table(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN) -> Table:
-    from tablekeeper.core.paimon.table import open_table, open_table_path
+def _resolve_table(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = paimon.MAIN) -> Table:
+    from tablekeeper.core.paimon import open_table, open_table_path
 
     opts = parse_options(options)
     if warehouse or "/" in table or table.startswith("s3:"):
@@ -133,15 +132,15 @@ def _resolve_table(table: str, warehouse: str | None, options: tuple[str, ...], 
 def duration(value: str | None, field: str) -> Any:
     if value is None:  # (without importing the parser: every changing command asks for --wait)
         return None
-    from tablekeeper.core import durations
+    from tablekeeper.core import values
 
-    return durations.parse_duration(value, field=field)
+    return values.parse_duration(value, field=field)
 
 
 def timestamp_ms(value: str | None) -> int | None:
-    from tablekeeper.core import timestamps
+    from tablekeeper.core import values
 
-    return None if value is None else timestamps.parse_instant_ms(value, flag="--timestamp")
+    return None if value is None else values.parse_instant_ms(value, flag="--timestamp")
 
 
 ENGINE_HELP = "local: plan and delete in this process; spark: the same plan distributed on Spark (pyspark extra)."
@@ -160,6 +159,6 @@ def engine_available(_ctx: click.Context, _param: click.Parameter, value: str) -
 
 
 def now_ms(now: str | None) -> int:
-    from tablekeeper.core import timestamps
+    from tablekeeper.core import values
 
-    return timestamps.now_ms() if now is None else timestamps.parse_instant_ms(now, flag="--now")
+    return values.now_ms() if now is None else values.parse_instant_ms(now, flag="--now")

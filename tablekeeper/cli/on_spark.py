@@ -11,7 +11,7 @@ from tablekeeper.cli import common, printer, results
 from tablekeeper.core import errors
 
 if TYPE_CHECKING:
-    from tablekeeper.core.paimon.table import Table
+    from tablekeeper.core.paimon import Table
 
 __all__ = ["run"]
 
@@ -19,7 +19,7 @@ __all__ = ["run"]
 def run(operation: str, t: Table, options: tuple[str, ...], dry_run: bool, output: str,
                   **params: Any) -> None:
     """Run a maintenance command through ``tablekeeper.spark`` (local Spark unless configured)."""
-    from tablekeeper.core.storage import requests as storage_requests
+    from tablekeeper.core import storage
     from tablekeeper.spark import dispatch, job_request
 
     if "." not in t.identifier or not t.root.rstrip("/").rsplit("/", 2)[-2].endswith(".db"):
@@ -28,15 +28,15 @@ def run(operation: str, t: Table, options: tuple[str, ...], dry_run: bool, outpu
     request = job_request.JobRequest(operation=operation,  # type: ignore[arg-type]
                                 warehouse=t.root.rstrip("/").rsplit("/", 2)[0], table=t.identifier,
                                 branch=t.branch, options=common.parse_options(options), dry_run=dry_run, **params)
-    io_before, process_before = t.file_io.requests.counts.snapshot(), storage_requests.process_snapshot()
+    io_before, process_before = t.file_io.requests.counts.snapshot(), storage.process_snapshot()
     result = dispatch.run(request, engine="spark")
     payload = results.of_run(result)
     # this command's requests: the table opened here (format guard, lease), the driver's during
     # dispatch (its lease, the job's planning) and the executors' (counted there, summed by Spark)
     io_after = t.file_io.requests.counts.snapshot()
-    driver = storage_requests.since(storage_requests.since(io_before, io_after),  # not t's twice
-                                    storage_requests.since(process_before, storage_requests.process_snapshot()))
-    payload["requests"] = storage_requests.plus(io_after, driver, result.details.get("executorRequests") or {})
+    driver = storage.since(storage.since(io_before, io_after),  # not t's twice
+                                    storage.since(process_before, storage.process_snapshot()))
+    payload["requests"] = storage.plus(io_after, driver, result.details.get("executorRequests") or {})
 
     def text() -> None:
         verb = "would delete" if dry_run else "deleted"

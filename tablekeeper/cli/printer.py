@@ -14,8 +14,8 @@ from tablekeeper.cli.common import IO_META
 from tablekeeper.core import errors
 
 if TYPE_CHECKING:
-    from tablekeeper.core import execution, plans
-    from tablekeeper.core.paimon.table import Table
+    from tablekeeper.core import plans
+    from tablekeeper.core.paimon import Table
 
 __all__ = ["PENDING", "emit", "print_pending", "nothing_deleted", "run_plan", "report"]
 
@@ -49,18 +49,18 @@ def nothing_deleted(written: list[str]) -> dict[str, Any]:
 
 def run_plan(plan: plans.Plan, table: Table, dry_run: bool, output: str, parallelism: int | None,
               action: str | None = None) -> None:
-    from tablekeeper.core import execution
+    from tablekeeper.core import plans
 
     if dry_run:  # sized as a run would count (a stat for what the plan cannot size)
-        shown = execution.sized(plan, table.file_io)
+        shown = plans.sized(plan, table.file_io)
         emit(output, results.of_plan(shown, branch=table.branch, dry_run=True, action=action),
               lambda: render.plan(shown, dry_run=True))
         return
-    result = execution.execute(plan, table.file_io, parallelism=parallelism, progress=render.progress_callback())
+    result = plans.execute(plan, table.file_io, parallelism=parallelism, progress=render.progress_callback())
     report(plan, result, output, table.branch)
 
 
-def report(plan: plans.Plan, result: execution.ExecutionResult, output: str, branch: str,
+def report(plan: plans.Plan, result: plans.ExecutionResult, output: str, branch: str,
             action: str | None = None) -> None:
     emit(output, results.of_plan(plan, branch=branch, dry_run=False, result=result, action=action),
           lambda: render.plan(plan, dry_run=False, result=result))

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.durations import format_duration, parse_duration
-from tablekeeper.core.names import MAIN_BRANCH, validate_branch_name, validate_tag_name
+from tablekeeper.core.values.durations import format_duration, parse_duration
+from tablekeeper.core.values.names import MAIN_BRANCH, validate_branch_name, validate_tag_name
 
 
 # -- durations ---------------------------------------------------------------------------------

@@ -27,13 +27,13 @@ def branch_group() -> None:
 def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: int | None, empty: bool,
                   dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Create branch NAME of TABLE."""
-    from tablekeeper.core import branches
+    from tablekeeper.core import refs
 
     if sum(x is not None and x is not False for x in (from_tag, from_snapshot, empty or None)) != 1:
         raise errors.InvalidInputError("give exactly one of --from-tag, --from-snapshot, --empty",
                                        fix="e.g. --from-tag nightly")
     t = common.open_table(table, warehouse, options)
-    change = branches.create_branch(t, name, from_tag=from_tag, from_snapshot=from_snapshot, dry_run=dry_run)
+    change = refs.create_branch(t, name, from_tag=from_tag, from_snapshot=from_snapshot, dry_run=dry_run)
     printer.emit(output, results.of_change("create-branch", t.identifier, change, dry_run=dry_run),
           lambda: render.change(change))
 
@@ -47,10 +47,10 @@ def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: in
 def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                 output: str) -> None:
     """Drop branch NAME (its own data files become orphans for clean-orphans)."""
-    from tablekeeper.core import branches
+    from tablekeeper.core import refs
 
     t = common.open_table(table, warehouse, options)
-    change = branches.drop_branch(t, name, dry_run=dry_run)
+    change = refs.drop_branch(t, name, dry_run=dry_run)
     printer.emit(output, results.of_change("drop-branch", t.identifier, change, dry_run=dry_run),
           lambda: render.change(change))
 
@@ -64,10 +64,10 @@ def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, opt
 def branch_fast_forward(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                         output: str) -> None:
     """Merge branch NAME into main: main then reads exactly what the branch reads."""
-    from tablekeeper.core import branches
+    from tablekeeper.core import refs
 
     t = common.open_table(table, warehouse, options)
-    change = branches.fast_forward(t, name, dry_run=dry_run)
+    change = refs.fast_forward(t, name, dry_run=dry_run)
     printer.emit(output, results.of_change("fast-forward-branch", t.identifier, change, dry_run=dry_run),
           lambda: render.change(change))
 
@@ -82,10 +82,10 @@ def branch_fast_forward(table: str, name: str, dry_run: bool, warehouse: str | N
 def branch_replace_main(table: str, name: str, backup: str | None, dry_run: bool, warehouse: str | None,
                         options: tuple[str, ...], output: str) -> None:
     """Make branch NAME the table's main (the branch is removed)."""
-    from tablekeeper.core import branches
+    from tablekeeper.core import refs
 
     t = common.open_table(table, warehouse, options)
-    change = branches.replace_main(t, name, backup=backup, dry_run=dry_run)
+    change = refs.replace_main(t, name, backup=backup, dry_run=dry_run)
     printer.emit(output, results.of_change("replace-main", t.identifier, change, dry_run=dry_run),
           lambda: render.change(change))
 
@@ -100,10 +100,10 @@ def branch_replace_main(table: str, name: str, backup: str | None, dry_run: bool
 def branch_rename(table: str, old: str, new: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                   output: str) -> None:
     """Rename branch OLD to NEW."""
-    from tablekeeper.core import branches
+    from tablekeeper.core import refs
 
     t = common.open_table(table, warehouse, options)
-    change = branches.rename_branch(t, old, new, dry_run=dry_run)
+    change = refs.rename_branch(t, old, new, dry_run=dry_run)
     printer.emit(output, results.of_change("rename-branch", t.identifier, change, dry_run=dry_run, **{"from": old}),
           lambda: render.change(change))
 
@@ -113,7 +113,7 @@ def branch_rename(table: str, old: str, new: str, dry_run: bool, warehouse: str 
 @common.common_options
 def branch_list(table: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """List branches with the $branches columns and their fork points."""
-    from tablekeeper.core import branches
+    from tablekeeper.core import refs
 
-    rows = branches.list_branches(common.open_table(table, warehouse, options))
+    rows = refs.list_branches(common.open_table(table, warehouse, options))
     printer.emit(output, [r.as_dict() for r in rows], lambda: render.rows([r.as_dict() for r in rows], "no branches"))

@@ -7,15 +7,14 @@ from datetime import datetime
 import click
 
 from tablekeeper.cli import common, on_spark, printer, render, results
-from tablekeeper.core import errors
-from tablekeeper.core.paimon import layout
+from tablekeeper.core import errors, paimon
 
 __all__ = ["expire_cmd", "expire_changelog_cmd", "expire_partitions_cmd", "clean_orphans_cmd"]
 
 
 @click.command("expire")
 @click.argument("table")
-@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--branch", "-b", default=paimon.MAIN, show_default=True)
 @click.option("--retain-min", type=int, help="snapshot.num-retained.min (default: table option, else 10; >= 1).")
 @click.option("--retain-max", type=int, help="snapshot.num-retained.max (default: table option, else unlimited).")
 @click.option("--time-retained", help="snapshot.time-retained, e.g. '1 h' (default: table option, else 1 h).")
@@ -33,10 +32,10 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
     """Expire old snapshots of TABLE: data, changelog, manifests, then snapshot files, EARLIEST.
 
     Options come from the flags, else from the table's own Paimon options."""
-    from tablekeeper.core import execution, expire, expire_commit, retention_settings
+    from tablekeeper.core import expire, plans
 
     t = common.open_table(table, warehouse, options, branch)
-    retention = retention_settings.from_options(t.options(), retention_settings.RetentionFlags(
+    retention = expire.from_options(t.options(), expire.RetentionFlags(
         retain_min=retain_min, retain_max=retain_max, time_retained=common.duration(time_retained, "--time-retained"),
         expire_limit=expire_limit))
     if engine == "spark":
@@ -47,14 +46,14 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
     if dry_run:
         printer.run_plan(expire.plan_expire(t, config, common.now_ms(now)), t, dry_run, output, parallelism)
         return
-    made, result = expire_commit.run_expire(t, config, common.now_ms(now), lambda p: execution.execute(
+    made, result = expire.run_expire(t, config, common.now_ms(now), lambda p: plans.execute(
         p, t.file_io, parallelism=parallelism, progress=render.progress_callback()))
     printer.report(made, result, output, branch)
 
 
 @click.command("expire-changelog")
 @click.argument("table")
-@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--branch", "-b", default=paimon.MAIN, show_default=True)
 @click.option("--parallelism", type=int)
 @click.option("--now", hidden=True)
 @click.option("--dry-run", is_flag=True)
@@ -63,22 +62,22 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
 def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: str | None, dry_run: bool,
                          warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Expire long-lived changelog-N files (decoupled changelog.* options of the table)."""
-    from tablekeeper.core import execution, expire, expire_commit, retention_settings
+    from tablekeeper.core import expire, plans
 
     t = common.open_table(table, warehouse, options, branch)
-    config = expire.changelog_config(retention_settings.from_options(t.options()), t.options())
+    config = expire.changelog_config(expire.from_options(t.options()), t.options())
     if dry_run:
         printer.run_plan(expire.plan_expire_changelog(t, config, common.now_ms(now)), t, dry_run, output, parallelism)
         return
-    # unpublish, verify, then delete (core/expire_commit.py)
-    made, result = expire_commit.run_expire_changelog(t, config, common.now_ms(now), lambda p: execution.execute(
+    # unpublish, verify, then delete (core/expire/commit.py)
+    made, result = expire.run_expire_changelog(t, config, common.now_ms(now), lambda p: plans.execute(
         p, t.file_io, parallelism=parallelism, progress=render.progress_callback()))
     printer.report(made, result, output, branch)
 
 
 @click.command("expire-partitions")
 @click.argument("table")
-@click.option("--branch", "-b", default=layout.MAIN, show_default=True)
+@click.option("--branch", "-b", default=paimon.MAIN, show_default=True)
 @click.option("--expiration-time", help="partition.expiration-time, e.g. '30 d' (default: table option).")
 @click.option("--strategy", type=click.Choice(["values-time", "update-time"]))
 @click.option("--timestamp-formatter", help="Java pattern, e.g. yyyyMMdd.")
@@ -94,11 +93,11 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
                           zone_known: bool, now: str | None, dry_run: bool, warehouse: str | None,
                           options: tuple[str, ...], output: str) -> None:
     """Drop expired partitions with an OVERWRITE commit (files go with snapshot expiration)."""
-    from tablekeeper.core import format_guard, partitions
+    from tablekeeper.core import concurrency, partitions
 
     t = common.open_table(table, warehouse, options, branch, guard=False)
     with t.file_io.one_view():  # one decision: its schema, hints and snapshot read once (FileIO.one_view)
-        format_guard.check_latest(t)  # the guard, in the decision's view: nothing has changed yet
+        concurrency.check_latest(t)  # the guard, in the decision's view: nothing has changed yet
         config = partitions.config_from_options(
             t.options(), expiration_time=common.duration(expiration_time, "--expiration-time"), strategy=strategy,
             timestamp_formatter=timestamp_formatter, timestamp_pattern=timestamp_pattern, max_expires=max_expires,
@@ -152,13 +151,13 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
                       engine: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete files no snapshot, tag, branch or changelog references (never directories or
     metadata JSON)."""
-    from tablekeeper.core import orphans, timestamps, writers
+    from tablekeeper.core import concurrency, orphans, values
 
     t = common.open_table(table, warehouse, options)
     now_ms = common.now_ms(now)
-    at, age = timestamps.parse_time_or_age(older_than, flag="--older-than") if older_than is not None else (None, None)
+    at, age = values.parse_time_or_age(older_than, flag="--older-than") if older_than is not None else (None, None)
     threshold = orphans.resolve_older_than(now_ms, older_than_ms=at, older_than_age=age, force=force)
-    warning = writers.forced_threshold_warning(t, threshold, now_ms)
+    warning = concurrency.forced_threshold_warning(t, threshold, now_ms)
     if warning is not None:
         click.echo(f"warning: {warning}", err=True)
     if engine == "spark":
@@ -167,9 +166,9 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
         return
     listing = None
     if listing_path is not None:
-        from tablekeeper.core import inventory
+        from tablekeeper.core import orphans
 
-        listing = inventory.load_for_table(listing_path, t.file_io, t.root, orphans.listing_roots(t),
+        listing = orphans.load_for_table(listing_path, t.file_io, t.root, orphans.listing_roots(t),
                                            common.parse_options(options))
     config = orphans.OrphanConfig(threshold, processes=plan_processes, listing=listing)
     printer.run_plan(orphans.plan_orphan_clean(t, config), t, dry_run, output, parallelism)
