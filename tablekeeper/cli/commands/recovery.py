@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tablekeeper.cli import render, results
-from tablekeeper.cli.main import _common, _emit, _maintains, _nothing_deleted, _open, _report, _timestamp_ms
+from tablekeeper.cli import common, printer, render, results
 from tablekeeper.core import paimon
 
 if TYPE_CHECKING:
@@ -30,8 +29,8 @@ __all__ = ["rollback_cmd", "check_cmd", "explain_cmd"]
                    "(Paimon's rollback_to). Main only; try --dry-run first.")
 @click.option("--branch", "-b", default=paimon.MAIN, show_default=True, help="Branch to roll back.")
 @click.option("--dry-run", is_flag=True, help="Show what would be written or deleted, change nothing.")
-@_common
-@_maintains("rollback")
+@common.common_options
+@common.maintains("rollback")
 def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_timestamp: str | None,
                  keep_as_tag: str | None, discard_later: bool, branch: str, dry_run: bool, warehouse: str | None,
                  options: tuple[str, ...], output: str) -> None:
@@ -54,9 +53,9 @@ def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_tim
     from tablekeeper.core import recovery
 
     request = recovery.RollbackRequest(snapshot_id=to_snapshot, tag=to_tag,
-                                       timestamp_ms=_timestamp_ms(to_timestamp) if to_timestamp else None,
+                                       timestamp_ms=common.timestamp_ms(to_timestamp) if to_timestamp else None,
                                        keep_as_tag=keep_as_tag)
-    t = _open(table, warehouse, options, branch)
+    t = common.open_table(table, warehouse, options, branch)
     if discard_later:
         _discard(t, request, dry_run, output)
         return
@@ -73,7 +72,7 @@ def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_tim
              for name, sid in plan.tags_to_create.items()]
     payload = results.document(
         "rollback", t.identifier, branch, dry_run=dry_run, action=action, writes=writes, notes=notes,
-        result=None if dry_run else _nothing_deleted(writes), target=plan.target_source,
+        result=None if dry_run else printer.nothing_deleted(writes), target=plan.target_source,
         target_snapshot_id=plan.target_id, previous_snapshot_id=plan.previous_latest_id,
         current_snapshot_id=plan.new_snapshot_id, tags=dict(plan.tags_to_create))
 
@@ -90,7 +89,7 @@ def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_tim
         for name, sid in plan.tags_to_create.items():
             click.echo(f"  {'would tag' if dry_run else 'tagged'} snapshot {sid} as {name!r}")
 
-    _emit(output, payload, text)
+    printer.emit(output, payload, text)
 
 
 def _discard(t: Table, request: Any, dry_run: bool, output: str) -> None:
@@ -100,15 +99,15 @@ def _discard(t: Table, request: Any, dry_run: bool, output: str) -> None:
         p, t.file_io, progress=render.progress_callback()))
     if done.result is None:
         shown = plans.sized(done.plan, t.file_io)
-        _emit(output, results.of_plan(shown, branch=t.branch, dry_run=True, action="would-roll-back"),
+        printer.emit(output, results.of_plan(shown, branch=t.branch, dry_run=True, action="would-roll-back"),
               lambda: render.plan(shown, dry_run=True))
         return
-    _report(done.plan, done.result, output, t.branch, action="rolled-back")
+    printer.report(done.plan, done.result, output, t.branch, action="rolled-back")
 
 
 @click.command("check")
 @click.argument("table")
-@_common
+@common.common_options
 def check_cmd(table: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Check that every retained snapshot, tag, branch and changelog of TABLE still has its files.
 
@@ -117,7 +116,7 @@ def check_cmd(table: str, warehouse: str | None, options: tuple[str, ...], outpu
     when a view is broken (the report names the view and the files); nothing is changed."""
     from tablekeeper.core import recovery
 
-    t = _open(table, warehouse, options)
+    t = common.open_table(table, warehouse, options)
     report = recovery.check_table(t)
 
     def text() -> None:
@@ -130,18 +129,16 @@ def check_cmd(table: str, warehouse: str | None, options: tuple[str, ...], outpu
         if report.ignored:
             click.echo(f"  {len(report.ignored)} reference(s) gone by design (Paimon lets them dangle) were not counted")
 
-    _emit(output, report.as_dict(), text)
+    printer.emit(output, report.as_dict(), text)
     if not report.ok:
-        from tablekeeper.cli.main import _print_pending
-
-        _print_pending()
+        printer.print_pending()
         click.get_current_context().exit(1)
 
 
 @click.command("explain")
 @click.argument("table")
 @click.option("--now", hidden=True)
-@_common
+@common.common_options
 def explain_cmd(table: str, now: str | None, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Show what keeps TABLE's history: for main and every branch, what holds the oldest retained
     snapshot and how many snapshots each pin alone keeps.
@@ -149,11 +146,10 @@ def explain_cmd(table: str, now: str | None, warehouse: str | None, options: tup
     Snapshot pins: snapshot.num-retained.min, snapshot.time-retained, snapshot.expire.limit and
     consumers; file pins: tags, branches created from it and kept changelogs. The counts come from
     expiration's own rule with that one pin removed: what 'tablekeeper expire' would then remove."""
-    from tablekeeper.cli.main import _now_ms
     from tablekeeper.core import pins
 
-    t = _open(table, warehouse, options)
-    branches = pins.explain_table(t, _now_ms(now))
+    t = common.open_table(table, warehouse, options)
+    branches = pins.explain_table(t, common.now_ms(now))
 
     def text() -> None:
         for b in branches:
@@ -166,4 +162,4 @@ def explain_cmd(table: str, now: str | None, warehouse: str | None, options: tup
                     held += f", {render.human_bytes(p.bytes_held)} reclaimable without it"
                 click.echo(f"  {mark} {p.kind} {p.name}{held}: {p.detail}")
 
-    _emit(output, {"table": t.identifier, "branches": [b.as_dict() for b in branches]}, text)
+    printer.emit(output, {"table": t.identifier, "branches": [b.as_dict() for b in branches]}, text)

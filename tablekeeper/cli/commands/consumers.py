@@ -9,8 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from tablekeeper.cli import render
-from tablekeeper.cli.main import _common, _duration, _emit, _maintains, _now_ms, _open, _run_plan
+from tablekeeper.cli import common, printer, render
 from tablekeeper.core import paimon
 
 __all__ = ["consumer_group"]
@@ -39,19 +38,19 @@ def consumer_group() -> None:
 @click.argument("table")
 @_BRANCH
 @_age_options("Mark consumers not updated for this long as expired (default: consumer.expiration-time).")
-@_common
+@common.common_options
 def consumer_list(table: str, branch: str, older_than: str | None, now: str | None, warehouse: str | None,
                   options: tuple[str, ...], output: str) -> None:
     """List the consumers of TABLE: next snapshot, last update, snapshots held."""
     from tablekeeper.core import consumers, values
 
-    t = _open(table, warehouse, options, branch)
-    given = _duration(older_than, "--older-than")
+    t = common.open_table(table, warehouse, options, branch)
+    given = common.duration(older_than, "--older-than")
     setting = t.options().get(consumers.EXPIRATION_OPTION)
     expire_after = given if given is not None else (
         values.parse_duration(setting, field=consumers.EXPIRATION_OPTION) if setting else None)
-    rows = [r.as_dict() for r in consumers.list_consumers(t, _now_ms(now), expire_after)]
-    _emit(output, rows, lambda: render.rows(rows, "no consumers"))
+    rows = [r.as_dict() for r in consumers.list_consumers(t, common.now_ms(now), expire_after)]
+    printer.emit(output, rows, lambda: render.rows(rows, "no consumers"))
 
 
 @consumer_group.command("expire")
@@ -59,18 +58,18 @@ def consumer_list(table: str, branch: str, older_than: str | None, now: str | No
 @_BRANCH
 @_age_options("Delete consumers not updated for this long (default: the table's consumer.expiration-time).")
 @click.option("--dry-run", is_flag=True, help="Show which consumers would be deleted.")
-@_common
-@_maintains("consumer expire")
+@common.common_options
+@common.maintains("consumer expire")
 def consumer_expire(table: str, branch: str, older_than: str | None, now: str | None, dry_run: bool,
                     warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete the consumers of TABLE not updated within the expiration time (Paimon's
     consumer.expiration-time); the next 'expire' reclaims the snapshots they held."""
     from tablekeeper.core import consumers
 
-    t = _open(table, warehouse, options, branch)
-    expire_after = consumers.expiration_of(t.options(), _duration(older_than, "--older-than"))
-    rows = consumers.list_consumers(t, _now_ms(now), expire_after)
-    _run_plan(consumers.plan_expire(t, rows, expire_after), t, dry_run, output, None,
+    t = common.open_table(table, warehouse, options, branch)
+    expire_after = consumers.expiration_of(t.options(), common.duration(older_than, "--older-than"))
+    rows = consumers.list_consumers(t, common.now_ms(now), expire_after)
+    printer.run_plan(consumers.plan_expire(t, rows, expire_after), t, dry_run, output, None,
               action="would-expire" if dry_run else "expired")
 
 
@@ -80,16 +79,16 @@ def consumer_expire(table: str, branch: str, older_than: str | None, now: str | 
 @click.option("--including", metavar="REGEX", help="Consumer ids to clear (whole-id match; default: all).")
 @click.option("--excluding", metavar="REGEX", help="Consumer ids to keep among those included.")
 @click.option("--dry-run", is_flag=True, help="Show which consumers would be deleted.")
-@_common
-@_maintains("consumer clear")
+@common.common_options
+@common.maintains("consumer clear")
 def consumer_clear(table: str, branch: str, including: str | None, excluding: str | None, dry_run: bool,
                    warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete consumers of TABLE by id pattern (Paimon's clear_consumers)."""
     from tablekeeper.core import consumers
 
-    t = _open(table, warehouse, options, branch)
-    rows = consumers.list_consumers(t, _now_ms(None), None)
-    _run_plan(consumers.plan_clear(t, rows, including, excluding), t, dry_run, output, None,
+    t = common.open_table(table, warehouse, options, branch)
+    rows = consumers.list_consumers(t, common.now_ms(None), None)
+    printer.run_plan(consumers.plan_clear(t, rows, including, excluding), t, dry_run, output, None,
               action="would-clear" if dry_run else "cleared")
 
 
@@ -100,14 +99,14 @@ def consumer_clear(table: str, branch: str, including: str | None, excluding: st
 @click.option("--next-snapshot", type=int, metavar="N",
               help="The snapshot the consumer reads next (must exist); without it the consumer is deleted.")
 @click.option("--dry-run", is_flag=True, help="Show what would be written or deleted.")
-@_common
-@_maintains("consumer reset")
+@common.common_options
+@common.maintains("consumer reset")
 def consumer_reset(table: str, consumer_id: str, branch: str, next_snapshot: int | None, dry_run: bool,
                    warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Move CONSUMER_ID of TABLE to snapshot N, or delete it (Paimon's reset_consumer).
     Stop the job that uses it first: a running job writes its own position back."""
     from tablekeeper.core import consumers
 
-    t = _open(table, warehouse, options, branch)
-    _run_plan(consumers.plan_reset(t, consumer_id, next_snapshot), t, dry_run, output, None,
+    t = common.open_table(table, warehouse, options, branch)
+    printer.run_plan(consumers.plan_reset(t, consumer_id, next_snapshot), t, dry_run, output, None,
               action="would-reset" if dry_run else "reset")
