@@ -15,9 +15,9 @@ _PUBLIC = {"Batch": "batches", "run_batches": "batches", "run_with_changelog": "
     "judge_missing": "decision", "ReadOutcome": "decision", "RootUse": "decision", "changelog_config": "planning",
     "changelog_range": "planning", "ChangelogConfig": "planning", "compute_range": "planning",
     "decide_expire": "planning", "decide_expire_changelog": "planning", "expire_config": "planning",
-    "ExpireConfig": "planning", "plan_expire": "planning", "plan_expire_changelog": "planning",
-    "from_options": "retention", "from_policy": "retention", "INT_MAX": "retention", "Retention": "retention",
-    "RetentionFlags": "retention"}
+    "ExpireConfig": "planning", "ExpireRange": "planning", "plan_expire": "planning",
+    "plan_expire_changelog": "planning", "from_options": "retention", "from_policy": "retention",
+    "INT_MAX": "retention", "Retention": "retention", "RetentionFlags": "retention"}
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from .planning import (changelog_config as changelog_config, changelog_range as changelog_range,
         ChangelogConfig as ChangelogConfig, compute_range as compute_range, decide_expire as decide_expire,
         decide_expire_changelog as decide_expire_changelog, expire_config as expire_config,
-        ExpireConfig as ExpireConfig, plan_expire as plan_expire, plan_expire_changelog as plan_expire_changelog)
+        ExpireConfig as ExpireConfig, ExpireRange as ExpireRange, plan_expire as plan_expire,
+        plan_expire_changelog as plan_expire_changelog)
     from .retention import (from_options as from_options, from_policy as from_policy, INT_MAX as INT_MAX,
         Retention as Retention, RetentionFlags as RetentionFlags)
 else:
