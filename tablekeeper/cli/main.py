@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from tablekeeper.cli import render, results
+from tablekeeper.cli import catalog_tables, render, results
 from tablekeeper.core import errors
 from tablekeeper.core.paimon import layout
 
@@ -48,7 +48,7 @@ def _common(func: F) -> F:
     func = click.option("--warehouse", "-w", envvar="TABLEKEEPER_WAREHOUSE", metavar="URI",
                         help="Warehouse URI (local path or s3://bucket/path); env TABLEKEEPER_WAREHOUSE. "
                              "Without it, TABLE is a table path.")(func)
-    return func
+    return catalog_tables.catalog_option(func)
 
 
 _PACING_META = "tablekeeper.pacing"
@@ -130,6 +130,13 @@ def _open_table(table: str, warehouse: str | None, options: tuple[str, ...], bra
     from tablekeeper.core.paimon.table import open_table, open_table_path
 
     opts = _parse_options(options)
+    ctx = click.get_current_context(silent=True)
+    wanted = ctx.meta.get(_LEASE_META) if ctx is not None else None
+    through = catalog_tables.open_catalog_table(table, warehouse, opts, branch, wanted[0] if wanted else None)
+    if through is not None:
+        if ctx is not None:
+            ctx.meta.setdefault(_IO_META, through.file_io)
+        return through
     if warehouse or "/" in table or table.startswith("s3:"):
         t = open_table(warehouse, table, branch=branch, options=opts) if warehouse else \
             open_table_path(table, branch=branch, options=opts)
@@ -609,7 +616,7 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
                                            fix="pass --expiration-time or set partition.expiration-time")
         plan = partitions.plan_partition_expiry(t, config, datetime.fromtimestamp(_now_ms(now) / 1000))
     summary = plan.summary()
-    dropped = None if dry_run else partitions.apply_partition_expiry(t, plan, options=_parse_options(options))
+    dropped = None if dry_run else catalog_tables.apply_partition_expiry(t, plan, _parse_options(options))
     payload = results.document(
         "expire-partitions", t.identifier, branch, dry_run=dry_run, action=None, notes=summary["notes"],
         result=None if dry_run else _nothing_deleted([]), dropped=dropped,
