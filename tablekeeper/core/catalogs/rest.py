@@ -142,3 +142,37 @@ class RestCatalog(Catalog):
 
     def owner(self, operation: Operation) -> Owner:
         return Owner.CATALOG if operation in SERVER_OWNED else Owner.STORAGE
+
+    # -- operations the server carries out (its API) -------------------------------------------
+    def create_tag(self, identifier: str, tag: str, snapshot_id: int | None = None,
+                   time_retained: str | None = None) -> None:
+        """``POST …/tags`` (the server writes the tag file). The API has no rename or replace."""
+        body: dict[str, Any] = {"tagName": tag, "snapshotId": snapshot_id}
+        if time_retained is not None:
+            body["timeRetained"] = time_retained
+        self._request("POST", self._table_path(identifier) + "/tags", body)
+
+    def delete_tag(self, identifier: str, tag: str) -> None:
+        self._request("DELETE", self._table_path(identifier) + f"/tags/{quote(tag, safe='')}")
+
+    def create_branch(self, identifier: str, branch: str, from_tag: str | None = None) -> None:
+        self._request("POST", self._table_path(identifier) + "/branches", {"branch": branch, "fromTag": from_tag})
+
+    def drop_branch(self, identifier: str, branch: str) -> None:
+        self._request("DELETE", self._table_path(identifier) + f"/branches/{quote(branch, safe='')}")
+
+    def fast_forward(self, identifier: str, branch: str) -> None:
+        self._request("POST", self._table_path(identifier) + f"/branches/{quote(branch, safe='')}/forward", {})
+
+    def rollback(self, identifier: str, *, snapshot_id: int | None = None, tag: str | None = None) -> None:
+        """``POST …/rollback`` to a snapshot or a tag (exactly one)."""
+        if (snapshot_id is None) == (tag is None):
+            raise errors.InvalidInputError("rollback needs a snapshot or a tag", fix="give exactly one")
+        instant: dict[str, Any] = {"type": "snapshot", "snapshotId": snapshot_id} if tag is None else \
+            {"type": "tag", "tagName": tag}
+        self._request("POST", self._table_path(identifier) + "/rollback", {"instant": instant})
+
+    def reset_consumer(self, identifier: str, consumer: str, next_snapshot_id: int | None) -> None:
+        """``POST …/consumers/reset``: move the consumer (None deletes it)."""
+        self._request("POST", self._table_path(identifier) + "/consumers/reset",
+                      {"consumerId": consumer, "nextSnapshotId": next_snapshot_id})
