@@ -68,7 +68,7 @@ def _connect(options: CatalogOptions) -> tuple[str, Any]:
             raise errors.CatalogError(f"metastore=jdbc: cannot connect to {uri} ({first})", option=option,
                                       fix=f"check {option} (and jdbc.user)") from e
         return "postgresql", pg
-    raise errors.CatalogError(f"metastore=jdbc: {uri.split('//')[0]} catalogs are not supported", option="uri",
+    raise errors.CatalogError(f"metastore=jdbc: uri {uri.split('//')[0]} catalogs are not supported", option="uri",
                               fix="use a jdbc:postgresql:// or jdbc:sqlite: catalog")
 
 
