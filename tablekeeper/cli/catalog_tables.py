@@ -58,12 +58,12 @@ def open_catalog_table(table: str, warehouse: str | None, storage_options: Mappi
     """The table through its catalog, or None when the command names no catalog other than the
     filesystem's (the caller opens it as before). Refuses, before anything is read further, an
     operation the catalog owns; says once what running without a lock means on an object store."""
-    from tablekeeper.core import catalogs
-
     given = catalog_options()
     if given is None or given.get("metastore", "filesystem").strip().lower() == "filesystem" and \
             not set(given) - {"metastore", "warehouse"}:
         return None
+    from tablekeeper.core import catalogs  # (only for a catalog: start-up of the others unchanged)
+
     ctx = click.get_current_context()
     catalog = catalogs.open_catalog(given, warehouse=warehouse)
     ctx.call_on_close(catalog.close)
@@ -87,7 +87,7 @@ def opened() -> CatalogTable | None:
 
 def apply_partition_expiry(t: Table, plan: PartitionPlan, options: Mapping[str, str]) -> int:
     """The partition drop; through the catalog first (Paimon's order) when it keeps partitions."""
-    from tablekeeper.core import catalogs, partitions
+    from tablekeeper.core import partitions
 
     def commit() -> int:
         return partitions.apply_partition_expiry(t, plan, options=options)
@@ -95,6 +95,7 @@ def apply_partition_expiry(t: Table, plan: PartitionPlan, options: Mapping[str, 
     resolved = opened()
     if resolved is None:
         return commit()
+    from tablekeeper.core import catalogs
     keys = plan.partition_keys or tuple(t.schema().partition_keys)
     default = t.options().get("partition.default-name", "__DEFAULT_PARTITION__")
     specs = [catalogs.metastore_spec(p.values, keys, default) for p in plan.expired]

@@ -18,6 +18,7 @@ from tablekeeper.cli.main import main
 from tablekeeper.core import catalogs, errors, seams
 from tests.support import catalogs as C
 from tests.support import paimon as P
+from tests.support.javapaimon import JavaPaimon
 
 pytestmark = [pytest.mark.catalogs, pytest.mark.hive]
 
@@ -51,17 +52,19 @@ def _days_in_storage(server: C.HiveMetastore, ident: str) -> list[str]:
     return sorted({str(dict(r)["dt"]) for r in P.read_rows(P.catalog(server.warehouse).get_table(ident))})
 
 
-def test_expire_partitions_drops_them_in_the_metastore_too(hive_metastore: C.HiveMetastore,
+def test_expire_partitions_drops_them_in_the_metastore_too(hive_metastore: C.HiveMetastore, catalog_java: JavaPaimon,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     ident, _ = _partitioned_table(hive_metastore)
     db, name = ident.split(".")
     before = P.read_rows(P.catalog(hive_metastore.warehouse).get_table(ident))
+    assert sorted(r[1] for r in catalog_java.read(hive_metastore.warehouse, ident)) == ["0", "1", "10", "11", "20", "21"]
     assert _expire(hive_metastore, ident) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["dropped"] == 2
     assert _days_in_storage(hive_metastore, ident) == ["2024-01-09"]
     after = P.read_rows(P.catalog(hive_metastore.warehouse).get_table(ident))
     assert sorted(after) == sorted(r for r in before if dict(r)["dt"] == "2024-01-09")
+    assert sorted(r[1] for r in catalog_java.read(hive_metastore.warehouse, ident)) == ["20", "21"]
     with C.hms_client(hive_metastore) as hms:
         assert C.metastore_partitions(hms.client, db, name) == C.paimon_partitions(hive_metastore.warehouse, ident) \
             == [{"dt": "2024-01-09"}]
