@@ -153,7 +153,7 @@ def test_commits_wait_for_the_metastore_lock_and_give_up_after_its_timeout(
         # The lock was given back: another committer takes it at once.
         with C.HiveTableLock(hms.client, db, name, acquire_timeout_s=2):
             pass
-    assert [r for r in P.read_rows(P.catalog(hive_metastore.warehouse).get_table(ident), {"scan.tag-name": "free"})]
+    assert P.read_rows(P.catalog(hive_metastore.warehouse).get_table(ident), {"scan.tag-name": "free"})
 
 
 def test_the_commit_guard_holds_the_lock_around_commit_files_only(hive_metastore: C.HiveMetastore) -> None:

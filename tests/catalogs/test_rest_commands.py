@@ -8,6 +8,7 @@ re-read through it by both."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from pypaimon import CatalogFactory
 
 from tablekeeper.cli.main import main
 from tablekeeper.core import catalogs, errors
+from tablekeeper.core.catalogs.rest import RestCatalog
 from tests.support import catalogs as C
 from tests.support import paimon as P
 from tests.support.javapaimon import JavaPaimon
@@ -59,7 +61,14 @@ def test_tables_and_locations_come_from_the_server_with_its_data_token(rest_cata
     try:
         assert db in catalog.list_databases()
         assert catalog.list_tables(db) == [name]
-        assert getattr(catalog, "data_token_enabled") is True
+        assert isinstance(catalog, RestCatalog) and catalog.data_token_enabled
+        assert catalog.data_token(ident) == {}  # the test server's token is dummy credentials (akId, ...)
+        fetched = catalog.data_token_expires_ms(ident)
+        assert fetched is not None and fetched > time.time() * 1000 + 60_000
+        # A token about to expire is fetched again (the server hands out the one it keeps, or a new one).
+        catalog._tokens[ident] = ({}, int(time.time() * 1000) + 1_000)
+        catalog.data_token(ident)
+        assert catalog.data_token_expires_ms(ident) == fetched
         table, resolved = catalogs.open_catalog_table(catalog, ident)
         assert Path(resolved.location) == Path(rest_catalog_server.data_path) / f"{db}.db" / name
         assert table.latest_snapshot_id() == 3

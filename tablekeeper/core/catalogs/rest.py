@@ -140,6 +140,16 @@ class RestCatalog(Catalog):
                 self._tokens[identifier] = cached
             return {k: v for k, v in cached[0].items() if k.startswith(("fs.", "s3.", "oss.", "dlf."))}
 
+    def data_token_expires_ms(self, identifier: str) -> int | None:
+        """When the data token last fetched for the table expires (epoch ms), or None."""
+        cached = self._tokens.get(identifier)
+        return None if cached is None else cached[1]
+
+    def forget_data_token(self, identifier: str) -> None:
+        """Drop the cached token (the store refused it): the next open fetches a new one."""
+        with self._tokens_lock:
+            self._tokens.pop(identifier, None)
+
     def owner(self, operation: Operation) -> Owner:
         return Owner.CATALOG if operation in SERVER_OWNED else Owner.STORAGE
 
