@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from tablekeeper.core.paimon.table import Table
     from tablekeeper.core.partitions import PartitionPlan
 
-__all__ = ["catalog_option", "catalog_options", "open_catalog_table", "opened", "apply_partition_expiry"]
+__all__ = ["catalog_option", "catalog_options", "open_catalog_table", "opened", "apply_partition_expiry",
+           "refuse_on_spark"]
 
 F = TypeVar("F", bound="Callable[..., Any]")
 _OPTIONS_META = "tablekeeper.catalog_options"
@@ -78,6 +79,17 @@ def open_catalog_table(table: str, warehouse: str | None, storage_options: Mappi
     if note:
         click.echo(f"note: {note}", err=True)
     return t
+
+
+def refuse_on_spark() -> None:
+    """``--engine spark`` on a table opened through a catalog: refused. The Spark job opens its
+    table by warehouse path, so it would neither take the catalog's lock nor use its vended
+    credentials."""
+    resolved = opened()
+    if resolved is not None:
+        raise errors.CatalogError(
+            f"--engine spark does not open tables through the {resolved.catalog.metastore} catalog yet (its commits "
+            "would not take the catalog's lock)", option="metastore", fix="run it in-process (drop --engine spark)")
 
 
 def opened() -> CatalogTable | None:

@@ -233,6 +233,7 @@ def _run_on_spark(operation: str, t: Table, options: tuple[str, ...], dry_run: b
     from tablekeeper.core.storage import requests as storage_requests
     from tablekeeper.spark import dispatch, job_request
 
+    catalog_tables.refuse_on_spark()
     if "." not in t.identifier or not t.root.rstrip("/").rsplit("/", 2)[-2].endswith(".db"):
         raise errors.InvalidInputError(f"--engine spark needs a warehouse table, not {t.root}",
                                        fix="pass --warehouse URI and the table as database.table")

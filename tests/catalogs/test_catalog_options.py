@@ -80,3 +80,21 @@ def test_a_catalog_spec_with_a_metastore_the_operator_does_not_read_is_refused(m
     with pytest.raises((InvalidSpecError, ValueError), match="not maintained by the operator"):
         PaimonCatalogSpec.model_validate({"warehouse": "/data/warehouse", "metastore": metastore})
     assert PaimonCatalogSpec.model_validate({"warehouse": "/data/warehouse"}).metastore == "filesystem"
+
+
+def test_a_catalog_table_is_not_sent_to_spark(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The Spark job opens its table by path: it would take neither the catalog's lock nor its credentials."""
+    from pypaimon import CatalogFactory
+
+    options = {"metastore": "jdbc", "uri": f"jdbc:sqlite:{tmp_path / 'catalog.sqlite'}",
+               "warehouse": str(tmp_path / "wh"), "lock.enabled": "true"}
+    t = P.create_table(CatalogFactory.create({k: v for k, v in options.items() if k != "lock.enabled"}), "db.orders",
+                       P.ORDERS_SCHEMA, options={"bucket": "-1"})
+    P.write(t, P.rows("2024-01-01", 0, 1))
+    args = [a for k, v in options.items() for a in ("--catalog-option", f"{k}={v}")]
+    before = P.dir_listing(tmp_path / "wh")
+    assert main(["expire", *args, "db.orders", "--engine", "spark", "-o", "json"]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["error"]["option"] == "metastore" and "--engine spark" in doc["error"]["message"]
+    assert P.dir_listing(tmp_path / "wh") == before
+    assert main(["tag", "create", *args, "db.orders", "t1"]) == 0  # in-process, under the catalog's lock
