@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from tablekeeper.core.partitions import PartitionPlan
 
 __all__ = ["catalog_option", "catalog_options", "open_catalog_table", "opened", "apply_partition_expiry",
-           "refuse_on_spark"]
+           "refuse_on_spark", "served_by_catalog"]
 
 F = TypeVar("F", bound="Callable[..., Any]")
 _OPTIONS_META = "tablekeeper.catalog_options"
@@ -79,6 +79,73 @@ def open_catalog_table(table: str, warehouse: str | None, storage_options: Mappi
     if note:
         click.echo(f"note: {note}", err=True)
     return t
+
+
+#: Commands the REST API carries out, and how their options map onto its calls.
+_SERVED = ("tag create", "tag delete", "branch create", "branch drop", "branch fast-forward")
+
+
+def served_by_catalog(func: F) -> F:
+    """A tag or branch command on a table whose catalog owns the operation (REST): carried out
+    through the catalog's API instead of storage; the options the API has no field for are
+    refused. Other catalogs: the command runs as written. (Below ``_maintains``: the operation
+    name is the command's lease name.)"""
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        given = catalog_options()
+        if given is None or given.get("metastore", "").strip().lower() != "rest":
+            return func(*args, **kwargs)
+        ctx = click.get_current_context()
+        operation = ctx.command_path.split(" ", 1)[1] if " " in ctx.command_path else ctx.command_path
+        if operation not in _SERVED:
+            return func(*args, **kwargs)  # refused when the table is opened (catalog.refuse_unless_storage)
+        return _through_rest(operation, given, kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _refuse(flag: str, operation: str) -> None:
+    raise errors.CatalogError(f"'{operation}' through the REST catalog has no {flag}", option="metastore",
+                              fix=f"drop {flag}: the REST API does not offer it")
+
+
+def _through_rest(operation: str, given: Mapping[str, str], params: Mapping[str, Any]) -> None:
+    import json
+
+    from tablekeeper.core import catalogs
+    from tablekeeper.core.catalogs.rest import RestCatalog
+
+    catalog = catalogs.open_catalog(given, warehouse=params.get("warehouse"))
+    click.get_current_context().call_on_close(catalog.close)
+    assert isinstance(catalog, RestCatalog)
+    ident, name = str(params["table"]), str(params["name"])
+    catalog.resolve(ident, {})  # the table exists (TableNotFoundError otherwise)
+    if params.get("branch", "main") != "main":
+        _refuse("--branch", operation)
+    for flag in ("timestamp", "from_snapshot", "backup", "force"):
+        if params.get(flag):
+            _refuse("--" + flag.replace("_", "-"), operation)
+    if operation == "branch create" and not (params.get("from_tag") or params.get("empty")):
+        raise errors.CatalogError("'branch create' through the REST catalog needs --from-tag or --empty",
+                                  option="metastore", fix="pass --from-tag TAG or --empty")
+    dry_run = bool(params.get("dry_run"))
+    calls = {
+        "tag create": lambda: catalog.create_tag(ident, name, params.get("snapshot"), params.get("time_retained")),
+        "tag delete": lambda: catalog.delete_tag(ident, name),
+        "branch create": lambda: catalog.create_branch(ident, name, params.get("from_tag")),
+        "branch drop": lambda: catalog.drop_branch(ident, name),
+        "branch fast-forward": lambda: catalog.fast_forward(ident, name),
+    }
+    if not dry_run:
+        calls[operation]()
+    action = ("would-" if dry_run else "") + "call the REST catalog"
+    if params.get("output") == "json":
+        click.echo(json.dumps({"operation": operation, "table": ident, "name": name, "dry_run": dry_run,
+                               "through": "rest", "action": action}, indent=2))
+    else:
+        click.echo(f"{operation} {name!r} on {ident}: {'would go' if dry_run else 'done'} through the REST catalog")
 
 
 def refuse_on_spark() -> None:

@@ -305,6 +305,7 @@ def tag_group() -> None:
 @click.option("--dry-run", is_flag=True, help="Show what would be created.")
 @_common
 @_maintains("tag create")
+@catalog_tables.served_by_catalog
 def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | None, time_retained: str | None,
                branch: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Create tag NAME on TABLE (idempotent; never moves an existing tag)."""
@@ -330,6 +331,7 @@ def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | Non
 @click.option("--dry-run", is_flag=True, help="Print the cleanup plan, delete nothing.")
 @_common
 @_maintains("tag delete")
+@catalog_tables.served_by_catalog
 def tag_delete(table: str, name: str, branch: str, force: bool, parallelism: int | None, dry_run: bool,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete tag NAME and the files only it still references."""
@@ -420,6 +422,7 @@ def branch_group() -> None:
 @click.option("--dry-run", is_flag=True)
 @_common
 @_maintains("branch create")
+@catalog_tables.served_by_catalog
 def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: int | None, empty: bool,
                   dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Create branch NAME of TABLE."""
@@ -440,6 +443,7 @@ def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: in
 @click.option("--dry-run", is_flag=True)
 @_common
 @_maintains("branch drop")
+@catalog_tables.served_by_catalog
 def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                 output: str) -> None:
     """Drop branch NAME (its own data files become orphans for clean-orphans)."""
@@ -457,6 +461,7 @@ def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, opt
 @click.option("--dry-run", is_flag=True)
 @_common
 @_maintains("branch fast-forward")
+@catalog_tables.served_by_catalog
 def branch_fast_forward(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                         output: str) -> None:
     """Merge branch NAME into main: main then reads exactly what the branch reads."""

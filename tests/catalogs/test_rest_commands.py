@@ -80,18 +80,44 @@ def test_tables_and_locations_come_from_the_server_with_its_data_token(rest_cata
         catalog.close()
 
 
-def test_server_owned_operations_are_refused_with_one_line_and_change_nothing(
+def test_server_owned_operations_without_an_api_call_are_refused_with_one_line_and_change_nothing(
         rest_catalog_server: C.RestCatalogServer, capsys: pytest.CaptureFixture[str]) -> None:
     ident = _table(rest_catalog_server)
     db, name = ident.split(".")
     root = Path(rest_catalog_server.data_path) / f"{db}.db" / name
     before = P.dir_listing(root)
-    for args in (["tag", "create", ident, "t1"], ["branch", "create", ident, "b1", "--empty"]):
+    options = _cli(rest_catalog_server.catalog_options())
+    for args in (["tag", "rename", ident, "a", "b"], ["branch", "replace-main", ident, "b1"],
+                 ["expire-partitions", ident, "--expiration-time", "1 d"], ["tag", "create", ident, "t", "--timestamp", "1"],
+                 ["branch", "create", ident, "b2", "--from-snapshot", "1"]):
         capsys.readouterr()
-        assert main([*args, *_cli(rest_catalog_server.catalog_options())]) == 2
+        assert main([*args, *options]) == 2, args
         err = capsys.readouterr().err
-        assert "owned by the rest catalog" in err and len(err.strip().splitlines()) == 2
+        assert "rest catalog" in err.lower() and len(err.strip().splitlines()) == 2, (args, err)
     assert P.dir_listing(root) == before
+
+
+def test_tag_and_branch_commands_go_through_the_server(rest_catalog_server: C.RestCatalogServer,
+                                                        catalog_java: JavaPaimon,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    ident = _table(rest_catalog_server)
+    options = _cli(rest_catalog_server.catalog_options())
+    py = CatalogFactory.create(rest_catalog_server.catalog_options())
+    assert main(["tag", "create", *options, ident, "t1", "--snapshot", "2", "--dry-run"]) == 0
+    assert py.list_tags_paged(ident).elements == []
+    assert main(["tag", "create", *options, ident, "t1", "--snapshot", "2"]) == 0
+    assert py.list_tags_paged(ident).elements == ["t1"]
+    assert _py_ids(rest_catalog_server, ident, {"scan.tag-name": "t1"}) == [0, 10]
+    assert _java_ids(catalog_java, rest_catalog_server, ident, {"scan.tag-name": "t1"}) == [0, 10]
+    assert main(["branch", "create", *options, ident, "b1", "--empty"]) == 0
+    assert py.list_branches(ident) == ["b1"]
+    capsys.readouterr()
+    assert main(["branch", "drop", *options, ident, "b1", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["through"] == "rest"
+    assert py.list_branches(ident) == []
+    assert main(["tag", "delete", *options, ident, "t1"]) == 0
+    assert py.list_tags_paged(ident).elements == []
+    assert _py_ids(rest_catalog_server, ident) == _java_ids(catalog_java, rest_catalog_server, ident) == [0, 10, 20]
 
 
 def test_tags_branches_rollback_and_consumers_go_through_the_server(

@@ -77,6 +77,9 @@ class RestCatalog(Catalog):
             if e.code in (401, 403):
                 raise errors.CatalogError(f"the REST catalog at {self.uri} refused the token (HTTP {e.code})",
                                           option="token", fix="set token to a valid (unexpired) bearer token") from e
+            if e.code == 409:
+                raise errors.AlreadyExistsError(f"the REST catalog refused {method} {path.split('?')[0]}: it exists "
+                                                "already (HTTP 409)", fix="choose another name, or delete it first") from e
             if e.code == 404:
                 raise errors.NotFoundError(f"the REST catalog has no {path.split('?')[0]}",
                                            fix="check the database.table name") from e
