@@ -690,6 +690,15 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
 
 
 # ----------------------------------------------------------------------------------- show
+def _add_catalog_commands() -> None:
+    from tablekeeper.cli.catalog_commands import catalog_group
+
+    cli.add_command(catalog_group)
+
+
+_add_catalog_commands()
+
+
 @cli.command("show")
 @click.argument("table")
 @_common

@@ -124,6 +124,13 @@ def test_the_location_comes_from_the_metastore_and_other_tables_are_skipped(
             catalog.resolve(f"{db}.csv_events", {})
     finally:
         catalog.close()
+    capsys.readouterr()
+    assert main(["catalog", "tables", db, *_hive(hive_metastore), "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "metastore": "hive", "database": db, "tables": [f"{db}.orders"],
+        "skipped": [{"table": f"{db}.csv_events", "reason": "not a Paimon table (table_type=none)"}]}
+    assert main(["catalog", "databases", *_hive(hive_metastore)]) == 0
+    assert db in capsys.readouterr().out.split()
     # The CLI tags the table where the metastore says it is; a non-Paimon table is one line, exit 2.
     assert main(["tag", "create", *_hive(hive_metastore), f"{db}.orders", "first"]) == 0
     assert P.read_rows(P.catalog(elsewhere).get_table(f"{db}.orders"), {"scan.tag-name": "first"})
