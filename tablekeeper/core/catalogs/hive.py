@@ -124,6 +124,15 @@ class HiveLock:
             self._conn.client.unlock(ttypes.UnlockRequest(lockid=self.lock_id))
             self.lock_id = None
 
+    def close(self) -> None:
+        """Release (if held) and close the lock's connection."""
+        try:
+            self.release()
+        finally:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
 
 class HiveCatalog(Catalog):
     metastore = "hive"
@@ -132,6 +141,7 @@ class HiveCatalog(Catalog):
         super().__init__(options)
         self.uri = options.require("uri", "the metastore's thrift://host:port")
         self._conn = _Connection(self.uri)
+        self._locks: list[HiveLock] = []
 
     @property
     def client(self) -> Any:
@@ -183,7 +193,9 @@ class HiveCatalog(Catalog):
         if not self.options.lock_enabled:
             return None
         db, name = split_identifier(identifier)
-        return HiveLock(self.uri, db, name, self.options)
+        lock = HiveLock(self.uri, db, name, self.options)
+        self._locks.append(lock)
+        return lock
 
     def drop_partitions(self, table: CatalogTable, partitions: Sequence[Mapping[str, str]]) -> int:
         _, ttypes = _thrift()
@@ -201,4 +213,7 @@ class HiveCatalog(Catalog):
         return dropped
 
     def close(self) -> None:
+        for lock in self._locks:
+            lock.close()
+        self._locks.clear()
         self._conn.close()

@@ -127,6 +127,12 @@ class JdbcLock:
         conn.cursor().execute(f"DELETE FROM {LOCK_TABLE} WHERE lock_id = {mark}", (self.lock_id,))
         conn.commit()
 
+    def close(self) -> None:
+        """Close the lock's connection (a lock still held is left to expire, as Paimon's)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
 
 class JdbcCatalog(Catalog):
     metastore = "jdbc"
@@ -137,6 +143,7 @@ class JdbcCatalog(Catalog):
         self.warehouse = options.require("warehouse", "where the catalog's tables are")
         self.dialect, self._conn = _connect(options)
         self._mark = "%s" if self.dialect == "postgresql" else "?"
+        self._locks: list[JdbcLock] = []
 
     def _rows(self, sql: str, *args: str) -> list[tuple[Any, ...]]:
         cur = self._conn.cursor()
@@ -172,7 +179,12 @@ class JdbcCatalog(Catalog):
         if not self.options.lock_enabled:
             return None
         db, name = split_identifier(identifier)
-        return JdbcLock(self.options, self.catalog_key, db, name)
+        lock = JdbcLock(self.options, self.catalog_key, db, name)
+        self._locks.append(lock)
+        return lock
 
     def close(self) -> None:
+        for lock in self._locks:
+            lock.close()
+        self._locks.clear()
         self._conn.close()
