@@ -54,8 +54,14 @@ def catalog_options() -> Mapping[str, str] | None:
     return None if ctx is None else ctx.meta.get(_OPTIONS_META)
 
 
+#: Commands whose whole commit holds the catalog lock (short, several commit files each); the long
+#: ones (expire, clean-orphans) take it per commit file instead, so writers are not held up.
+_LOCKED_FOR_THE_COMMAND = ("tag create", "tag delete", "tag rename", "tag replace", "branch create", "branch drop",
+                           "branch fast-forward", "branch replace-main", "branch rename", "expire-partitions")
+
+
 def open_catalog_table(table: str, warehouse: str | None, storage_options: Mapping[str, Any], branch: str,
-                       operation: str | None) -> Table | None:
+                       operation: str | None, *, dry_run: bool = False) -> Table | None:
     """The table through its catalog, or None when the command names no catalog other than the
     filesystem's (the caller opens it as before). Refuses, before anything is read further, an
     operation the catalog owns; says once what running without a lock means on an object store."""
@@ -75,6 +81,9 @@ def open_catalog_table(table: str, warehouse: str | None, storage_options: Mappi
                                   option="metastore", fix="give database.table: the catalog says where it is")
     t, resolved = catalogs.open_catalog_table(catalog, table, branch=branch, storage_options=storage_options)
     ctx.meta[_OPENED_META] = resolved
+    guard = t.file_io.commit_guard
+    if guard is not None and operation in _LOCKED_FOR_THE_COMMAND and not dry_run:
+        ctx.with_resource(guard.held())  # one commit: no other committer between its files
     note = catalogs.unlocked_note(catalog, t) if operation is not None else None
     if note:
         click.echo(f"note: {note}", err=True)

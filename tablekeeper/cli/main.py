@@ -132,7 +132,8 @@ def _open_table(table: str, warehouse: str | None, options: tuple[str, ...], bra
     opts = _parse_options(options)
     ctx = click.get_current_context(silent=True)
     wanted = ctx.meta.get(_LEASE_META) if ctx is not None else None
-    through = catalog_tables.open_catalog_table(table, warehouse, opts, branch, wanted[0] if wanted else None)
+    through = catalog_tables.open_catalog_table(table, warehouse, opts, branch, wanted[0] if wanted else None,
+                                                dry_run=bool(wanted and wanted[2]))
     if through is not None:
         if ctx is not None:
             ctx.meta.setdefault(_IO_META, through.file_io)

@@ -178,3 +178,32 @@ def test_the_commit_guard_holds_the_lock_around_commit_files_only(hive_metastore
         assert guard.acquisitions == 1
     finally:
         catalog.close()
+
+
+def test_a_partition_drop_holds_the_metastore_lock_for_its_whole_commit(
+        hive_metastore: C.HiveMetastore, capsys: pytest.CaptureFixture[str]) -> None:
+    """From the metastore drop to the storage commit no other committer gets the table's lock."""
+    ident, _ = _partitioned_table(hive_metastore)
+    db, name = ident.split(".")
+    seen: list[str] = []
+
+    def another_committer(point: str) -> None:
+        if point != catalogs.tables.CATALOG_DROPPED:
+            return
+        with C.hms_client(hive_metastore) as hms:
+            try:
+                C.HiveTableLock(hms.client, db, name, acquire_timeout_s=0.5, check_max_sleep_s=0.1).acquire()
+                seen.append("acquired")
+            except TimeoutError:
+                seen.append("waited")
+
+    with seams.installed(another_committer):
+        assert main(["expire-partitions", *_hive(hive_metastore, "lock.enabled=true"), ident, "--expiration-time",
+                     "3 d", "--timestamp-formatter", "yyyy-MM-dd", "--zone-known", "--now", "2024-01-10T00:00:00Z",
+                     "-o", "json"]) == 0
+    assert seen == ["waited"]
+    assert json.loads(capsys.readouterr().out)["dropped"] == 2
+    with C.hms_client(hive_metastore) as hms:  # released at the command's end
+        with C.HiveTableLock(hms.client, db, name, acquire_timeout_s=2):
+            pass
+        assert C.metastore_partitions(hms.client, db, name) == [{"dt": "2024-01-09"}]

@@ -4,8 +4,9 @@ Paimon's writers take the catalog lock (``lock.enabled``) around their snapshot 
 an object store their check-then-rename is not atomic. tablekeeper's own writes are conditional
 (create-if-absent), but that does not stop a locked writer's check-then-rename from overwriting
 them: so every write tablekeeper makes into a table's snapshot, tag, branch or schema files
-happens while it holds the same lock. The guard is reentrant per thread: a multi-file commit may
-hold it once across all its writes, and each write inside takes nothing more."""
+happens while it holds the same lock. The guard is reentrant within the process: a command holds
+it once across a multi-file commit (fast-forward, replace-main, a partition drop), and each write
+inside takes nothing more."""
 
 from __future__ import annotations
 
@@ -40,8 +41,8 @@ class TableCommitGuard:
         self.table_root = table_root.rstrip("/") + "/"
         self._make_lock = make_lock
         self._lock: TableLock | None = None
-        self._local = threading.local()
-        self._mutex = threading.Lock()  # one thread of this process holds the catalog lock at a time
+        self._mutex = threading.Lock()
+        self._holders = 0
         #: how many times the catalog lock was acquired (shown by tests and --output json)
         self.acquisitions = 0
 
@@ -53,22 +54,20 @@ class TableCommitGuard:
 
     @contextmanager
     def held(self) -> Iterator[None]:
-        depth: int = getattr(self._local, "depth", 0)
-        if depth:
-            self._local.depth = depth + 1
-            try:
-                yield
-            finally:
-                self._local.depth -= 1
-            return
+        """Hold the catalog lock: acquired by the first holder in this process, released by the
+        last. Reentrant across threads, so a command holding it for its whole commit never waits
+        on itself when one of its threads writes a commit file."""
         with self._mutex:
-            if self._lock is None:
-                self._lock = self._make_lock()
-            self._lock.acquire()
-            self.acquisitions += 1
-            self._local.depth = 1
-            try:
-                yield
-            finally:
-                self._local.depth = 0
-                self._lock.release()
+            if self._holders == 0:
+                if self._lock is None:
+                    self._lock = self._make_lock()
+                self._lock.acquire()
+                self.acquisitions += 1
+            self._holders += 1
+        try:
+            yield
+        finally:
+            with self._mutex:
+                self._holders -= 1
+                if self._holders == 0 and self._lock is not None:
+                    self._lock.release()
