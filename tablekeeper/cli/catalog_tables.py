@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from tablekeeper.core.catalogs import CatalogTable
-    from tablekeeper.core.paimon.table import Table
+    from tablekeeper.core.paimon import Table
     from tablekeeper.core.partitions import PartitionPlan
 
 __all__ = ["catalog_option", "catalog_options", "open_catalog_table", "opened", "apply_partition_expiry",
@@ -124,7 +124,7 @@ def _through_rest(operation: str, given: Mapping[str, str], params: Mapping[str,
     import json
 
     from tablekeeper.core import catalogs
-    from tablekeeper.core.catalogs.rest import RestCatalog
+    from tablekeeper.core.catalogs import RestCatalog
 
     catalog = catalogs.open_catalog(given, warehouse=params.get("warehouse"))
     click.get_current_context().call_on_close(catalog.close)

@@ -74,7 +74,7 @@ def test_the_filesystem_catalog_is_the_default_and_lists_its_warehouse(tmp_path:
 
 @pytest.mark.parametrize("metastore", ["hive", "jdbc", "rest"])
 def test_a_catalog_spec_with_a_metastore_the_operator_does_not_read_is_refused(metastore: str) -> None:
-    from tablekeeper.core.policy.catalog import PaimonCatalogSpec
+    from tablekeeper.core.policy.specs.catalog import PaimonCatalogSpec
     from tablekeeper.core.policy.validation import InvalidSpecError
 
     with pytest.raises((InvalidSpecError, ValueError), match="not maintained by the operator"):

@@ -8,7 +8,7 @@ import click
 
 from tablekeeper.cli.main import cli
 from tablekeeper.cli.reference import anchor, commands, render_options, render_reference
-from tablekeeper.core.policy.retention import PAIMON_OPTIONS
+from tablekeeper.core.policy.specs.retention import PAIMON_OPTIONS
 
 
 def test_every_command_and_option_is_in_the_cli_reference() -> None:

@@ -9,42 +9,24 @@ naming the option, never a fallback to the filesystem. The catalog lock is taken
 table's FileIO (``commit_guard``), around every snapshot, tag, branch and schema file written.
 """
 
-from __future__ import annotations
+# isort: skip_file
+from typing import TYPE_CHECKING
 
-from collections.abc import Mapping
+from tablekeeper.core import lazy
 
-from tablekeeper.core.catalogs.catalog import Catalog, CatalogTable, Operation, Owner, SkippedTable
-from tablekeeper.core.catalogs.commit_lock import COMMIT_DIRS, TableCommitGuard, TableLock
-from tablekeeper.core.catalogs.options import IGNORED_OPTIONS, METASTORES, CatalogOptions, parse_catalog_options
-from tablekeeper.core.catalogs.tables import expire_partitions, metastore_spec, open_catalog_table, unlocked_note
+_PUBLIC = {"open_catalog": "by_metastore", "Catalog": "catalog", "CatalogTable": "catalog", "Operation": "catalog",
+    "Owner": "catalog", "TableCommitGuard": "commit_lock", "parse_catalog_options": "options", "RestCatalog": "rest",
+    "expire_partitions": "tables", "metastore_spec": "tables", "open_catalog_table": "tables",
+    "unlocked_note": "tables"}
+__all__ = sorted(_PUBLIC)
 
-__all__ = [
-    "COMMIT_DIRS", "Catalog", "CatalogOptions", "CatalogTable", "IGNORED_OPTIONS", "METASTORES", "Operation", "Owner",
-    "SkippedTable", "TableCommitGuard", "TableLock", "expire_partitions", "metastore_spec", "open_catalog",
-    "open_catalog_table", "parse_catalog_options", "unlocked_note",
-]
-
-
-def open_catalog(options: Mapping[str, str] | CatalogOptions, *, warehouse: str | None = None) -> Catalog:
-    """The catalog ``options`` describe, connected (Hive, JDBC and REST are reached here).
-
-    Raises:
-        CatalogError: an unknown or unimplemented metastore or option, a missing option, a server
-            that does not answer or refuses the credentials (the error names the option).
-    """
-    parsed = options if isinstance(options, CatalogOptions) else parse_catalog_options(options, warehouse=warehouse)
-    if parsed.metastore == "hive":
-        from tablekeeper.core.catalogs.hive import HiveCatalog
-
-        return HiveCatalog(parsed)
-    if parsed.metastore == "jdbc":
-        from tablekeeper.core.catalogs.jdbc import JdbcCatalog
-
-        return JdbcCatalog(parsed)
-    if parsed.metastore == "rest":
-        from tablekeeper.core.catalogs.rest import RestCatalog
-
-        return RestCatalog(parsed)
-    from tablekeeper.core.catalogs.filesystem import FilesystemCatalog
-
-    return FilesystemCatalog(parsed)
+if TYPE_CHECKING:
+    from .by_metastore import open_catalog as open_catalog
+    from .catalog import Catalog as Catalog, CatalogTable as CatalogTable, Operation as Operation, Owner as Owner
+    from .commit_lock import TableCommitGuard as TableCommitGuard
+    from .options import parse_catalog_options as parse_catalog_options
+    from .rest import RestCatalog as RestCatalog
+    from .tables import (expire_partitions as expire_partitions, metastore_spec as metastore_spec,
+        open_catalog_table as open_catalog_table, unlocked_note as unlocked_note)
+else:
+    __getattr__, __dir__ = lazy.public_names(__name__, _PUBLIC)

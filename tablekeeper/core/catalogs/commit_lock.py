@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
-from tablekeeper.core.paimon import layout
+from tablekeeper.core import paimon
 
 __all__ = ["TableLock", "TableCommitGuard", "COMMIT_DIRS"]
 
 #: The table directories whose files are commits (under the table root; ``branch/`` holds each
 #: branch's own snapshot, tag and schema directories).
-COMMIT_DIRS = (layout.SNAPSHOT_DIR, layout.TAG_DIR, layout.BRANCH_DIR, layout.SCHEMA_DIR)
+COMMIT_DIRS = (paimon.SNAPSHOT_DIR, paimon.TAG_DIR, paimon.BRANCH_DIR, paimon.SCHEMA_DIR)
 
 
 class TableLock(Protocol):

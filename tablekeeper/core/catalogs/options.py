@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tablekeeper.core import errors
-from tablekeeper.core.durations import parse_duration
+from tablekeeper.core.values import parse_duration
 
 __all__ = ["CatalogOptions", "METASTORES", "parse_catalog_options", "LOCK_ACQUIRE_TIMEOUT_S", "LOCK_CHECK_MAX_SLEEP_S", "IGNORED_OPTIONS"]
 

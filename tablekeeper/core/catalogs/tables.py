@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tablekeeper.core import seams
+from tablekeeper.core import concurrency, paimon
 from tablekeeper.core.catalogs.catalog import Catalog, CatalogTable
 from tablekeeper.core.catalogs.commit_lock import TableCommitGuard
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.table import Table, open_table_path
+from tablekeeper.core.paimon import Table, open_table_path
 from tablekeeper.core.storage import FileIO
 
 __all__ = ["open_catalog_table", "expire_partitions", "metastore_spec", "unlocked_note", "CATALOG_DROPPED"]
@@ -23,7 +22,7 @@ __all__ = ["open_catalog_table", "expire_partitions", "metastore_spec", "unlocke
 CATALOG_DROPPED = "expire-partitions:catalog-dropped"
 
 
-def open_catalog_table(catalog: Catalog, identifier: str, *, branch: str = layout.MAIN,
+def open_catalog_table(catalog: Catalog, identifier: str, *, branch: str = paimon.MAIN,
                        storage_options: Mapping[str, Any] | None = None) -> tuple[Table, CatalogTable]:
     """The table ``db.table`` where its catalog says it is, read with the catalog's credentials,
     its commits guarded by the catalog's lock (when ``lock.enabled``)."""
@@ -66,7 +65,7 @@ def expire_partitions(resolved: CatalogTable, table: Table, specs: Sequence[Mapp
     elsewhere = _partitions_on_other_branches(table, resolved)
     in_catalog = [s for s in specs if tuple(sorted(s.items())) not in elsewhere]
     dropped = resolved.catalog.drop_partitions(resolved, in_catalog)
-    seams.point(CATALOG_DROPPED)
+    concurrency.point(CATALOG_DROPPED)
     return dropped, commit()
 
 
