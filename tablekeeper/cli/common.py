@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from tablekeeper.cli import catalog_tables
 from tablekeeper.core import errors, paimon
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def common_options(func: F) -> F:
     func = click.option("--warehouse", "-w", envvar="TABLEKEEPER_WAREHOUSE", metavar="URI",
                         help="Warehouse URI (local path or s3://bucket/path); env TABLEKEEPER_WAREHOUSE. "
                              "Without it, TABLE is a table path.")(func)
-    return func
+    return catalog_tables.catalog_option(func)
 
 
 _PACING_META = "tablekeeper.pacing"
@@ -117,6 +118,14 @@ def _resolve_table(table: str, warehouse: str | None, options: tuple[str, ...], 
     from tablekeeper.core.paimon import open_table, open_table_path
 
     opts = parse_options(options)
+    ctx = click.get_current_context(silent=True)
+    wanted = ctx.meta.get(_LEASE_META) if ctx is not None else None
+    through = catalog_tables.open_catalog_table(table, warehouse, opts, branch, wanted[0] if wanted else None,
+                                                dry_run=bool(wanted and wanted[2]))
+    if through is not None:
+        if ctx is not None:
+            ctx.meta.setdefault(IO_META, through.file_io)
+        return through
     if warehouse or "/" in table or table.startswith("s3:"):
         t = open_table(warehouse, table, branch=branch, options=opts) if warehouse else \
             open_table_path(table, branch=branch, options=opts)

@@ -20,7 +20,18 @@ import sys
 import click
 
 from tablekeeper.cli import printer, results
-from tablekeeper.cli.commands import branches, consumers, demo, gitops, maintenance, operator, recovery, show, tags
+from tablekeeper.cli.commands import (
+    branches,
+    catalogs,
+    consumers,
+    demo,
+    gitops,
+    maintenance,
+    operator,
+    recovery,
+    show,
+    tags,
+)
 from tablekeeper.core import errors
 
 __all__ = ["main", "entry", "cli"]
@@ -46,7 +57,7 @@ def cli() -> None:
 for command in (tags.tag_group, branches.branch_group, maintenance.expire_cmd, maintenance.expire_changelog_cmd,
                 maintenance.expire_partitions_cmd, maintenance.clean_orphans_cmd, show.show, gitops.plan_cmd,
                 gitops.apply_cmd, demo.demo, operator.operator, recovery.rollback_cmd, recovery.check_cmd,
-                recovery.explain_cmd, consumers.consumer_group):
+                recovery.explain_cmd, consumers.consumer_group, catalogs.catalog_group):
     cli.add_command(command)
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tablekeeper.cli import common, printer, results
+from tablekeeper.cli import catalog_tables, common, printer, results
 from tablekeeper.core import errors
 
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ def run(operation: str, t: Table, options: tuple[str, ...], dry_run: bool, outpu
     from tablekeeper.core import storage
     from tablekeeper.spark import dispatch, job_request
 
+    catalog_tables.refuse_on_spark()
     if "." not in t.identifier or not t.root.rstrip("/").rsplit("/", 2)[-2].endswith(".db"):
         raise errors.InvalidInputError(f"--engine spark needs a warehouse table, not {t.root}",
                                        fix="pass --warehouse URI and the table as database.table")

@@ -122,6 +122,8 @@ def error(e: BaseException, *, partial: Mapping[str, Any] | None = None) -> dict
 
     if isinstance(e, errors.TablekeeperError):
         body = {"message": e.message, "fix": e.fix, "kind": e.reason}
+        if isinstance(e, errors.CatalogError) and e.option:  # the catalog option to set or check
+            body["option"] = e.option
     else:  # click's usage errors
         body = {"message": getattr(e, "format_message", lambda: str(e))(), "fix": "see --help",
                 "kind": "InvalidInput"}

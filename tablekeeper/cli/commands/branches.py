@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from tablekeeper.cli import common, printer, render, results
+from tablekeeper.cli import catalog_tables, common, printer, render, results
 from tablekeeper.core import errors
 
 __all__ = ["branch_group"]
@@ -24,6 +24,7 @@ def branch_group() -> None:
 @click.option("--dry-run", is_flag=True)
 @common.common_options
 @common.maintains("branch create")
+@catalog_tables.served_by_catalog
 def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: int | None, empty: bool,
                   dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Create branch NAME of TABLE."""
@@ -44,6 +45,7 @@ def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: in
 @click.option("--dry-run", is_flag=True)
 @common.common_options
 @common.maintains("branch drop")
+@catalog_tables.served_by_catalog
 def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                 output: str) -> None:
     """Drop branch NAME (its own data files become orphans for clean-orphans)."""
@@ -61,6 +63,7 @@ def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, opt
 @click.option("--dry-run", is_flag=True)
 @common.common_options
 @common.maintains("branch fast-forward")
+@catalog_tables.served_by_catalog
 def branch_fast_forward(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                         output: str) -> None:
     """Merge branch NAME into main: main then reads exactly what the branch reads."""

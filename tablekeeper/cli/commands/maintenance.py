@@ -6,7 +6,7 @@ from datetime import datetime
 
 import click
 
-from tablekeeper.cli import common, on_spark, printer, render, results
+from tablekeeper.cli import catalog_tables, common, on_spark, printer, render, results
 from tablekeeper.core import errors, paimon
 
 __all__ = ["expire_cmd", "expire_changelog_cmd", "expire_partitions_cmd", "clean_orphans_cmd"]
@@ -107,7 +107,7 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
                                            fix="pass --expiration-time or set partition.expiration-time")
         plan = partitions.plan_partition_expiry(t, config, datetime.fromtimestamp(common.now_ms(now) / 1000))
     summary = plan.summary()
-    dropped = None if dry_run else partitions.apply_partition_expiry(t, plan, options=common.parse_options(options))
+    dropped = None if dry_run else catalog_tables.apply_partition_expiry(t, plan, common.parse_options(options))
     payload = results.document(
         "expire-partitions", t.identifier, branch, dry_run=dry_run, action=None, notes=summary["notes"],
         result=None if dry_run else printer.nothing_deleted([]), dropped=dropped,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from tablekeeper.cli import common, printer, render, results
+from tablekeeper.cli import catalog_tables, common, printer, render, results
 from tablekeeper.core import paimon
 
 __all__ = ["tag_group"]
@@ -25,6 +25,7 @@ def tag_group() -> None:
 @click.option("--dry-run", is_flag=True, help="Show what would be created.")
 @common.common_options
 @common.maintains("tag create")
+@catalog_tables.served_by_catalog
 def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | None, time_retained: str | None,
                branch: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Create tag NAME on TABLE (idempotent; never moves an existing tag)."""
@@ -50,6 +51,7 @@ def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | Non
 @click.option("--dry-run", is_flag=True, help="Print the cleanup plan, delete nothing.")
 @common.common_options
 @common.maintains("tag delete")
+@catalog_tables.served_by_catalog
 def tag_delete(table: str, name: str, branch: str, force: bool, parallelism: int | None, dry_run: bool,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete tag NAME and the files only it still references."""

@@ -8,18 +8,18 @@ from typing import TYPE_CHECKING
 
 from tablekeeper.core import lazy
 
-_PUBLIC = {"branch_root": "layout", "CHANGELOG_DIR": "layout", "CHANGELOG_PREFIX": "layout", "CONSUMER_DIR": "layout",
-    "CONSUMER_PREFIX": "layout", "INDEX_DIR": "layout", "MAIN": "layout", "MANIFEST_DIR": "layout",
-    "parse_versioned_name": "layout", "SCHEMA_DIR": "layout", "SCHEMA_PREFIX": "layout", "SNAPSHOT_DIR": "layout",
-    "SNAPSHOT_PREFIX": "layout", "STATISTICS_DIR": "layout", "TAG_DIR": "layout", "Consumer": "metadata",
-    "decode_hint": "metadata", "EARLIEST": "metadata", "encode_hint": "metadata", "LATEST": "metadata",
-    "Snapshot": "metadata", "Tag": "metadata", "open_table": "table", "open_table_path": "table", "Table": "table",
-    "table_path": "table", "alter_options": "table_options", "diff_options": "table_options",
-    "options_hash": "table_options"}
+_PUBLIC = {"BRANCH_DIR": "layout", "branch_root": "layout", "CHANGELOG_DIR": "layout", "CHANGELOG_PREFIX": "layout",
+    "CONSUMER_DIR": "layout", "CONSUMER_PREFIX": "layout", "INDEX_DIR": "layout", "MAIN": "layout",
+    "MANIFEST_DIR": "layout", "parse_versioned_name": "layout", "SCHEMA_DIR": "layout", "SCHEMA_PREFIX": "layout",
+    "SNAPSHOT_DIR": "layout", "SNAPSHOT_PREFIX": "layout", "STATISTICS_DIR": "layout", "TAG_DIR": "layout",
+    "Consumer": "metadata", "decode_hint": "metadata", "EARLIEST": "metadata", "encode_hint": "metadata",
+    "LATEST": "metadata", "Snapshot": "metadata", "Tag": "metadata", "open_table": "table",
+    "open_table_path": "table", "Table": "table", "table_path": "table", "alter_options": "table_options",
+    "diff_options": "table_options", "options_hash": "table_options"}
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:
-    from .layout import (branch_root as branch_root, CHANGELOG_DIR as CHANGELOG_DIR,
+    from .layout import (BRANCH_DIR as BRANCH_DIR, branch_root as branch_root, CHANGELOG_DIR as CHANGELOG_DIR,
         CHANGELOG_PREFIX as CHANGELOG_PREFIX, CONSUMER_DIR as CONSUMER_DIR, CONSUMER_PREFIX as CONSUMER_PREFIX,
         INDEX_DIR as INDEX_DIR, MAIN as MAIN, MANIFEST_DIR as MANIFEST_DIR,
         parse_versioned_name as parse_versioned_name, SCHEMA_DIR as SCHEMA_DIR, SCHEMA_PREFIX as SCHEMA_PREFIX,

@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING
 from tablekeeper.core import lazy
 
 _PUBLIC = {"apply_partition_expiry": "expiration", "config_from_options": "expiration",
-    "PartitionConfig": "expiration", "plan_partition_expiry": "expiration"}
+    "list_partitions": "expiration", "PartitionConfig": "expiration", "PartitionPlan": "expiration",
+    "plan_partition_expiry": "expiration"}
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:
     from .expiration import (apply_partition_expiry as apply_partition_expiry,
-        config_from_options as config_from_options, PartitionConfig as PartitionConfig,
+        config_from_options as config_from_options, list_partitions as list_partitions,
+        PartitionConfig as PartitionConfig, PartitionPlan as PartitionPlan,
         plan_partition_expiry as plan_partition_expiry)
 else:
     __getattr__, __dir__ = lazy.public_names(__name__, _PUBLIC)

@@ -28,8 +28,8 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from tablekeeper.core.storage.backends import StoreIO, implementation
 from tablekeeper.core.storage.connections import Connection, connect
@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # fsspec (with asyncio and importlib.metadata) is imported fo
 
     from tablekeeper.core.storage import layers
 
-__all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult", "FileIO"]
+__all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult", "FileIO", "CommitGuard"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -72,6 +72,31 @@ def _changes_view(method: Callable[Concatenate[FileIO, P], R]) -> Callable[Conca
             self._views.changed(paths)
 
     return changing
+
+
+class CommitGuard(Protocol):
+    """A catalog's commit lock as the store sees it (``core.catalogs`` builds one): which paths are
+    commits (snapshot, tag, branch and schema files of one table) and the lock held around them.
+    ``held`` is reentrant, so a multi-file commit may hold it across all its writes."""
+
+    def covers(self, path: str) -> bool: ...
+
+    def held(self) -> AbstractContextManager[None]: ...
+
+
+def _commits(method: Callable[Concatenate[FileIO, P], R]) -> Callable[Concatenate[FileIO, P], R]:
+    """A write or rename: when a catalog lock is attached (:attr:`FileIO.commit_guard`) and the
+    path is one of its table's commit files, the write happens while the lock is held. This is the
+    one seam every commit tablekeeper makes passes through (tags, branches, snapshots, hints)."""
+    @functools.wraps(method)
+    def committing(self: FileIO, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        guard = self.commit_guard
+        if guard is not None and any(isinstance(a, str) and guard.covers(a) for a in args[:2]):
+            with guard.held():
+                return method(self, *args, **kwargs)
+        return method(self, *args, **kwargs)
+
+    return committing
 
 
 def _default_connection(scheme: str) -> Connection:
@@ -109,6 +134,8 @@ class FileIO:
         self.backend: StoreIO = implementation(self.store)(self.connection, self._calls, fs)
         self._cache = ReadCache()
         self._views = Views()
+        #: the catalog's commit lock for the table this FileIO opened (None: no catalog lock)
+        self.commit_guard: CommitGuard | None = None
 
     @classmethod
     def for_uri(cls, uri: str, options: Mapping[str, Any] | None = None,
@@ -349,6 +376,7 @@ class FileIO:
         return self.read_bytes(path).decode("utf-8")
 
     # -- writing ---------------------------------------------------------------------------
+    @_commits
     @_changes_view
     def write_new(self, path: str, data: bytes | str) -> None:
         """Create ``path`` atomically; ``FileExistsError`` if it is already there (the existing
@@ -366,6 +394,7 @@ class FileIO:
         """
         self.backend.write_new(path, _payload(data))
 
+    @_commits
     @_changes_view
     def overwrite(self, path: str, data: bytes | str) -> None:
         """Replace ``path`` (hint files): temp + ``os.replace`` locally, a plain PUT elsewhere."""
@@ -376,6 +405,7 @@ class FileIO:
         bytes: no re-serialisation)."""
         self.write_new(dst, self.read_bytes(src))
 
+    @_commits
     @_changes_view
     def rename(self, src: str, dst: str) -> None:
         """Rename a file or a directory; ``FileExistsError`` when ``dst`` exists.

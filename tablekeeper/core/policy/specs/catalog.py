@@ -107,7 +107,8 @@ class PaimonCatalogSpec(SpecModel):
     )
     metastore: Metastore = Field(
         default="filesystem",
-        description="Paimon metastore: filesystem (tested), hive, jdbc or rest (exist in pypaimon 2.1.0, untested).",
+        description="Paimon metastore. The operator and apply -f maintain filesystem catalogs; hive, jdbc and rest "
+        "are refused here (InvalidSpec) and maintained with the CLI's --catalog-option.",
     )
     options: dict[str, str] = Field(
         default_factory=dict,
@@ -152,6 +153,18 @@ class PaimonCatalogSpec(SpecModel):
                     fix="move it into the Secret named by credentialsSecretRef (same key)",
                     fields=(key,),
                 )
+        return value
+
+    @field_validator("metastore")
+    @classmethod
+    def _check_metastore(cls, value: str) -> str:
+        if value != "filesystem":
+            raise InvalidSpecError(
+                f"metastore {value!r} is not maintained by the operator or apply -f yet (their tables would be "
+                "treated as a filesystem warehouse)",
+                fix=f"maintain metastore={value} tables with the CLI (--catalog-option metastore={value} ...), or "
+                    "use metastore: filesystem",
+                fields=("metastore",))
         return value
 
     @property
