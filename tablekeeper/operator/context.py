@@ -27,7 +27,7 @@ from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import OperatorError
 from tablekeeper.reconcile import actions as A
 
-__all__ = ["TableContext", "table_context", "child_context", "not_ready"]
+__all__ = ["TableContext", "table_context", "child_context", "not_ready", "dependency_cause"]
 
 #: ``Ready=False`` reasons that do not hold the dependents: a lock another maintainer holds, a
 #: lost race, ownership being recorded: retried soon anyway.
@@ -147,3 +147,23 @@ async def child_context(rt: Runtime, view: View, child: Obj, table_name: str) ->
     except OperatorError as e:
         raise OperatorError(Reason.TABLE_NOT_READY, f"PaimonTable {table_name!r}: {e.reason}: {e.message}",
                             temporary=True, cause=e.cause or e.reason) from e
+
+
+#: Storage errors that are only a symptom while a dependency is not Ready.
+_SYMPTOMS = frozenset({Reason.TABLE_NOT_FOUND, Reason.CATALOG_UNREACHABLE})
+
+
+def dependency_cause(dependency: Obj | None, reason: str, message: str) -> OperatorError | None:
+    """A storage error (``reason``) seen while ``dependency`` (the catalog of a table, the table of
+    a child) is not Ready, not even judged yet: reported as the dependency's (``CatalogNotReady``,
+    ``TableNotReady``, transient), with the symptom in the message; None when the dependency is
+    Ready or the error is not a symptom."""
+    if dependency is None or reason not in _SYMPTOMS:
+        return None
+    ready = conditions.find(dependency.status.get("conditions"), conditions.READY)
+    if ready is not None and ready.get("status") == "True":
+        return None
+    state = f"{ready.get('reason')}" if ready is not None else "not checked yet"
+    kind = Reason.TABLE_NOT_READY if dependency.kind == "PaimonTable" else Reason.CATALOG_NOT_READY
+    return OperatorError(kind, f"{dependency.kind} {dependency.name!r} is not Ready ({state}); {reason}: {message}",
+                         temporary=True, cause=reason)

@@ -79,5 +79,7 @@ async def test_the_quick_start_ends_with_every_object_ready(real_harness: RealHa
     assert {name for kind, name in times if kind == "PaimonTable"} == {"orders", "events"}
     catalog = times[("PaimonCatalog", "demo")]
     children = max(t for (kind, _), t in times.items() if kind in ("PaimonTable", "PaimonTag", "PaimonBranch"))
+    for (kind, name), t in sorted(times.items(), key=lambda kv: kv[1]):
+        print(f"  {t} {kind} {name}")
     print(f"\nquick start: catalog Ready at {catalog}, last child Ready at {children} "
           f"({time.monotonic() - t_applied:.1f} s since the first apply)")

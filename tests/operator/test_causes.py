@@ -55,3 +55,27 @@ async def test_an_unreachable_warehouse_is_the_catalogs_cause_and_transient(harn
     await h.wait_condition("PaimonBranch", "fix", reason="Created")
     for kind, name in (("PaimonTable", "orders"), ("PaimonTag", "nightly"), ("PaimonBranch", "fix")):
         assert kstatus_of(h.status(kind, name)) == {}
+
+
+async def test_the_recheck_annotation_and_a_ready_catalog_wake_every_dependent(harness: Harness, warehouse: Path,
+                                                                               tmp_path: Path) -> None:
+    """With retries and periodic checks far away (10 min), only the re-check annotation on the
+    catalog and the nudges of its dependents can bring the table, a tag and a branch from that
+    tag to Ready within the test's wait."""
+    h = harness
+    late = tmp_path / "late-warehouse"
+    await h.start(fast_config(reconcile_interval=600.0, retry_base_delay=600.0, retry_max_delay=600.0))
+    await h.apply(obj("PaimonCatalog", "lake", {"warehouse": str(late), "writerTimeZone": "UTC"}))
+    await h.apply(obj("PaimonTable", "orders", {"catalogRef": {"kind": "PaimonCatalog", "name": "lake"},
+                                                "database": "sales", "table": "orders"}))
+    await h.apply(obj("PaimonTag", "nightly", {"tableRef": {"name": "orders"}, "snapshotId": 3}))
+    await h.apply(obj("PaimonBranch", "fix", {"tableRef": {"name": "orders"}, "fromTag": "nightly"}))
+    await h.wait_condition("PaimonTable", "orders", status="False", reason="CatalogNotReady")
+    await h.wait_condition("PaimonTag", "nightly", status="False", reason="TableNotReady")
+    await h.wait_condition("PaimonBranch", "fix", status="False", reason="TableNotReady")
+    shutil.copytree(warehouse, late)
+    await h.patch("PaimonCatalog", "lake", {"metadata": {"annotations": {"tablekeeper.io/recheck": "now"}}})
+    await h.wait_condition("PaimonCatalog", "lake", reason="Connected", timeout=30)
+    await h.wait_condition("PaimonTable", "orders", reason="Reconciled", timeout=30)
+    await h.wait_condition("PaimonTag", "nightly", reason="Created", timeout=30)
+    await h.wait_condition("PaimonBranch", "fix", reason="Created", timeout=30)

@@ -44,7 +44,7 @@ from tablekeeper.core.policy.tag import PaimonTagSpec
 from tablekeeper.operator import metrics, persistence
 from tablekeeper.operator.cluster.scopes import Member, ScopePlan, StatusRecordStore
 from tablekeeper.operator.cluster.view import Obj, TableInfo, View, parse
-from tablekeeper.operator.context import TableContext, child_context
+from tablekeeper.operator.context import TableContext, child_context, dependency_cause
 from tablekeeper.operator.runs.claims import spark_run_in_flight
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import conditions, markers, reasons
@@ -327,6 +327,9 @@ async def reconcile_child(rt: Runtime, view: View, obj: Obj, phase: Phase, retry
         result = "error" if outcome.failure else "success"
     except (OperatorError, core_errors.TablekeeperError, OSError) as e:
         failure = classify(e)
+        symptom = dependency_cause(view.get("PaimonTable", obj.namespace, spec.table_ref.name), failure.reason,
+                                   failure.message) if not obj.status.get("owned") else None
+        failure = classify(symptom) if symptom is not None else failure
         cause = e.cause if isinstance(e, OperatorError) else failure.reason
         lost = Reason.TABLE_NOT_FOUND in (failure.reason, cause) and obj.status.get("owned")  # table dropped
         outcome = failed_outcome(rt, obj, failure, now, retry=retry, backoff_limit=backoff_limit(spec),
