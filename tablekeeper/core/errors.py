@@ -120,7 +120,7 @@ class ConcurrentModificationError(TablekeeperError):
 
 
 class TableLockedError(TablekeeperError):
-    """Another tablekeeper process holds the table's maintenance lease (core/lease.py)."""
+    """Another tablekeeper process holds the table's maintenance lease (core/concurrency/lease.py)."""
 
     reason = "TableLocked"
 

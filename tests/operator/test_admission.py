@@ -11,7 +11,7 @@ from typing import Any
 import kubernetes
 import pytest
 
-from tablekeeper.core.policy.tag import PaimonTagSpec
+from tablekeeper.core.policy.specs.tag import PaimonTagSpec
 from tablekeeper.operator.crds.validations import IMMUTABLE_WHY
 from tests.support.k8s import CRDS, ApiServerEmulator, register_crds, url_of
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import tags as core_tags
 from tablekeeper.core.paimon.table import open_table
+from tablekeeper.core.refs import tags as core_tags
 from tests.operator.conftest import Harness, basic_objects, obj
 from tests.support import paimon as P
 

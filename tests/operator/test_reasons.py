@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core.policy import effective
+from tablekeeper.core.policy.effective import result
 from tablekeeper.operator.status import conditions, errors, reasons
 from tablekeeper.operator.status.conditions import Reason
 
@@ -48,7 +48,7 @@ def test_dependency_reasons_are_transient() -> None:
 @pytest.mark.parametrize("error", [
     core_errors.TableNotFoundError("no table"), core_errors.SnapshotNotFoundError("no snapshot"),
     core_errors.TagNotFoundError("no tag"), core_errors.TagConflictError("moved"),
-    core_errors.InvalidInputError("bad"), effective.PolicyNotFoundError("gold"),
+    core_errors.InvalidInputError("bad"), result.PolicyNotFoundError("gold"),
     core_errors.ProtectedObjectError("fork point"), core_errors.StorageError("down"),
 ])
 def test_retry_decision_follows_the_kind(error: Exception) -> None:

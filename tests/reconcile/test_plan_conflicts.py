@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tablekeeper.cli.main import main
-from tablekeeper.core import tags as core_tags
 from tablekeeper.core.paimon.table import open_table
+from tablekeeper.core.refs import tags as core_tags
 from tests.support import paimon as P
 
 HEAD = "apiVersion: tablekeeper.io/v1alpha1\n"

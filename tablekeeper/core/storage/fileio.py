@@ -32,17 +32,23 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from tablekeeper.core.storage.backends import StoreIO, implementation
-from tablekeeper.core.storage.calls import Calls
+from tablekeeper.core.storage.connections import Connection, connect
 from tablekeeper.core.storage.entries import DeleteOutcome, DeleteResult, FileStatus, ListedEntry
-from tablekeeper.core.storage.read_cache import ReadCache
-from tablekeeper.core.storage.requests import Pacer, RequestKind, RequestLayer, pacing_from_options
-from tablekeeper.core.storage.stores import SCHEMES, Connection, Store, connect, split_scheme
-from tablekeeper.core.storage.views import Views
+from tablekeeper.core.storage.layers import (
+    Calls,
+    Pacer,
+    ReadCache,
+    RequestKind,
+    RequestLayer,
+    Views,
+    pacing_from_options,
+)
+from tablekeeper.core.storage.stores import SCHEMES, Store, split_scheme
 
 if TYPE_CHECKING:  # fsspec (with asyncio and importlib.metadata) is imported for remote stores only
     import fsspec
 
-    from tablekeeper.core.storage import retry as retries
+    from tablekeeper.core.storage import layers
 
 __all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult", "FileIO"]
 
@@ -92,7 +98,7 @@ class FileIO:
     (:meth:`exists`) and ``file_exists(will_read=True)`` in a view (:meth:`read_bytes`)."""
 
     def __init__(self, scheme: str, fs: fsspec.AbstractFileSystem | None, connection: Connection | None = None,
-                 retry: retries.RetryPolicy | None = None, requests: RequestLayer | None = None,
+                 retry: layers.RetryPolicy | None = None, requests: RequestLayer | None = None,
                  http_counted: bool = False) -> None:
         self.scheme = scheme
         self.connection = connection or _default_connection(scheme)
@@ -106,7 +112,7 @@ class FileIO:
 
     @classmethod
     def for_uri(cls, uri: str, options: Mapping[str, Any] | None = None,
-                retry: retries.RetryPolicy | None = None) -> FileIO:
+                retry: layers.RetryPolicy | None = None) -> FileIO:
         """A FileIO for the store behind ``uri``. ``options`` are Paimon-style option names
         (``s3.endpoint``, ``fs.oss.endpoint``, ``fs.azure.account.key.<account>...`` ...) or raw
         fsspec keyword arguments (keys without dots). Bad input (an unknown scheme, missing
@@ -133,12 +139,12 @@ class FileIO:
         self._calls.requests = layer
 
     @property
-    def retry(self) -> retries.RetryPolicy:
+    def retry(self) -> layers.RetryPolicy:
         """The retry policy of this FileIO's requests (:mod:`.retry`)."""
         return self._calls.retry
 
     @retry.setter
-    def retry(self, policy: retries.RetryPolicy) -> None:
+    def retry(self, policy: layers.RetryPolicy) -> None:
         self._calls.retry = policy
 
     @property
@@ -279,7 +285,7 @@ class FileIO:
     def immutable_reads(self, max_bytes: int = 512 << 20) -> Iterator[None]:
         """Within the block, a UUID-named manifest, manifest list or index manifest is fetched
         once and its bytes reused (up to ``max_bytes`` in all): an expiration plans twice (plan,
-        then verify after unpublishing, core/expire_commit.py) and would otherwise GET every
+        then verify after unpublishing, core/expire/commit.py) and would otherwise GET every
         manifest twice. Only those names: they are never rewritten, so the bytes cannot be stale
         (a file deleted meanwhile still has the content every root that names it relies on).
         Schema files too: Paimon commits ``schema-N`` create-if-absent and never rewrites it.
@@ -296,7 +302,7 @@ class FileIO:
         as at one moment anyway, so reading the same snapshot, tag, schema or hint again inside
         it buys no safety, only requests (the expiration used to GET each expiring snapshot and
         every tag four times). The phases that must see the table as it is *now* (the verify
-        plans of core/expire_commit.py and core/tag_deletion.py) open a view of their own. Any
+        plans of core/expire/commit.py and core/refs/tag_deletion.py) open a view of their own. Any
         write, rename or delete through this FileIO empties the view (answers start over)."""
         with self._views.open():
             yield
