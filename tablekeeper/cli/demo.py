@@ -35,7 +35,7 @@ from tablekeeper.core.paimon import open_table, pypaimon
 from tablekeeper.core.policy.specs import PaimonCatalogSpec
 from tablekeeper.reconcile import actions as A
 
-__all__ = ["run", "find_examples", "build_history", "load_examples", "ORDERS", "EVENTS", "STEPS"]
+__all__ = ["run", "prepare_cluster", "write_cluster_manifests", "CLUSTER_NAMESPACE", "find_examples", "build_history", "load_examples", "ORDERS", "EVENTS", "STEPS"]
 
 ORDERS = "sales.orders"
 EVENTS = "sales.events"
@@ -169,16 +169,75 @@ def write_local_manifests(examples_dir: Path, warehouse: str) -> str:
     return str(out)
 
 
-def run(warehouse: str, *, echo: bool = True, examples: str | None = None) -> dict[str, Any]:
-    """Build the demo warehouse under ``warehouse`` (recreated) and apply the examples."""
+#: The namespace ``tablekeeper demo --manifests`` writes the examples for: a fresh one, so an
+#: earlier ``kubectl apply -f examples/`` (namespace ``demo``, catalog at ``/data/warehouse``) never
+#: collides with it (a catalog's warehouse cannot change).
+CLUSTER_NAMESPACE = "tablekeeper-demo"
+
+
+def write_cluster_manifests(examples_dir: Path, warehouse: str, out: Path, namespace: str = CLUSTER_NAMESPACE
+                            ) -> list[Path]:
+    """The examples ready for ``kubectl apply -f``: every namespaced object (and the Namespace of
+    ``examples/00``) moved to ``namespace``, every catalog's ``warehouse`` set to ``warehouse``
+    (absolute), written to ``out`` (recreated) under the examples' file names. Returns the files."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    written = []
+    for src in sorted(examples_dir.glob("*.yaml")):
+        docs = [d for d in yaml.safe_load_all(src.read_text()) if isinstance(d, dict)]
+        for doc in docs:
+            meta = doc.setdefault("metadata", {})
+            if doc.get("kind") == "Namespace":
+                meta["name"] = namespace
+            elif "namespace" in meta:
+                meta["namespace"] = namespace
+            if doc.get("kind") in ("PaimonCatalog", "ClusterPaimonCatalog"):
+                doc.setdefault("spec", {})["warehouse"] = warehouse
+        target = out / src.name
+        target.write_text(f"# {src.name} from {examples_dir}: namespace {namespace}, warehouse {warehouse}\n"
+                          + yaml.safe_dump_all(docs, sort_keys=False))
+        written.append(target)
+    return written
+
+
+def prepare_cluster(warehouse: str, manifests: str, *, namespace: str = CLUSTER_NAMESPACE, echo: bool = True,
+                    examples: str | None = None) -> dict[str, Any]:
+    """``tablekeeper demo --manifests DIR``: build the demo warehouse (recreated; the examples are
+    not applied: the operator applies them) and write the examples for it, ready for ``kubectl
+    apply``, into ``manifests``."""
     say = click.echo if echo else (lambda *_a, **_k: None)
-    started = time.monotonic()
+    examples_dir = _examples_dir(examples)
+    shutil.rmtree(warehouse, ignore_errors=True)
+    history = build_history(warehouse, datetime.now(UTC))
+    files = write_cluster_manifests(examples_dir, warehouse, Path(manifests), namespace)
+    out = os.path.relpath(manifests)
+    out = manifests if out.startswith("..") else out
+    say(f"demo warehouse: {warehouse} ({history['commits_per_table']} commits into {ORDERS} and {EVENTS})")
+    say(f"the examples for it, in namespace {namespace}: {manifests}")
+    say("next (with tablekeeper operator running against the same cluster and this machine's files):")
+    say(f"  kubectl apply -f {out}/00-namespace.yaml -f {out}/01-catalog-and-table.yaml "
+        f"-f {out}/02-tags.yaml -f {out}/03-branch-from-tag.yaml")
+    say(f"  kubectl -n {namespace} wait --for=condition=Ready --timeout=120s paimon --all")
+    say(f"  kubectl apply -f {out}/04-retention-policy.yaml")
+    return {"warehouse": warehouse, "manifests": manifests, "namespace": namespace, "history": history,
+            "files": [str(f) for f in files]}
+
+
+def _examples_dir(examples: str | None) -> Path:
     examples_dir = Path(examples) if examples else find_examples()
     if examples_dir is None:
         from tablekeeper.core import errors
 
         raise errors.InvalidInputError("cannot find the examples/ directory",
                                        fix="run the demo from the repository root or pass --examples DIR")
+    return examples_dir
+
+
+def run(warehouse: str, *, echo: bool = True, examples: str | None = None) -> dict[str, Any]:
+    """Build the demo warehouse under ``warehouse`` (recreated) and apply the examples."""
+    say = click.echo if echo else (lambda *_a, **_k: None)
+    started = time.monotonic()
+    examples_dir = _examples_dir(examples)
     shutil.rmtree(warehouse, ignore_errors=True)
     t0 = datetime.now(UTC)
     history = build_history(warehouse, t0)

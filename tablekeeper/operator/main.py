@@ -208,12 +208,15 @@ def _register_controllers(registry: kopf.OperatorRegistry, rt: Runtime) -> None:
     on_change("run-start", _call(handle_runs.on_start, rt), runs, update=False)
     on_change("run-execute", _call(handle_runs.on_execute, rt), runs, update=False)
     kopfcompat.timer(_call(handle_runs.on_check, rt), G, V, runs, id="run-check", registry=registry, **timer_options)
+    kopf.on.event(G, V, runs, id="run-events", registry=registry)(_call(handle_runs.on_event, rt))
 
     # catalogs and policies
     for kind in ("PaimonCatalog", "ClusterPaimonCatalog"):
         on_change("catalog", _call(handle_catalogs.on_catalog, rt, kind), plurals[kind])
         kopfcompat.timer(_call(handle_catalogs.on_catalog_check, rt, kind), G, V, plurals[kind], id="catalog-check",
                          registry=registry, **timer_options)
+        kopf.on.event(G, V, plurals[kind], id="catalog-events",
+                      registry=registry)(_call(handle_catalogs.on_catalog_event, rt, kind))
     for kind in ("PaimonRetentionPolicy", "ClusterPaimonRetentionPolicy"):
         on_change("policy", _call(handle_catalogs.on_policy, rt, kind), plurals[kind])
         kopfcompat.timer(_call(handle_catalogs.on_policy_check, rt, kind), G, V, plurals[kind], id="policy-check",

@@ -60,6 +60,10 @@ class Runtime:
         self.stopping = False
         #: PaimonTable uid -> resourceVersion of the body whose run-now annotation was consumed.
         self.run_now_consumed: dict[str, str] = {}
+        #: uid -> whether it was Ready when last seen (controllers/dependents.py)
+        self.seen_ready: dict[str, bool] = {}
+        #: uid -> the ``tablekeeper.io/recheck`` value acted on
+        self.rechecked: dict[str, str] = {}
         #: (monotonic expiry, installed) of the SparkApplication CRD detection
         #: (:func:`tablekeeper.operator.runs.spark.auto_engine`).
         self.spark_operator_installed: tuple[float, bool] | None = None

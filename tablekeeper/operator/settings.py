@@ -19,6 +19,8 @@ variable                               meaning                                  
 ``TABLEKEEPER_USE_FINALIZERS``         ``false``: never add finalizers             true
 ``TABLEKEEPER_MAX_CONCURRENT_RUNS``    maintenance runs at once (all tables)       4
 ``TABLEKEEPER_CACHE_TTL``              seconds Secrets/Namespaces are cached       30
+``TABLEKEEPER_MISSING_TABLE_GRACE``    seconds a run waits for its PaimonTable to  60
+                                       exist before it fails ``TableNotFound``
 ``POD_NAMESPACE``                      the operator's namespace                    default
 ``TABLEKEEPER_PROTECTED_TABLE_OPTIONS``  table options never written (comma list)  (empty)
 ``TABLEKEEPER_MATERIALIZE_POLICY_TAGS``  policy auto tags also become PaimonTags    false
@@ -160,6 +162,9 @@ class OperatorConfig:
     use_finalizers: bool = True
     max_concurrent_runs: int = 4
     cache_ttl: float = 30.0
+    #: Seconds a maintenance run waits for the PaimonTable its ``tableRef`` names to exist (it
+    #: may be applied in the same batch) before it fails with ``TableNotFound``.
+    missing_table_grace: float = 60.0
     operator_namespace: str = "default"
     #: Table options the operator never writes, whatever a policy says (Helm
     #: ``operator.protectedTableOptions``; Strimzi's unalterable list).
@@ -206,6 +211,7 @@ class OperatorConfig:
             use_finalizers=_bool(env, "TABLEKEEPER_USE_FINALIZERS", True),
             max_concurrent_runs=int(_float(env, "TABLEKEEPER_MAX_CONCURRENT_RUNS", 4, 1)),
             cache_ttl=_float(env, "TABLEKEEPER_CACHE_TTL", 30.0),
+            missing_table_grace=_float(env, "TABLEKEEPER_MISSING_TABLE_GRACE", 60.0),
             operator_namespace=env.get("POD_NAMESPACE") or "default",
             protected_table_options=frozenset(
                 k.strip() for k in (env.get("TABLEKEEPER_PROTECTED_TABLE_OPTIONS") or "").split(",") if k.strip()),

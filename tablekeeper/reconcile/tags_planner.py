@@ -25,7 +25,8 @@ def resolve_tag_snapshot(t: TagTarget, state: TableState) -> tuple[int | None, s
         sid = t.spec.snapshot_id
         if any(s.id == sid for s in snaps) or sid in tagged:
             return sid, None
-        return None, f"snapshot {sid} does not exist on branch {t.branch!r}"
+        there = f"snapshots {snaps[0].id}..{snaps[-1].id}" if snaps else "no snapshot"
+        return None, f"snapshot {sid} does not exist on branch {t.branch!r} (it has {there})"
     if t.spec.from_timestamp is not None:
         ts = values.epoch_ms(t.spec.from_timestamp)
         candidates = {s.id: s.time_millis for s in snaps}
@@ -86,7 +87,12 @@ def plan_tag(ctx: plan_context.PlanContext, t: TagTarget, planned_tags: dict[tup
                                   reason=f"managed tag {t.tag!r} was deleted out of band and {why}: it is never "
                                          "recreated at another snapshot")]
         if t.spec.snapshot_id is not None:
-            return [A.TagConflict(**base, tag=t.tag, conflict="SnapshotNotFound", reason=f"{why}")]
+            latest = state.latest(t.branch)
+            if latest is None or t.spec.snapshot_id > latest.id:  # not committed yet: the tag waits for it
+                return [A.Skipped(**base, what=f"tag {t.tag}", cause="SnapshotNotFound",
+                                  reason=f"waiting: {why}; the tag is created once it is committed")]
+            return [A.TagConflict(**base, tag=t.tag, conflict="SnapshotExpired",
+                                  reason=f"{why}: it expired or was never committed; edit spec.snapshotId")]
         # a fixed snapshot id returned above; a timestamp waits for a snapshot, else for the branch's first
         cause: A.SkipCause = "SnapshotNotFound" if t.spec.from_timestamp is not None else "BranchNotFound"
         return [A.Skipped(**base, what=f"tag {t.tag}", cause=cause, reason=f"waiting: {why}")]

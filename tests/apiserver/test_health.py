@@ -60,24 +60,33 @@ async def test_health_of_every_state(real_harness: RealHarness, warehouse: Path)
     assert judged(fresh) == "InProgress"
     assert kstatus(fresh).status == "Current"  # kstatus alone cannot tell: hence the health check
 
+    snapshots = warehouse / "sales.db" / "orders" / "snapshot"
+    (snapshots / "snapshot-1").unlink()  # as if expired: a tag at snapshot 1 can never be created
+    if (snapshots / "EARLIEST").exists():
+        (snapshots / "EARLIEST").write_text("2")
     await h.start()
-    await h.apply(tag("future", snapshotId=99))
+    await h.apply(tag("future", snapshotId=99))  # not committed yet: waits (transient)
+    await h.apply(tag("past", snapshotId=1))  # expired: only an edit helps (permanent)
     await h.apply(obj("PaimonMaintenanceRun", "expire-now", {
         "tableRef": {"name": "orders"}, "type": "ExpireSnapshots"}))
     await h.wait_condition("PaimonTag", "nightly", reason="Created")
     await h.wait_condition("PaimonTag", "future", status="False", reason="SnapshotNotFound")
+    await h.wait_condition("PaimonTag", "past", status="False", reason="SnapshotExpired")
     await eventually(lambda: health(h.get("PaimonMaintenanceRun", "expire-now") or {}).status != "InProgress",
                      timeout=30)
     for kind, name in (("PaimonCatalog", "lake"), ("PaimonTable", "orders"), ("PaimonTag", "nightly"),
                        ("PaimonMaintenanceRun", "expire-now")):
         body = h.get(kind, name) or {}
         assert (judged(body), kstatus(body).status) == ("Current", "Current"), (kind, body.get("status"))
-    assert judged(h.get("PaimonTag", "future") or {}) == "Failed"
-    failed = health(h.get("PaimonTag", "future") or {})
-    assert (failed.status, failed.reason) == ("Failed", "SnapshotNotFound") and failed.message
+    future = h.get("PaimonTag", "future") or {}
+    assert (judged(future), kstatus(future).status, kstatus(future).reason) == \
+        ("InProgress", "InProgress", "SnapshotNotFound")
+    assert judged(h.get("PaimonTag", "past") or {}) == "Failed"
+    failed = health(h.get("PaimonTag", "past") or {})
+    assert (failed.status, failed.reason) == ("Failed", "SnapshotExpired") and failed.message
     # the operator's Stalled condition: plain kstatus (Flux without health expressions) agrees
-    plain = kstatus(h.get("PaimonTag", "future") or {})
-    assert (plain.status, plain.reason) == ("Failed", "SnapshotNotFound") and plain.message
+    plain = kstatus(h.get("PaimonTag", "past") or {})
+    assert (plain.status, plain.reason) == ("Failed", "SnapshotExpired") and plain.message
 
     # still working (a temporary failure, retried): Reconciling=True, InProgress for both
     await h.apply(obj("PaimonTag", "waiting", {"tableRef": {"name": "not-yet"}, "snapshotId": 1}))

@@ -11,6 +11,8 @@ from typing import Any
 import kubernetes
 import pytest
 
+from tablekeeper.core.policy.specs.tag import PaimonTagSpec
+from tablekeeper.operator.crds.validations import IMMUTABLE_WHY
 from tests.support.k8s import CRDS, ApiServerEmulator, register_crds, url_of
 
 pytestmark = pytest.mark.k8s
@@ -74,7 +76,8 @@ async def test_update_rules_and_generation(k8s: ApiServerEmulator) -> None:
     resp = await k8s.patch(f"{TAGS}/t1", json={"spec": {"tagName": "other"}})
     assert resp.status == 422
     assert (await resp.json())["message"] == ('PaimonTag.tablekeeper.io "t1" is invalid: spec.tagName: '
-                                              'Invalid value: "string": tagName is immutable')
+                                              'Invalid value: "string": tagName is immutable: '
+                                              + IMMUTABLE_WHY[PaimonTagSpec])
     assert stored(k8s, "paimontags", "t1")["spec"]["tagName"] == "nightly"  # type: ignore[index]
 
     resp = await k8s.patch(f"{TAGS}/t1", json={"spec": {"deletionPolicy": "Retain"}})

@@ -37,11 +37,28 @@ async def assert_refused(harness: Harness, kind: str, name: str, reason: str, wa
 
 
 async def test_unknown_snapshot(harness: Harness, warehouse: Path) -> None:
+    """A snapshot after the latest is not committed yet: the tag waits (transient: Reconciling,
+    never Stalled) and names the snapshots there are; one before the earliest can never come
+    back: ``SnapshotExpired``, Failed (Stalled) naming the field to edit."""
+    snapshots = warehouse / "sales.db" / "orders" / "snapshot"
+    (snapshots / "snapshot-1").unlink()  # as if expired: the table keeps 2..6
+    if (snapshots / "EARLIEST").exists():
+        (snapshots / "EARLIEST").write_text("2")
     await started(harness, warehouse)
     before = P.dir_listing(warehouse)
     await harness.apply(obj("PaimonTag", "future", {"tableRef": {"name": "orders"}, "snapshotId": 99}))
-    await assert_refused(harness, "PaimonTag", "future", "SnapshotNotFound", warehouse, before)
-    assert harness.status("PaimonTag", "future")["state"] == "Failed"
+    cond = await harness.wait_condition("PaimonTag", "future", status="False", reason="SnapshotNotFound")
+    assert "snapshots 2..6" in cond["message"], cond
+    status = harness.status("PaimonTag", "future")
+    assert status["state"] == "Pending"
+    kstatus = {c["type"]: c["reason"] for c in status["conditions"] if c["type"] in ("Reconciling", "Stalled")}
+    assert kstatus == {"Reconciling": "SnapshotNotFound"}
+    assert P.dir_listing(warehouse) == before
+    await harness.apply(obj("PaimonTag", "past", {"tableRef": {"name": "orders"}, "snapshotId": 1}))
+    await assert_refused(harness, "PaimonTag", "past", "SnapshotExpired", warehouse, before)
+    status = harness.status("PaimonTag", "past")
+    assert status["state"] == "Failed" and "spec.snapshotId" in status["lastError"]
+    assert {c["type"] for c in status["conditions"]} >= {"Stalled"}
 
 
 async def test_tag_exists_at_another_snapshot(harness: Harness, warehouse: Path) -> None:
@@ -73,7 +90,9 @@ async def test_table_outside_the_catalogs_warehouse(harness: Harness, warehouse:
     cond = await harness.wait_condition("PaimonTable", "ledger", status="False", reason="TableOutsideWarehouse")
     assert str(elsewhere) in cond["message"]
     await harness.wait_event("ledger", "TableOutsideWarehouse")
-    await harness.wait_condition("PaimonTag", "q1", status="False", reason="TableOutsideWarehouse")
+    # the tag names its table as the cause, with the table's own reason
+    cond = await harness.wait_condition("PaimonTag", "q1", status="False", reason="TableNotReady")
+    assert "TableOutsideWarehouse" in cond["message"]
     assert P.dir_listing(elsewhere) == before_outside
     assert open_table(str(elsewhere), "finance.ledger").tag_names() == []
 

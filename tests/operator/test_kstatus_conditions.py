@@ -31,7 +31,9 @@ def body(outcome: status.Outcome, current: dict[str, Any] | None = None) -> dict
     ("Ready", cond("Ready", True, "Created"), "Current", set()),
     ("Creating", cond("Ready", "Unknown", "Creating"), "InProgress", {"Reconciling"}),
     ("Pending", cond("Ready", False, "TableNotReady"), "InProgress", {"Reconciling"}),
-    ("Failed", cond("Ready", False, "SnapshotNotFound"), "Failed", {"Stalled"}),
+    ("Failed", cond("Ready", False, "SnapshotExpired"), "Failed", {"Stalled"}),
+    # a transient cause is never Stalled, whatever state an older writer left
+    ("Failed", cond("Ready", False, "CatalogNotReady"), "InProgress", {"Reconciling"}),
 ])
 def test_tag_states(state: str, ready: dict[str, Any], expected: str, types: set[str]) -> None:
     outcome = status.Outcome(fields={"state": state}, conditions=[ready, cond("Synced", True, "ReconcileSuccess")],

@@ -96,7 +96,8 @@ def test_missing_tag_recreated_lost_or_expired() -> None:
     [lost] = objects(t, state(range(5, 11)), owned)
     assert isinstance(lost, A.TagConflict) and lost.conflict == "SnapshotExpired"
     [missing] = objects(t, state(range(5, 11)))
-    assert isinstance(missing, A.TagConflict) and missing.conflict == "SnapshotNotFound"
+    assert isinstance(missing, A.TagConflict) and missing.conflict == "SnapshotExpired"  # before the earliest
+    assert "snapshots 5..10" in missing.reason and "spec.snapshotId" in missing.reason
     # pinned by another tag although its snapshot expired: still creatable
     [pinned] = objects(t, state(range(5, 11), tags={"main": {"other": tag("other", 3)}}))
     assert isinstance(pinned, A.CreateTag)

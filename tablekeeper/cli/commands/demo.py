@@ -15,12 +15,24 @@ __all__ = ["demo"]
               help="Where to build the demo warehouse (recreated).")
 @click.option("--examples", type=click.Path(file_okay=False), help="The examples/ directory to apply "
               "(default: the one of the source tree).")
+@click.option("--manifests", type=click.Path(file_okay=False), metavar="DIR",
+              help="Only build the warehouse and write examples/ for it into DIR, ready for "
+                   "'kubectl apply -f' with the operator (in a fresh namespace, see --namespace).")
+@click.option("--namespace", default="tablekeeper-demo", show_default=True, metavar="NS",
+              help="With --manifests: the namespace the examples are written for.")
 @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
-def demo(directory: str, examples: str | None, output: str) -> None:
+def demo(directory: str, examples: str | None, manifests: str | None, namespace: str, output: str) -> None:
     """Build a local warehouse with days of history, apply examples/ step by step through the
-    reconciler (tags, a branch, a retention policy), and verify every retained view."""
+    reconciler (tags, a branch, a retention policy), and verify every retained view.
+
+    With --manifests DIR: build the warehouse only and write the examples for it into DIR, for
+    the operator to apply (the quick start of docs/operator.md)."""
     from tablekeeper.cli import demo as demo_mod
 
-    report = demo_mod.run(os.path.abspath(directory), echo=output == "table", examples=examples)
+    if manifests is not None:
+        report = demo_mod.prepare_cluster(os.path.abspath(directory), os.path.abspath(manifests),
+                                          namespace=namespace, echo=output == "table", examples=examples)
+    else:
+        report = demo_mod.run(os.path.abspath(directory), echo=output == "table", examples=examples)
     if output == "json":
         click.echo(json.dumps(report, indent=2, default=str))

@@ -48,13 +48,18 @@ def _reconcile_setup(paths: tuple[str, ...], relative_to: str, spark_threshold: 
 
 @click.command("plan")
 @_gitops_options
+@click.option("--allow-conflicts", is_flag=True,
+              help="Exit 0/2 also when conflicts keep storage from matching the manifests (default: exit 1).")
 def plan_cmd(paths: tuple[str, ...], relative_to: str, tables: tuple[str, ...], ignore_schedules: bool,
-             spark_threshold: int, no_estimate: bool, verbose: bool, now: str | None, output: str) -> None:
+             spark_threshold: int, no_estimate: bool, verbose: bool, now: str | None, output: str,
+             allow_conflicts: bool) -> None:
     """Show what 'apply -f' would change so storage matches the manifests (terraform plan).
 
     \b
     Exit codes: 0 nothing would change; 2 something would change (the diff is on stdout);
-    2 with an 'error:' line on stderr for bad manifests (nothing is read or changed then).
+    1 conflicts need attention (a tag at another snapshot...; --allow-conflicts: 0 or 2 as
+    without them); 2 with an 'error:' line on stderr for bad manifests (nothing is read or
+    changed then).
     """
     from tablekeeper import reconcile
     from tablekeeper.cli import gitops
@@ -64,6 +69,8 @@ def plan_cmd(paths: tuple[str, ...], relative_to: str, tables: tuple[str, ...], 
     result = reconcile.plan(desired, now=gitops.parse_now(now), store=store, opener=opener, config=config,
                             tables=tables or None)
     printer.emit(output, result.to_dict(), lambda: gitops.render_plan(result, verbose=verbose))
+    if result.summary()["conflicts"] and not allow_conflicts:
+        raise click.exceptions.Exit(gitops.EXIT_APPLY_FAILED)
     if not result.is_empty:
         raise click.exceptions.Exit(gitops.EXIT_CHANGES)
 

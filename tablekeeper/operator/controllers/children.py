@@ -43,10 +43,10 @@ from tablekeeper.core.policy.specs import PaimonBranchSpec, PaimonTagSpec
 from tablekeeper.operator import metrics, persistence
 from tablekeeper.operator.cluster.scopes import Member, ScopePlan, StatusRecordStore
 from tablekeeper.operator.cluster.view import Obj, TableInfo, View, parse
-from tablekeeper.operator.context import TableContext, child_context
+from tablekeeper.operator.context import TableContext, child_context, dependency_cause
 from tablekeeper.operator.runs.claims import spark_run_in_flight
 from tablekeeper.operator.runtime import Runtime
-from tablekeeper.operator.status import conditions, markers
+from tablekeeper.operator.status import conditions, markers, reasons
 from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import Failure, OperatorError, classify, failure_of
 from tablekeeper.operator.status.outcome import Outcome, label_changes, render, url_of
@@ -139,7 +139,18 @@ def child_labels(obj: Obj, table: str) -> dict[str, str]:
 
 def failed_outcome(rt: Runtime, obj: Obj, failure: Failure, now: datetime, *, retry: int | None,
                    backoff_limit: int | None, keep_state: str | None = None) -> Outcome:
-    """A failed reconcile: temporary failures count and back off; permanent ones stay."""
+    """A failed reconcile: temporary failures count and back off; permanent ones stay ``Failed``
+    (``Stalled``). A transient reason (:mod:`~tablekeeper.operator.status.reasons`) never makes
+    the object ``Failed``: it waits (``Pending``, or its state) until the periodic check or a
+    change of what it depends on finds the cause gone, also once its retries are used up."""
+    if not failure.temporary and reasons.is_transient(failure.reason):
+        state = keep_state or ("Creating" if obj.status.get("owned") else "Pending")
+        outcome = state_outcome(obj, state, ("False", failure.reason, failure.message), now,
+                                (False, Reason.RECONCILE_ERROR, failure.message))
+        outcome.fields["lastError"] = failure.message
+        if rt.first_time(obj.uid, failure.reason, failure.message):
+            outcome.event("Warning", failure.reason, failure.message)
+        return outcome
     if not failure.temporary:
         outcome = state_outcome(obj, keep_state or "Failed", ("False", failure.reason, failure.message), now,
                                 (False, Reason.RECONCILE_ERROR, failure.message))
@@ -149,7 +160,8 @@ def failed_outcome(rt: Runtime, obj: Obj, failure: Failure, now: datetime, *, re
         return outcome
     failures = (retry + 1) if retry is not None else int(obj.status.get("failures") or 0) + 1
     exhausted = backoff_limit is not None and backoff_limit >= 0 and failures > backoff_limit
-    state = "Failed" if exhausted else (keep_state or ("Creating" if obj.status.get("owned") else "Pending"))
+    state = ("Failed" if exhausted and not reasons.is_transient(failure.reason)
+             else keep_state or ("Creating" if obj.status.get("owned") else "Pending"))
     message = failure.message + (f" (gave up after {failures} attempt(s); the periodic check retries)"
                                  if exhausted else "")
     outcome = state_outcome(obj, state, ("False", failure.reason, message), now,
@@ -314,7 +326,11 @@ async def reconcile_child(rt: Runtime, view: View, obj: Obj, phase: Phase, retry
         result = "error" if outcome.failure else "success"
     except (OperatorError, core_errors.TablekeeperError, OSError) as e:
         failure = classify(e)
-        lost = failure.reason == Reason.TABLE_NOT_FOUND and obj.status.get("owned")  # table dropped out of band
+        symptom = dependency_cause(view.get("PaimonTable", obj.namespace, spec.table_ref.name), failure.reason,
+                                   failure.message) if not obj.status.get("owned") else None
+        failure = classify(symptom) if symptom is not None else failure
+        cause = e.cause if isinstance(e, OperatorError) else failure.reason
+        lost = Reason.TABLE_NOT_FOUND in (failure.reason, cause) and obj.status.get("owned")  # table dropped
         outcome = failed_outcome(rt, obj, failure, now, retry=retry, backoff_limit=backoff_limit(spec),
                                  keep_state="Lost" if lost else None)
         result = "error"

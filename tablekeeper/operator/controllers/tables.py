@@ -37,7 +37,7 @@ from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.operator import metrics
 from tablekeeper.operator.cluster.scopes import ScopePlan, StatusRecordStore
 from tablekeeper.operator.cluster.view import Obj, View
-from tablekeeper.operator.context import TableContext, table_context
+from tablekeeper.operator.context import TableContext, dependency_cause, table_context
 from tablekeeper.operator.runs import schedule
 from tablekeeper.operator.runs.claims import spark_run_in_flight
 from tablekeeper.operator.runtime import Runtime
@@ -212,7 +212,12 @@ async def reconcile_table(rt: Runtime, view: View, obj: Obj, *, retry: int | Non
             outcome = await _reconcile(rt, view, obj, rt.config.now())
         result = "success"
     except (OperatorError, core_errors.TablekeeperError, OSError) as e:
-        outcome = _failed(rt, obj, classify(e), now, retry)
+        failure = classify(e)
+        ref = obj.spec.get("catalogRef") or {}
+        kind = str(ref.get("kind") or "PaimonCatalog")
+        catalog = view.get(kind, None if kind == "ClusterPaimonCatalog" else obj.namespace, str(ref.get("name")))
+        cause = dependency_cause(catalog, failure.reason, failure.message)
+        outcome = _failed(rt, obj, classify(cause) if cause is not None else failure, now, retry)
         result = "error"
     metrics.observe_reconcile(obj.kind, result, asyncio.get_running_loop().time() - started)
     return outcome

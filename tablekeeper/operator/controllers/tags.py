@@ -62,7 +62,7 @@ async def _reconcile_tag(rt: Runtime, view: View, ctx: ChildContext[PaimonTagSpe
         rec = plan.records.tag(member.branch, name)
         if conflicts:
             c = conflicts[0]
-            lost = c.conflict == Reason.SNAPSHOT_EXPIRED
+            lost = c.conflict == Reason.SNAPSHOT_EXPIRED and rec is not None  # a managed tag that cannot come back
             out = failed_outcome(rt, obj, Failure(c.conflict, c.reason, False), now, retry=retry, backoff_limit=None,
                                  keep_state="Lost" if lost else "Failed")
             if not lost:
@@ -83,7 +83,8 @@ async def _reconcile_tag(rt: Runtime, view: View, ctx: ChildContext[PaimonTagSpe
                 why = waiting[0].reason if waiting else "the tag cannot be created yet"
                 reason = (Reason.BRANCH_NOT_FOUND if waiting and waiting[0].cause == "BranchNotFound"
                           else Reason.SNAPSHOT_NOT_FOUND)
-                return failed_outcome(rt, obj, Failure(reason, f"waiting: {why}", True), now, retry=retry,
+                why = why if why.startswith("waiting") else f"waiting: {why}"
+                return failed_outcome(rt, obj, Failure(reason, why, True), now, retry=retry,
                                       backoff_limit=spec.backoff_limit)
             return _tag_ready(plan, member, plan.records, previous_origin(obj), now)
         change = changes[0]

@@ -59,6 +59,7 @@ __all__ = [
     "TYPE_SCHEMA",
     "IMMUTABLE_FIELDS",
     "IMMUTABLE_SPEC_KINDS",
+    "IMMUTABLE_WHY",
     "ROOT_RULES",
     "MODEL_ONLY_CHECKS",
     "NAME_MAX_LENGTH",
@@ -362,6 +363,19 @@ IMMUTABLE_FIELDS: Mapping[type[SpecModel], tuple[str, ...]] = {
     PaimonBranchSpec: ("table_ref", "branch_name", "from_tag", "from_snapshot_id", "empty"),
 }
 
+#: Why the immutable fields of a kind cannot change and what to do instead: the message a
+#: refused update shows (the field's name goes first).
+IMMUTABLE_WHY: Mapping[type[SpecModel], str] = {
+    PaimonCatalogSpec: "the catalog's tables, tags and ownership records live in that warehouse; to use "
+                       "another one, delete this PaimonCatalog and create it again (or create a new one)",
+    PaimonTableSpec: "it names the Paimon table this object manages; to manage another table create a new "
+                     "PaimonTable (deleting this one never touches the table)",
+    PaimonTagSpec: "a tag stays at what it was created from; delete this PaimonTag and create a new one "
+                   "(its deletionPolicy decides whether the tag in storage goes)",
+    PaimonBranchSpec: "a branch stays at what it was created from; delete this PaimonBranch and create a new "
+                      "one (its deletionPolicy decides whether the branch in storage goes)",
+}
+
 #: Kinds whose whole spec is immutable (operator-design.md §4.6).
 IMMUTABLE_SPEC_KINDS = frozenset({"PaimonMaintenanceRun"})
 
@@ -425,7 +439,8 @@ def rules_for_field(model: type[SpecModel], field: str) -> tuple[Rule, ...]:
     for klass in model.__mro__:
         if field in IMMUTABLE_FIELDS.get(klass, ()):
             alias = model.model_fields[field].alias or field
-            found.append(Rule("self == oldSelf", f"{alias} is immutable"))
+            why = next((IMMUTABLE_WHY[k] for k in model.__mro__ if k in IMMUTABLE_WHY), "")
+            found.append(Rule("self == oldSelf", f"{alias} is immutable" + (f": {why}" if why else "")))
             break
     return tuple(found)
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import kopf
 
-from tablekeeper.operator.controllers import catalogs
+from tablekeeper.operator.controllers import catalogs, dependents
 from tablekeeper.operator.handlers.common import finish, obj_of, only_own_changes, stop_if_gone, view_of
 from tablekeeper.operator.runtime import Runtime
 
-__all__ = ["on_catalog", "on_catalog_check", "on_policy", "on_policy_check"]
+__all__ = ["on_catalog", "on_catalog_check", "on_catalog_event", "on_policy", "on_policy_check"]
 
 
 async def on_catalog(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, retry: int,
@@ -28,6 +28,18 @@ async def on_catalog_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: ko
         return
     outcome = await catalogs.reconcile_catalog(rt, obj_of(kind, body), retry=None)
     finish(outcome, body=body, patch=patch)
+
+
+async def on_catalog_event(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, **kwargs: Any) -> None:
+    """Every watch event of a catalog: when it has just become Ready, re-check the tables that
+    wait for it; ``tablekeeper.io/recheck`` probes it again now."""
+    view, obj = view_of(rt, kwargs), obj_of(kind, body)
+    if obj.deleting:
+        return
+    await dependents.nudge_dependents(rt, view, obj)
+    if dependents.wants_recheck(rt, obj) and view.contains(obj):
+        if not await dependents.retry_now(rt, obj, rt.config.now()):
+            finish(await catalogs.reconcile_catalog(rt, obj, retry=None), body=body, patch=patch)
 
 
 async def on_policy(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, **kwargs: Any) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import kopf
 
 from tablekeeper.operator import kopfcompat
-from tablekeeper.operator.controllers import branches, children, deletion, modes, tags
+from tablekeeper.operator.controllers import branches, children, deletion, dependents, modes, tags
 from tablekeeper.operator.handlers.common import (
     finish,
     mode_change,
@@ -19,7 +19,7 @@ from tablekeeper.operator.handlers.common import (
     view_of,
 )
 from tablekeeper.operator.runtime import Runtime
-from tablekeeper.operator.status import markers
+from tablekeeper.operator.status import errors, markers
 
 __all__ = ["on_change", "on_check", "on_delete", "on_paused", "on_unmanaged", "on_event"]
 
@@ -65,7 +65,7 @@ async def _reconcile(rt: Runtime, kind: str, body: kopf.Body, phase: children.Ph
             fresh = await children.write_ahead(rt, obj, outcome)
         except kopfcompat.Conflict as e:  # changed meanwhile: redo the pass on the new version
             raise kopf.TemporaryError(f"the object changed while its ownership was recorded: {e}",
-                                      delay=rt.config.retry_delay(1)) from e
+                                      delay=min(rt.config.retry_delay(1), errors.SHORT_DELAY)) from e
         except Exception as e:  # not written (timeout, API error): soon again, not Kopf's 60 s default
             raise kopf.TemporaryError(f"recording ownership failed: {e!r}", delay=rt.config.retry_delay(1)) from e
         current = {**body, "metadata": {**body.get("metadata", {}), **fresh.get("metadata", {})},
@@ -94,21 +94,31 @@ def on_unmanaged(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, 
 async def on_event(rt: Runtime, kind: str, finalizer: str, *, body: kopf.Body, patch: kopf.Patch,
                    **kwargs: Any) -> None:
     """Every watch event: react to annotation changes Kopf does not see as changes
-    (paused, managed, resumed: see :func:`~tablekeeper.operator.handlers.common.mode_change`), and
-    post ``ForceDeleted`` when ``force-delete`` is about to release a finalizer."""
+    (paused, managed, resumed: see :func:`~tablekeeper.operator.handlers.common.mode_change`;
+    ``tablekeeper.io/recheck``), post ``ForceDeleted`` when ``force-delete`` is about to release a
+    finalizer, and when a tag has just become Ready re-check the branches waiting for it
+    (:mod:`~tablekeeper.operator.controllers.dependents`)."""
     meta = body.get("metadata") or {}
     if (markers.is_force_delete(meta) and finalizer in (meta.get("finalizers") or ())
             and rt.first_time(str(meta.get("uid")), "ForceDeleted")):
         kopf.event(body, type="Warning", reason="ForceDeleted",
                    message="tablekeeper.io/force-delete: the finalizer is removed without touching storage")
     change = mode_change(body)
+    obj = obj_of(kind, body)
+    view = view_of(rt, kwargs)
+    if kind == "PaimonTag" and not obj.deleting:
+        await dependents.nudge_dependents(rt, view, obj)  # branches waiting for this tag
+    recheck = dependents.wants_recheck(rt, obj) and change is None and not obj.deleting
+    if recheck and await dependents.retry_now(rt, obj, rt.config.now()):
+        return  # Kopf's pending retry runs now
     if change == "unmanaged":
         on_unmanaged(rt, kind, body=body, patch=patch)
     elif change == "paused":
         on_paused(rt, kind, body=body, patch=patch)
-    elif change == "resumed":
+    elif change == "resumed" or (recheck and view.contains(obj)):
         # a resumed object may head to a storage change (a tag created while paused): write it
-        # ahead and apply it now, as the periodic check would, instead of reporting "Creating"
+        # ahead and apply it now, as the periodic check would, instead of reporting "Creating";
+        # a re-check (tablekeeper.io/recheck) takes the same path
         outcome, current = await _reconcile(rt, kind, body, "check", None, kwargs)
         outcome.failure = None
         finish(outcome, body=current, patch=patch)

@@ -6,11 +6,12 @@ from typing import Any
 
 import kopf
 
+from tablekeeper.operator.controllers import dependents
 from tablekeeper.operator.handlers.common import finish, obj_of, stop_if_gone, view_of
 from tablekeeper.operator.runs import controller as runs
 from tablekeeper.operator.runtime import Runtime
 
-__all__ = ["on_start", "on_execute", "on_check"]
+__all__ = ["on_start", "on_execute", "on_check", "on_event"]
 
 
 async def on_start(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, retry: int, **kwargs: Any) -> None:
@@ -30,3 +31,11 @@ async def on_check(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, stopped: 
     outcome = await runs.check_run(rt, view, obj)
     if outcome is not None:
         finish(outcome, body=body, patch=patch)
+
+
+async def on_event(rt: Runtime, *, body: kopf.Body, **kwargs: Any) -> None:
+    """Every watch event of a run: ``tablekeeper.io/recheck`` (or its table becoming Ready) moves
+    a waiting start step's retry to now."""
+    obj = obj_of("PaimonMaintenanceRun", body)
+    if not obj.deleting and dependents.wants_recheck(rt, obj):
+        await dependents.retry_now(rt, obj, rt.config.now())

@@ -120,11 +120,26 @@ async def start_run(rt: Runtime, view: View, obj: Obj, *, retry: int) -> Outcome
                            started=None)
         result.labels = out.labels
         return result
+    if ctx.table_obj is None:
+        waited = (now - created).total_seconds()
+        grace = rt.config.missing_table_grace
+        if waited >= grace:  # a typo in tableRef never resolves itself: say so instead of waiting forever
+            result = _finished(obj, now, False, Reason.TABLE_NOT_FOUND,
+                               f"PaimonTable {ctx.table_name!r} does not exist in namespace {obj.namespace!r} "
+                               f"(waited {duration_text(grace)}); fix: create a new run whose spec.tableRef.name "
+                               "names an existing PaimonTable (a run's spec cannot change)", started=None)
+            result.labels = out.labels
+            return result
     if ctx.problem is not None:
-        pending = _pending(obj, now, ctx.problem.reason, ctx.problem.message)
+        message = ctx.problem.message
+        if ctx.table_obj is None:
+            message += f"; the run fails with TableNotFound unless it appears within {duration_text(grace)}"
+        pending = _pending(obj, now, ctx.problem.reason, message)
         pending.labels = out.labels
         pending.failure = classify(ctx.problem)
         pending.delay = rt.config.retry_delay(retry + 1)
+        if ctx.table_obj is None:
+            pending.delay = max(0.05, min(pending.delay, grace - waited + 0.05))
         return pending
     siblings = {r.uid: r for r in view.children("PaimonMaintenanceRun", obj.namespace, ctx.table_name)
                 if r.uid != obj.uid and not r.deleting}

@@ -15,7 +15,7 @@ reconcile that finds nothing new produces the exact same list and no status writ
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -178,7 +178,8 @@ def merge(old: Sequence[Mapping[str, Any]] | None, new: Sequence[Mapping[str, An
     return out
 
 
-def kstatus(conds: Sequence[Mapping[str, Any]], *, state: Any = None, phase: Any = None) -> list[dict[str, Any]]:
+def kstatus(conds: Sequence[Mapping[str, Any]], *, state: Any = None, phase: Any = None,
+            transient: Container[str] = ()) -> list[dict[str, Any]]:
     """kstatus's abnormal-true conditions for ``conds`` (without any ``Reconciling``/``Stalled``).
 
     Why: Flux (kstatus) judges a custom resource by ``observedGeneration`` and these two
@@ -186,7 +187,9 @@ def kstatus(conds: Sequence[Mapping[str, Any]], *, state: Any = None, phase: Any
     derived here, in one place, from what the object already says (docs/health-checks.md):
 
     - ``Stalled=True``: a permanent failure: ``status.state`` or ``status.phase`` ``Failed``, or a
-      run's ``Failed=True``; reason and message of the ``Ready`` (runs: ``Failed``) condition;
+      run's ``Failed=True``; reason and message of the ``Ready`` (runs: ``Failed``) condition.
+      Never for a reason in ``transient`` (a dependency not ready recovers by itself), except a
+      run's: a failed run is over;
     - ``Reconciling=True``: otherwise, while ``Ready`` is not True (runs: neither ``Complete``
       nor ``Failed`` True): creating, retrying, waiting;
     - neither when the object is done (``Ready=True``, ``Complete=True``).
@@ -197,6 +200,8 @@ def kstatus(conds: Sequence[Mapping[str, Any]], *, state: Any = None, phase: Any
     if source is None:
         return []
     failed = (run and source.get("status") == "True") or "Failed" in (state, phase)
+    if failed and not run and source.get("reason") in transient:
+        failed = False
     if run and not failed and (by_type.get(COMPLETE) or {}).get("status") == "True":
         return []
     if not run and not failed and source.get("status") == "True":

@@ -13,22 +13,22 @@ error                                          reason                      Kopf
 ``TableLockedError`` (another lease holder)    ``TableLocked``             ``TemporaryError(backoff)``
 ``ConcurrentModificationError``                ``ReconcileError``          ``TemporaryError`` (short)
 ``IncompleteProtectionSetError``               ``MaintenanceFailed``       ``TemporaryError(backoff)``
-``TableNotFoundError``                         ``TableNotFound``           ``PermanentError``
-``SnapshotNotFoundError``                      ``SnapshotNotFound``        ``PermanentError``
-``TagNotFoundError``                           ``TagNotFound``             ``PermanentError``
+``TableNotFoundError``                         ``TableNotFound``           ``TemporaryError(backoff)``
+``SnapshotNotFoundError``                      ``SnapshotNotFound``        ``TemporaryError(backoff)``
+``TagNotFoundError``                           ``TagNotFound``             ``TemporaryError(backoff)``
 ``TagConflictError``                           ``AlreadyExistsDifferentSnapshot``  ``PermanentError``
 ``AlreadyExistsError``                         ``AlreadyExists``           ``PermanentError``
 ``ProtectedObjectError``                       ``ProtectedByBranch``       ``PermanentError``
 ``UnsafePolicyError`` / policy violations      ``PolicyViolation``         ``PermanentError``
-``PolicyNotFoundError``                        ``PolicyNotFound``          ``PermanentError``
+``PolicyNotFoundError``                        ``PolicyNotFound``          ``TemporaryError(backoff)``
 ``InvalidInputError`` (specs, names)           ``InvalidSpec``             ``PermanentError``
 ``FormatError``                                ``EngineError``             ``PermanentError``
 anything else                                  ``EngineError``             ``TemporaryError(backoff)``
 =============================================  ==========================  ===========================
 
-Permanent failures stop Kopf's retries of that cause; the periodic level check (timers) looks
-again later, so a condition that resolves itself (a snapshot id that is committed later, a
-table created later) is picked up without a spec change.
+Whether a reason is temporary is decided once, by its kind (:mod:`.reasons`): a ``Transient``
+reason retries, a ``Permanent`` one stops Kopf's retries of that cause (the periodic level check
+still looks again later).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ import kopf
 
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy import InvalidSpecError, UnsafeSpecError, effective
+from tablekeeper.operator.status import reasons
 from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.reconcile.applier import ActionResult
 
@@ -52,14 +53,17 @@ class OperatorError(Exception):
     """A problem found while resolving a CR against the cluster (not a storage error).
 
     ``temporary``: something else may fix it without a spec change soon (the referenced table
-    is not created yet); the handler then retries with backoff.
+    is not created yet); the handler then retries with backoff. ``cause``: the reason the
+    dependency itself reports, when the problem is a dependency's.
     """
 
-    def __init__(self, reason: str, message: str, *, temporary: bool = False) -> None:
+    def __init__(self, reason: str, message: str, *, temporary: bool = False, cause: str | None = None) -> None:
         super().__init__(message)
         self.reason = reason
         self.message = message
         self.temporary = temporary
+        #: the reason a dependency reports (``TableNotReady`` because the table is ``TableNotFound``)
+        self.cause = cause
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ class Failure:
     short: bool = False
 
 
-_PERMANENT: tuple[tuple[type[BaseException], str], ...] = (
+_BY_TYPE: tuple[tuple[type[BaseException], str], ...] = (
     (core_errors.TableNotFoundError, Reason.TABLE_NOT_FOUND),
     (core_errors.SnapshotNotFoundError, Reason.SNAPSHOT_NOT_FOUND),
     (core_errors.TagNotFoundError, Reason.TAG_NOT_FOUND),
@@ -109,9 +113,9 @@ def classify(error: BaseException) -> Failure:
         return Failure(Reason.MAINTENANCE_FAILED, _message(error), True)
     if isinstance(error, (core_errors.StorageError, OSError)) and not isinstance(error, FileNotFoundError):
         return Failure(Reason.CATALOG_UNREACHABLE, _message(error), True)
-    for klass, reason in _PERMANENT:
+    for klass, reason in _BY_TYPE:
         if isinstance(error, klass):
-            return Failure(reason, _message(error), False)
+            return Failure(reason, _message(error), reasons.is_transient(reason))
     return Failure(Reason.ENGINE_ERROR, _message(error), True)
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "PAUSED",
     "MANAGED",
     "RUN_NOW",
+    "RECHECK",
     "FORCE_DELETE",
     "TABLE_LABEL",
     "TAG_STATE_LABEL",
@@ -40,6 +41,8 @@ FINALIZER = f"{API_GROUP}/finalizer"
 PAUSED = f"{API_GROUP}/paused"
 MANAGED = f"{API_GROUP}/managed"
 RUN_NOW = f"{API_GROUP}/run-now"
+#: Any new value asks for a re-check now (users; and the operator when a dependency became Ready).
+RECHECK = f"{API_GROUP}/recheck"
 FORCE_DELETE = f"{API_GROUP}/force-delete"
 
 TABLE_LABEL = f"{API_GROUP}/table"

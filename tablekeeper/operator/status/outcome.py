@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tablekeeper.operator.status import conditions
+from tablekeeper.operator.status import conditions, reasons
 from tablekeeper.operator.status.errors import Failure
 
 __all__ = ["Event", "Outcome", "render", "merge_diff", "label_changes", "plain", "url_of", "conditions_of"]
@@ -82,7 +82,8 @@ def render(current: Mapping[str, Any] | None, outcome: Outcome) -> dict[str, Any
         merged = conditions.merge(current.get("conditions"), outcome.conditions, keep=outcome.keep)
         merged = [c for c in merged if c["type"] not in (conditions.RECONCILING, conditions.STALLED)]
         derived = conditions.kstatus(merged, state=outcome.fields.get("state", current.get("state")),
-                                     phase=outcome.fields.get("phase", current.get("phase")))
+                                     phase=outcome.fields.get("phase", current.get("phase")),
+                                     transient=reasons.TRANSIENT)
         merged += conditions.merge(current.get("conditions"), derived)
         if merged != list(current.get("conditions") or []):
             patch["conditions"] = merged
