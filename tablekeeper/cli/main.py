@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from tablekeeper.cli import render, results
+from tablekeeper.cli import render, results, trash_report
 from tablekeeper.core import errors
 from tablekeeper.core.paimon import layout
 
@@ -80,19 +80,32 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 _LEASE_META = "tablekeeper.lease"
 
 
-def _maintains(operation: str) -> Callable[[F], F]:
+_KEEP_META = "tablekeeper.keep-deleted"
+
+
+def _maintains(operation: str, *, destructive: bool = False) -> Callable[[F], F]:
     """A command that changes a table: adds ``--wait`` and makes :func:`_open` take the table's
-    maintenance lease (core/lease.py) for the rest of the command (not for ``--dry-run``)."""
+    maintenance lease (core/lease.py) for the rest of the command (not for ``--dry-run``).
+    ``destructive``: adds ``--keep-deleted`` too, and :func:`_open` opens the trash window
+    (core/trash) that every plan the command executes moves its files into."""
     def decorate(func: F) -> F:
         @functools.wraps(func)
-        def wrapper(*args: Any, wait: str | None = None, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, wait: str | None = None, keep_deleted: str | None = None, **kwargs: Any) -> Any:
             ctx = click.get_current_context()
             ctx.meta[_LEASE_META] = (operation, _duration(wait, "--wait"), bool(kwargs.get("dry_run")))
+            ctx.meta[_KEEP_META] = (destructive, keep_deleted)
             return func(*args, **kwargs)
-        return click.option(  # type: ignore[return-value]
+        command = click.option(
             "--wait", metavar="DURATION",
             help="If another tablekeeper maintains the table, wait up to this long (e.g. '10 m') for its "
                  "lease; default: exit 2 at once, naming the holder.")(wrapper)
+        if destructive:
+            command = click.option(
+                "--keep-deleted", metavar="DURATION",
+                help="Move what this run removes into the table's trash and keep it this long (e.g. '7 d'): "
+                     "'tablekeeper undo TABLE RUN' puts it back. Default: the table option trash.keep, "
+                     "else delete for good.")(command)
+        return command  # type: ignore[return-value]
     return decorate
 
 
@@ -107,6 +120,12 @@ def _take_lease(t: Table) -> None:
 
         ctx.meta[_LEASE_META] = None  # one lease per command, taken by the first table opened
         ctx.with_resource(lease.held(t.file_io, t.root, f"tablekeeper {operation}", wait=wait))
+        destructive, keep = ctx.meta.get(_KEEP_META, (False, None))
+        if destructive:
+            from tablekeeper.core import trash
+
+            window = trash.keep_window(keep, t.options())
+            ctx.with_resource(trash.keeping(t.file_io, t.root, operation, window, branch=t.branch))
 
 
 def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN, *,
@@ -148,6 +167,7 @@ _PENDING: list[Any] = []
 
 
 def _emit(output: str, payload: Any, text: Callable[[], None]) -> None:
+    payload, text = trash_report.with_trash_run(payload, text)
     if output == "json":
         ctx = click.get_current_context(silent=True)
         io = ctx.meta.get(_IO_META) if ctx is not None else None
@@ -223,8 +243,14 @@ def _engine_available(_ctx: click.Context, _param: click.Parameter, value: str) 
 def _run_on_spark(operation: str, t: Table, options: tuple[str, ...], dry_run: bool, output: str,
                   **params: Any) -> None:
     """Run a maintenance command through ``tablekeeper.spark`` (local Spark unless configured)."""
+    from tablekeeper.core import trash
     from tablekeeper.core.storage import requests as storage_requests
     from tablekeeper.spark import dispatch, job_request
+
+    if trash.active() is not None:
+        raise errors.InvalidInputError(f"a trash window (--keep-deleted or the table option {trash.KEEP_OPTION}) "
+                                       "keeps deleted files with --engine local only",
+                                       fix="run with --engine local, or without a window")
 
     if "." not in t.identifier or not t.root.rstrip("/").rsplit("/", 2)[-2].endswith(".db"):
         raise errors.InvalidInputError(f"--engine spark needs a warehouse table, not {t.root}",
@@ -321,7 +347,7 @@ def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | Non
 @click.option("--parallelism", type=int, help="Delete threads (default: 2 x CPUs, max 8).")
 @click.option("--dry-run", is_flag=True, help="Print the cleanup plan, delete nothing.")
 @_common
-@_maintains("tag delete")
+@_maintains("tag delete", destructive=True)
 def tag_delete(table: str, name: str, branch: str, force: bool, parallelism: int | None, dry_run: bool,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete tag NAME and the files only it still references."""
@@ -431,7 +457,7 @@ def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: in
 @click.argument("name")
 @click.option("--dry-run", is_flag=True)
 @_common
-@_maintains("branch drop")
+@_maintains("branch drop", destructive=True)
 def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                 output: str) -> None:
     """Drop branch NAME (its own data files become orphans for clean-orphans)."""
@@ -527,7 +553,7 @@ def _now_ms(now: str | None) -> int:
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               callback=_engine_available, help=_ENGINE_HELP)
 @_common
-@_maintains("expire")
+@_maintains("expire", destructive=True)
 def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int | None, time_retained: str | None,
                expire_limit: int | None, parallelism: int | None, now: str | None, dry_run: bool, engine: str,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:
@@ -560,7 +586,7 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
 @click.option("--now", hidden=True)
 @click.option("--dry-run", is_flag=True)
 @_common
-@_maintains("expire-changelog")
+@_maintains("expire-changelog", destructive=True)
 def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: str | None, dry_run: bool,
                          warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Expire long-lived changelog-N files (decoupled changelog.* options of the table)."""
@@ -589,12 +615,16 @@ def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: 
 @click.option("--now", hidden=True)
 @click.option("--dry-run", is_flag=True)
 @_common
-@_maintains("expire-partitions")
+@_maintains("expire-partitions", destructive=True)
 def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, strategy: str | None,
                           timestamp_formatter: str | None, timestamp_pattern: str | None, max_expires: int | None,
                           zone_known: bool, now: str | None, dry_run: bool, warehouse: str | None,
                           options: tuple[str, ...], output: str) -> None:
     """Drop expired partitions with an OVERWRITE commit (files go with snapshot expiration)."""
+    if click.get_current_context().meta.get(_KEEP_META, (False, None))[1] is not None:
+        raise errors.InvalidInputError(
+            "expire-partitions deletes no file: the dropped partitions' files stay until expire removes them",
+            fix="leave out --keep-deleted here and give it to the expire that follows")
     from tablekeeper.core import format_guard, partitions
 
     t = _open(table, warehouse, options, branch, guard=False)
@@ -647,7 +677,7 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               callback=_engine_available, help=_ENGINE_HELP)
 @_common
-@_maintains("clean-orphans")
+@_maintains("clean-orphans", destructive=True)
 def clean_orphans_cmd(table: str, older_than: str | None, force: bool, parallelism: int | None,
                       plan_processes: int | None, listing_path: str | None, now: str | None, dry_run: bool,
                       engine: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
@@ -833,6 +863,12 @@ def operator(namespaces: tuple[str, ...], liveness: str, metrics_port: int) -> N
         raise errors.InvalidInputError(f"the operator cannot start: {e}",
                                        fix="install the operator extra: pip install 'tablekeeper[operator]'") from e
     operator_main.run(namespaces=namespaces, liveness_endpoint=liveness or None, metrics_port=metrics_port)
+
+
+from tablekeeper.cli import trash_commands  # noqa: E402  (its commands use the helpers above)
+
+cli.add_command(trash_commands.undo_cmd)
+cli.add_command(trash_commands.trash_group)
 
 
 def _wants_json(argv: list[str]) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tablekeeper.core import errors, fork_points, format_guard, names, seams
+from tablekeeper.core import errors, fork_points, format_guard, names, seams, trash
 from tablekeeper.core.paimon import hints, layout
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.storage import join
@@ -246,18 +246,22 @@ def _drop_in_order(branch: Table) -> None:
     drop finishes it. Each phase ends at a ``seams`` point (crash tests)."""
     io = branch.file_io
     seams.point("branch-drop:begin")
-    io.delete_files([s.path for s in io.list_dir(branch.dir(layout.TAG_DIR)) if not s.is_dir])
+    # inside a trash window (core/trash) each file is moved into the run's trash instead
+    trash.move_files(io, [s.path for s in io.list_dir(branch.dir(layout.TAG_DIR)) if not s.is_dir], "tag")
     seams.point("branch-drop:tags-deleted")
     snapshot_files = [s for s in io.list_dir(branch.dir(layout.SNAPSHOT_DIR)) if not s.is_dir]
     hint_files = [s.path for s in snapshot_files if s.name in (hints.EARLIEST, hints.LATEST)]
     ordered = sorted((s for s in snapshot_files if s.path not in hint_files),
                      key=lambda s: -(layout.parse_versioned_name(s.name, layout.SNAPSHOT_PREFIX) or -1))
-    io.delete_files(hint_files)
-    io.delete_files([s.path for s in ordered])
+    trash.move_files(io, hint_files, "hint")
+    trash.move_files(io, [s.path for s in ordered], "snapshot")
     seams.point("branch-drop:snapshots-deleted")
     for kind in (layout.CHANGELOG_DIR, layout.CONSUMER_DIR):
-        io.delete_files([s.path for s in io.list_dir(branch.dir(kind)) if not s.is_dir])
+        trash.move_files(io, [s.path for s in io.list_dir(branch.dir(kind)) if not s.is_dir],
+                         "changelog-meta" if kind == layout.CHANGELOG_DIR else "other")
     seams.point("branch-drop:schemas-left")
+    if trash.active() is not None:  # the schemas (and anything else left) too, before the directory goes
+        trash.move_files(io, [s.path for s in io.walk_files(branch.branch_path)], "schema")
     io.delete_tree(branch.branch_path)
     seams.point("branch-drop:end")
 

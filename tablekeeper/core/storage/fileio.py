@@ -384,6 +384,15 @@ class FileIO:
         self.backend.rename(src, dst)
 
     @_changes_view
+    def move_file(self, src: str, dst: str) -> None:
+        """Move a regular file to a path that must not exist (``FileExistsError``;
+        ``FileNotFoundError`` when ``src`` is gone), keeping its bytes and, where the store
+        keeps them, its modification time: local disk and HDFS one atomic rename (the parent
+        made first); object stores a HEAD, a server-side copy and a delete (not atomic: a crash
+        in between leaves both copies). What the trash moves files with (core/trash)."""
+        self.backend.move_file(src, dst)
+
+    @_changes_view
     def mkdirs(self, path: str) -> None:
         self.backend.mkdirs(path)
 

@@ -141,6 +141,13 @@ class StoreIO(abc.ABC):
     def rename(self, src: str, dst: str) -> None:
         """Rename a file or a directory; ``FileExistsError`` when ``dst`` exists."""
 
+    def move_file(self, src: str, dst: str) -> None:
+        """Move the regular file ``src`` to ``dst``, which must not exist (``FileExistsError``;
+        ``FileNotFoundError`` when ``src`` is gone): the trash's move. Here: the parent made,
+        then :meth:`rename` (local disk, HDFS: one atomic rename, no copy)."""
+        self.mkdirs(dst.rsplit("/", 1)[0])
+        self.rename(src, dst)
+
     @abc.abstractmethod
     def mkdirs(self, path: str) -> None: ...
 

@@ -1,0 +1,167 @@
+"""Moving a run's files into the trash, as the executors would have deleted them.
+
+A command opens a window with :func:`keeping`; every executor that finds :func:`active` returns
+a run moves its batches with :func:`move_batch` instead of deleting them: the batch's record
+first (create-if-absent), then each file (:meth:`FileIO.move_file`). A file already gone counts
+as missing, as a delete would; a file whose trash place already holds it (a crash between an
+object store's copy and its delete) has its source removed and counts as moved. So a rerun
+after a crash at any point finishes the moves and loses or duplicates nothing."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import secrets
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tablekeeper.core import errors
+from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, join
+from tablekeeper.core.trash import layout
+
+__all__ = ["TrashRun", "active", "keeping", "move_batch", "move_files", "same_file"]
+
+_ACTIVE: contextvars.ContextVar[TrashRun | None] = contextvars.ContextVar("tablekeeper_trash", default=None)
+
+
+@dataclass
+class TrashRun:
+    """The trash run of one command: where its files go and what it has recorded."""
+
+    io: FileIO
+    table_root: str
+    run_id: str
+    operation: str
+    branch: str
+    created_ms: int
+    keep_until_ms: int
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    started: bool = False
+    moved: int = 0
+    moved_bytes: int = 0
+
+    @property
+    def root(self) -> str:
+        return self.table_root.rstrip("/")
+
+    def spec(self) -> dict[str, Any]:
+        """What a Spark executor needs to move a batch of this run (:meth:`from_spec`)."""
+        return {"table_root": self.table_root, "run_id": self.run_id, "operation": self.operation,
+                "branch": self.branch, "created_ms": self.created_ms, "keep_until_ms": self.keep_until_ms}
+
+    @staticmethod
+    def from_spec(io: FileIO, spec: dict[str, Any]) -> TrashRun:
+        return TrashRun(io, spec["table_root"], spec["run_id"], spec["operation"], spec["branch"],
+                        int(spec["created_ms"]), int(spec["keep_until_ms"]), started=True)
+
+    def relative(self, path: str) -> str:
+        """``path`` relative to the table; outside it the window cannot keep the file."""
+        normalized = self.io.normalize(path)
+        prefix = self.io.normalize(self.root) + "/"
+        if not normalized.startswith(prefix):
+            raise errors.InvalidInputError(
+                f"{path} lies outside the table directory {self.root}: the trash keeps files of the table only",
+                fix="run without --keep-deleted (and without trash.keep) for tables with data-file.external-paths")
+        return normalized[len(prefix):]
+
+    def record(self, summary: dict[str, Any] | None = None) -> None:
+        """Write (or rewrite, with one more decision) the run record, before anything moves."""
+        if summary is not None:
+            self.summaries.append({k: v for k, v in summary.items() if k not in ("writes",)})
+        record = layout.RunRecord(self.run_id, self.operation, self.root, self.branch, self.created_ms,
+                                  self.keep_until_ms, tuple(self.summaries))
+        path = join(layout.run_dir(self.root, self.run_id), layout.RUN_FILE)
+        if not self.started:
+            self.io.mkdirs(layout.moves_dir(self.root, self.run_id))
+            self.io.write_new(path, record.as_json())
+            self.started = True
+        else:
+            self.io.overwrite(path, record.as_json())
+
+
+def active() -> TrashRun | None:
+    """The trash run of the running command, if it opened a window."""
+    return _ACTIVE.get()
+
+
+def _run_id(operation: str, now_ms: int) -> str:
+    stamp = datetime.fromtimestamp(now_ms / 1000, tz=UTC).strftime("%Y%m%dT%H%M%S") + f"{now_ms % 1000:03d}Z"
+    return f"{stamp}-{operation.replace(' ', '-')}-{secrets.token_hex(3)}"
+
+
+@contextmanager
+def keeping(io: FileIO, table_root: str, operation: str, window: timedelta | None, *, branch: str = "main",
+            now_ms: int | None = None) -> Iterator[TrashRun | None]:
+    """Within the block, every executed plan of the table moves its files into one trash run
+    kept for ``window`` (None: nothing changes, files are deleted)."""
+    if window is None:
+        yield None
+        return
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    run = TrashRun(io, table_root, _run_id(operation, now), operation, branch, now,
+                   now + int(window.total_seconds() * 1000))
+    token = _ACTIVE.set(run)
+    try:
+        yield run
+    finally:
+        _ACTIVE.reset(token)
+
+
+def same_file(io: FileIO, a: str, b: str) -> bool:
+    """Whether files ``a`` and ``b`` both exist and hold the same bytes (sizes first)."""
+    try:
+        if io.stat(a).size != io.stat(b).size:
+            return False
+        return io.read_bytes(a) == io.read_bytes(b)
+    except FileNotFoundError:
+        return False
+
+
+def move_batch(run: TrashRun, files: list[tuple[str, str, int | None]]) -> list[DeleteResult]:
+    """Move ``files`` (path, kind, size) into the run's trash: their record first, then each
+    file. One result per file, in order, as a delete would report it (moved = DELETED)."""
+    if not files:
+        return []
+    io = run.io
+    entries = [(run.relative(p), kind, size) for p, kind, size in files]
+    if not run.started:
+        run.record()
+    name = f"{int(time.time() * 1000):013d}-{secrets.token_hex(4)}.json"
+    io.write_new(join(layout.moves_dir(run.root, run.run_id), name), json.dumps({"files": entries}))
+    target = layout.files_dir(run.root, run.run_id)
+    out: list[DeleteResult] = []
+    for (path, _kind, size), (rel, _, _) in zip(files, entries, strict=True):
+        dst = join(target, rel)
+        try:
+            io.move_file(path, dst)
+        except FileNotFoundError:
+            out.append(DeleteResult(path, DeleteOutcome.MISSING))
+            continue
+        except FileExistsError:
+            if not io.file_exists(path):  # moved by an earlier attempt already
+                out.append(DeleteResult(path, DeleteOutcome.MISSING))
+                continue
+            if not same_file(io, path, dst):  # an earlier attempt's copy is there: the source goes
+                out.append(DeleteResult(path, DeleteOutcome.FAILED, f"{dst} holds other bytes"))
+                continue
+            io.delete_files([path])
+        except OSError as e:
+            out.append(DeleteResult(path, DeleteOutcome.FAILED, str(e)))
+            continue
+        run.moved += 1
+        run.moved_bytes += size or 0
+        out.append(DeleteResult(path, DeleteOutcome.DELETED))
+    return out
+
+
+def move_files(io: FileIO, paths: list[str], kind: str) -> list[DeleteResult]:
+    """Delete ``paths`` (of one ``kind``), or move them into the active trash run: for the few
+    callers that delete outside a plan (branch drop)."""
+    run = active()
+    if run is None:
+        return io.delete_files(paths)
+    return move_batch(run, [(p, kind, None) for p in paths])
