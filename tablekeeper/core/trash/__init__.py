@@ -18,20 +18,46 @@ What this package decides, and nowhere else:
 - **when** a run is purged (:func:`purge`): after its window, or older than asked.
 """
 
-from tablekeeper.core.trash.layout import (
-    TRASH_DIR,
-    RunRecord,
-    RunState,
-    list_runs,
-    read_run,
-    state_of,
-    trash_root,
-)
-from tablekeeper.core.trash.moves import TrashRun, active, keeping, move_batch, move_files
-from tablekeeper.core.trash.purge import PurgeResult, purge
-from tablekeeper.core.trash.restore import UndoResult, undo
-from tablekeeper.core.trash.window import KEEP_OPTION, keep_window
+from __future__ import annotations
 
-__all__ = ["TRASH_DIR", "RunRecord", "RunState", "list_runs", "read_run", "state_of", "trash_root", "TrashRun", "active",
-           "keeping", "move_batch", "move_files", "PurgeResult", "purge", "UndoResult", "undo", "KEEP_OPTION",
-           "keep_window"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from tablekeeper.core.trash.context import active
+
+if TYPE_CHECKING:
+    from tablekeeper.core.trash.layout import (
+        TRASH_DIR,
+        RunRecord,
+        RunState,
+        list_runs,
+        read_run,
+        state_of,
+        trash_root,
+    )
+    from tablekeeper.core.trash.moves import TrashRun, keeping, move_batch, move_files, resumed
+    from tablekeeper.core.trash.purge import PurgeResult, purge
+    from tablekeeper.core.trash.restore import UndoResult, undo
+    from tablekeeper.core.trash.window import KEEP_OPTION, keep_window
+
+__all__ = ["TRASH_DIR", "RunRecord", "RunState", "list_runs", "read_run", "state_of", "trash_root", "TrashRun",
+           "active", "keeping", "resumed", "move_batch", "move_files", "PurgeResult", "purge", "UndoResult", "undo",
+           "KEEP_OPTION", "keep_window"]
+
+#: Where each public name lives: loaded on first use, so that every plan's execution can ask
+#: :func:`active` without loading the trash's code (start-up of a local command).
+_HOMES = {
+    **dict.fromkeys(("TRASH_DIR", "RunRecord", "RunState", "list_runs", "read_run", "state_of", "trash_root"),
+                    "layout"),
+    **dict.fromkeys(("TrashRun", "keeping", "resumed", "move_batch", "move_files"), "moves"),
+    **dict.fromkeys(("PurgeResult", "purge"), "purge"),
+    **dict.fromkeys(("UndoResult", "undo"), "restore"),
+    **dict.fromkeys(("KEEP_OPTION", "keep_window"), "window"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

@@ -9,11 +9,10 @@ after a crash at any point finishes the moves and loses or duplicates nothing.""
 
 from __future__ import annotations
 
-import contextvars
 import json
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -22,10 +21,10 @@ from typing import Any
 from tablekeeper.core import errors
 from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, join
 from tablekeeper.core.trash import layout
+from tablekeeper.core.trash.context import ACTIVE, active
 
-__all__ = ["TrashRun", "active", "keeping", "move_batch", "move_files", "same_file"]
+__all__ = ["TrashRun", "keeping", "resumed", "move_batch", "move_files", "same_file"]
 
-_ACTIVE: contextvars.ContextVar[TrashRun | None] = contextvars.ContextVar("tablekeeper_trash", default=None)
 
 
 @dataclass
@@ -54,7 +53,7 @@ class TrashRun:
                 "branch": self.branch, "created_ms": self.created_ms, "keep_until_ms": self.keep_until_ms}
 
     @staticmethod
-    def from_spec(io: FileIO, spec: dict[str, Any]) -> TrashRun:
+    def from_spec(io: FileIO, spec: Mapping[str, Any]) -> TrashRun:
         return TrashRun(io, spec["table_root"], spec["run_id"], spec["operation"], spec["branch"],
                         int(spec["created_ms"]), int(spec["keep_until_ms"]), started=True)
 
@@ -77,15 +76,29 @@ class TrashRun:
         path = join(layout.run_dir(self.root, self.run_id), layout.RUN_FILE)
         if not self.started:
             self.io.mkdirs(layout.moves_dir(self.root, self.run_id))
-            self.io.write_new(path, record.as_json())
             self.started = True
-        else:
-            self.io.overwrite(path, record.as_json())
+            try:
+                self.io.write_new(path, record.as_json())
+                return
+            except FileExistsError:  # the same run, recorded by another process of it (Spark's driver)
+                earlier = layout.RunRecord.from_json(self.io.read_bytes(path))
+                self.summaries[:0] = [s for s in earlier.summary if s not in self.summaries]
+                record = layout.RunRecord(self.run_id, self.operation, self.root, self.branch, self.created_ms,
+                                          self.keep_until_ms, tuple(self.summaries))
+        self.io.overwrite(path, record.as_json())
 
 
-def active() -> TrashRun | None:
-    """The trash run of the running command, if it opened a window."""
-    return _ACTIVE.get()
+@contextmanager
+def resumed(io: FileIO, spec: Mapping[str, Any]) -> Iterator[TrashRun]:
+    """Within the block, the trash run ``spec`` (:meth:`TrashRun.spec`, opened by another process:
+    the CLI that started a Spark job) is the active one."""
+    run = TrashRun(io, spec["table_root"], spec["run_id"], spec["operation"], spec["branch"],
+                   int(spec["created_ms"]), int(spec["keep_until_ms"]))
+    token = ACTIVE.set(run)
+    try:
+        yield run
+    finally:
+        ACTIVE.reset(token)
 
 
 def _run_id(operation: str, now_ms: int) -> str:
@@ -104,11 +117,11 @@ def keeping(io: FileIO, table_root: str, operation: str, window: timedelta | Non
     now = int(time.time() * 1000) if now_ms is None else now_ms
     run = TrashRun(io, table_root, _run_id(operation, now), operation, branch, now,
                    now + int(window.total_seconds() * 1000))
-    token = _ACTIVE.set(run)
+    token = ACTIVE.set(run)
     try:
         yield run
     finally:
-        _ACTIVE.reset(token)
+        ACTIVE.reset(token)
 
 
 def same_file(io: FileIO, a: str, b: str) -> bool:
@@ -133,9 +146,11 @@ def move_batch(run: TrashRun, files: list[tuple[str, str, int | None]]) -> list[
     name = f"{int(time.time() * 1000):013d}-{secrets.token_hex(4)}.json"
     io.write_new(join(layout.moves_dir(run.root, run.run_id), name), json.dumps({"files": entries}))
     target = layout.files_dir(run.root, run.run_id)
+    moves = [(path, join(target, rel), size) for (path, _kind, size), (rel, _, _) in zip(files, entries, strict=True)]
+    if io.moves_by_copy:
+        return _copy_then_delete(run, moves)
     out: list[DeleteResult] = []
-    for (path, _kind, size), (rel, _, _) in zip(files, entries, strict=True):
-        dst = join(target, rel)
+    for path, dst, size in moves:
         try:
             io.move_file(path, dst)
         except FileNotFoundError:
@@ -156,6 +171,37 @@ def move_batch(run: TrashRun, files: list[tuple[str, str, int | None]]) -> list[
         run.moved_bytes += size or 0
         out.append(DeleteResult(path, DeleteOutcome.DELETED))
     return out
+
+
+def _copy_then_delete(run: TrashRun, moves: list[tuple[str, str, int | None]]) -> list[DeleteResult]:
+    """Object stores: one server-side copy per file into the run's fresh directory (no check
+    first: nobody else writes there), then the sources in one delete request per batch (S3/OSS
+    DeleteObjects) — the floor of a move: a COPY per file plus the delete a plain run makes."""
+    io = run.io
+    copied: list[tuple[str, int | None]] = []
+    out: dict[str, DeleteResult] = {}
+    for path, dst, size in moves:
+        try:
+            io.copy_file(path, dst)
+        except FileNotFoundError:
+            out[path] = DeleteResult(path, DeleteOutcome.MISSING)
+            continue
+        except OSError as e:  # (some stores answer a missing source otherwise)
+            gone = not io.file_exists(path)
+            out[path] = DeleteResult(path, DeleteOutcome.MISSING) if gone else \
+                DeleteResult(path, DeleteOutcome.FAILED, str(e))
+            continue
+        copied.append((path, size))
+    sizes = dict(copied)
+    for r in io.delete_files([p for p, _ in copied], tell_missing=False):
+        if r.outcome is DeleteOutcome.FAILED:
+            out[r.path] = DeleteResult(r.path, DeleteOutcome.FAILED,
+                                       f"copied to the trash, but the source could not be deleted: {r.error}")
+            continue
+        run.moved += 1
+        run.moved_bytes += sizes.get(r.path) or 0
+        out[r.path] = DeleteResult(r.path, DeleteOutcome.DELETED)
+    return [out[p] for p, _, _ in moves]
 
 
 def move_files(io: FileIO, paths: list[str], kind: str) -> list[DeleteResult]:

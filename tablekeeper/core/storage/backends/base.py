@@ -148,6 +148,11 @@ class StoreIO(abc.ABC):
         self.mkdirs(dst.rsplit("/", 1)[0])
         self.rename(src, dst)
 
+    def copy_file(self, src: str, dst: str) -> None:
+        """Copy a regular file's bytes to ``dst`` (replaced if it exists). Here: read and write;
+        object stores copy server-side."""
+        self.overwrite(dst, self.read_bytes(src))
+
     @abc.abstractmethod
     def mkdirs(self, path: str) -> None: ...
 
