@@ -121,9 +121,9 @@ def _take_lease(t: Table) -> None:
         ctx.meta[_LEASE_META] = None  # one lease per command, taken by the first table opened
         ctx.with_resource(lease.held(t.file_io, t.root, f"tablekeeper {operation}", wait=wait))
         destructive, keep = ctx.meta.get(_KEEP_META, (False, None))
-        if destructive:
-            from tablekeeper.core import trash
+        from tablekeeper.core import trash  # (its window's code loads only when one is asked for)
 
+        if destructive and (keep is not None or t.options().get(trash.KEEP_OPTION) is not None):
             window = trash.keep_window(keep, t.options())
             ctx.with_resource(trash.keeping(t.file_io, t.root, operation, window, branch=t.branch))
 

@@ -155,3 +155,15 @@ def test_bad_input_exits_2_and_changes_nothing(mixed: str, capsys: pytest.Captur
     code, _, err = cli(capsys, "expire-partitions", IDENT, "-w", mixed, "--expiration-time", "1 d",
                        "--keep-deleted", "1 d")
     assert code == 2 and "expire-partitions deletes no file" in err and dir_listing(root) == listing
+
+
+def test_the_window_comes_from_the_flag_else_the_table_option() -> None:
+    from datetime import timedelta
+
+    from tablekeeper.core import errors, trash
+
+    assert trash.keep_window(None, {}) is None
+    assert trash.keep_window(None, {"trash.keep": "3 d"}) == timedelta(days=3)
+    assert trash.keep_window("2 h", {"trash.keep": "3 d"}) == timedelta(hours=2)
+    with pytest.raises(errors.InvalidInputError, match="trash.keep"):
+        trash.keep_window(None, {"trash.keep": "0 s"})

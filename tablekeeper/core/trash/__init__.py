@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from tablekeeper.core.trash.context import active
+from tablekeeper.core.trash.context import KEEP_OPTION, active
 
 if TYPE_CHECKING:
     from tablekeeper.core.trash.layout import (
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from tablekeeper.core.trash.moves import TrashRun, keeping, move_batch, move_files, resumed
     from tablekeeper.core.trash.purge import PurgeResult, purge
     from tablekeeper.core.trash.restore import UndoResult, undo
-    from tablekeeper.core.trash.window import KEEP_OPTION, keep_window
+    from tablekeeper.core.trash.window import keep_window
 
 __all__ = ["TRASH_DIR", "RunRecord", "RunState", "list_runs", "read_run", "state_of", "trash_root", "TrashRun",
            "active", "keeping", "resumed", "move_batch", "move_files", "PurgeResult", "purge", "UndoResult", "undo",
@@ -52,7 +52,7 @@ _HOMES = {
     **dict.fromkeys(("TrashRun", "keeping", "resumed", "move_batch", "move_files"), "moves"),
     **dict.fromkeys(("PurgeResult", "purge"), "purge"),
     **dict.fromkeys(("UndoResult", "undo"), "restore"),
-    **dict.fromkeys(("KEEP_OPTION", "keep_window"), "window"),
+    **dict.fromkeys(("keep_window",), "window"),
 }
 
 

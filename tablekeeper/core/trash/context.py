@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tablekeeper.core.trash.moves import TrashRun
 
-__all__ = ["ACTIVE", "active"]
+__all__ = ["ACTIVE", "KEEP_OPTION", "active"]
+
+#: The table option that opens a window for every destructive run on the table.
+KEEP_OPTION = "trash.keep"
 
 ACTIVE: contextvars.ContextVar[TrashRun | None] = contextvars.ContextVar("tablekeeper_trash", default=None)
 

@@ -6,11 +6,10 @@ from collections.abc import Mapping
 from datetime import timedelta
 
 from tablekeeper.core import durations, errors
+from tablekeeper.core.trash.context import KEEP_OPTION
 
 __all__ = ["KEEP_OPTION", "keep_window"]
 
-#: The table option that opens a window for every destructive run on the table.
-KEEP_OPTION = "trash.keep"
 
 
 def keep_window(flag: str | None, table_options: Mapping[str, str]) -> timedelta | None:
