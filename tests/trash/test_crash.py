@@ -62,21 +62,24 @@ def _left_in_trash(wh: str) -> list[str]:
 
 
 def _crashing(io: Any, at: int, inside: bool) -> None:
-    """Make the ``at``-th move of ``io`` crash (before it, or after its copy)."""
-    real = io.move_file
+    """Make the ``at``-th move of ``io`` (a run's rename, an undo's move) crash, before it or
+    after its copy."""
     count = [0]
 
-    def move_file(src: str, dst: str) -> None:
-        count[0] += 1
-        if count[0] == at:
-            if inside and os.path.exists(src) and not os.path.exists(dst):
-                os.makedirs(os.path.dirname(dst), exist_ok=True)
-                with open(src, "rb") as f, open(dst, "wb") as g:
-                    g.write(f.read())
-            raise Crash(f"crash at move {at}")
-        real(src, dst)
+    def crashing(real: Callable[[str, str], None]) -> Callable[[str, str], None]:
+        def move(src: str, dst: str) -> None:
+            count[0] += 1
+            if count[0] == at:
+                if inside and os.path.exists(src) and not os.path.exists(dst):
+                    os.makedirs(os.path.dirname(dst), exist_ok=True)
+                    with open(src, "rb") as f, open(dst, "wb") as g:
+                        g.write(f.read())
+                raise Crash(f"crash at move {at}")
+            real(src, dst)
+        return move
 
-    io.move_file = move_file
+    io.move_file = crashing(io.move_file)
+    io.rename = crashing(io.rename)
 
 
 def _points(moves: int) -> list[int]:

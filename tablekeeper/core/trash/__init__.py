@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         trash_root,
     )
     from tablekeeper.core.trash.moves import TrashRun, keeping, move_batch, move_files, resumed
-    from tablekeeper.core.trash.purge import PurgeResult, purge
+    from tablekeeper.core.trash.purging import PurgeResult, purge
     from tablekeeper.core.trash.restore import UndoResult, undo
     from tablekeeper.core.trash.window import keep_window
 
@@ -50,7 +50,7 @@ _HOMES = {
     **dict.fromkeys(("TRASH_DIR", "RunRecord", "RunState", "list_runs", "read_run", "state_of", "trash_root"),
                     "layout"),
     **dict.fromkeys(("TrashRun", "keeping", "resumed", "move_batch", "move_files"), "moves"),
-    **dict.fromkeys(("PurgeResult", "purge"), "purge"),
+    **dict.fromkeys(("PurgeResult", "purge"), "purging"),
     **dict.fromkeys(("UndoResult", "undo"), "restore"),
     **dict.fromkeys(("keep_window",), "window"),
 }

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tablekeeper.core import errors
-from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, join
+from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, join, parent
 from tablekeeper.core.trash import layout
 from tablekeeper.core.trash.context import ACTIVE, active
 
@@ -150,9 +150,11 @@ def move_batch(run: TrashRun, files: list[tuple[str, str, int | None]]) -> list[
     if io.moves_by_copy:
         return _copy_then_delete(run, moves)
     out: list[DeleteResult] = []
+    for directory in sorted({parent(dst) for _, dst, _ in moves}):  # once per directory, not per file
+        io.mkdirs(directory)
     for path, dst, size in moves:
         try:
-            io.move_file(path, dst)
+            io.rename(path, dst)
         except FileNotFoundError:
             out.append(DeleteResult(path, DeleteOutcome.MISSING))
             continue
