@@ -125,7 +125,8 @@ def _take_lease(t: Table) -> None:
 
         if destructive and (keep is not None or t.options().get(trash.KEEP_OPTION) is not None):
             window = trash.keep_window(keep, t.options())
-            ctx.with_resource(trash.keeping(t.file_io, t.root, operation, window, branch=t.branch))
+            ctx.with_resource(trash.keeping(t.file_io, t.root, operation, window, branch=t.branch,
+                                                table=t.identifier))
 
 
 def _open(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = layout.MAIN, *,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import click
 
 from tablekeeper.cli import main as m
+from tablekeeper.cli import results
 from tablekeeper.cli.trash_report import iso
 
 __all__ = ["undo_cmd", "trash_group"]
@@ -28,7 +29,11 @@ def undo_cmd(table: str, run: str, dry_run: bool, warehouse: str | None, options
 
     t = m._open(table, warehouse, options)
     result = trash.undo(t.file_io, t.root, run, dry_run=dry_run)
-    payload = {"command": "undo", "table": t.identifier, "dry_run": dry_run, **result.as_dict()}
+    payload = results.document(
+        "undo", t.identifier, result.run.branch, dry_run=dry_run, action="would-restore" if dry_run else "restored",
+        writes=result.hints, fields=result.as_dict(),
+        result=None if dry_run else {"restored": result.restored, "restored_bytes": result.restored_bytes,
+                                     "already_back": result.already_back, "never_moved": result.never_moved})
 
     def text() -> None:
         verb = "would restore" if dry_run else "restored"
@@ -74,7 +79,7 @@ def trash_list(table: str, warehouse: str | None, options: tuple[str, ...], outp
             click.echo(f"{r['run']}  {r['operation']:<18} {r['state']:<8} until {r['keep_until']}  "
                        f"{r['files']} file(s), {r['bytes']} bytes")
 
-    m._emit(output, {"command": "trash-list", "table": t.identifier, "runs": rows}, text)
+    m._emit(output, {"operation": "trash-list", "table": t.identifier, "runs": rows}, text)
 
 
 @trash_group.command("purge")
@@ -95,7 +100,8 @@ def trash_purge(table: str, older_than: str | None, dry_run: bool, warehouse: st
     age = m._duration(older_than, "--older-than")
     cutoff = None if age is None else now - int(age.total_seconds() * 1000)
     result = trash.purge(t.file_io, t.root, now, cutoff, dry_run=dry_run)
-    payload = {"command": "trash-purge", "table": t.identifier, "dry_run": dry_run, **result.as_dict()}
+    payload = results.document("trash-purge", t.identifier, t.branch, dry_run=dry_run,
+                               action="would-purge" if dry_run else "purged", fields=result.as_dict())
 
     def text() -> None:
         verb = "would purge" if dry_run else "purged"

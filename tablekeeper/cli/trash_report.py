@@ -30,6 +30,6 @@ def with_trash_run(payload: Any, text: Callable[[], None]) -> tuple[Any, Callabl
     def told() -> None:
         text()
         click.echo(f"kept in the trash as run {run.run_id} until {info['keep_until']}: "
-                   f"'tablekeeper undo TABLE {run.run_id}' puts it back")
+                   f"'tablekeeper undo {run.table or 'TABLE'} {run.run_id}' puts it back")
 
     return payload, told

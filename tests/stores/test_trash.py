@@ -5,16 +5,14 @@ back (pypaimon reads a download of the store's bytes, as in test_scenario.py).""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tablekeeper.cli.main import main as cli_main
 from tests.maintenance.helpers import IDENT, build_mixed, now_ms, plant, table_root
 from tests.stores.conftest import StoreUnderTest
-from tests.stores.test_scenario import _download, _upload
+from tests.stores.test_scenario import _cli, _download, _upload
 from tests.support.paimon import snapshot_views
 
 DAY_MS = 86_400_000
@@ -27,18 +25,6 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> str:
     build_mixed(wh)
     plant(f"{table_root(wh)}/dt=a/bucket-0/data-orphan-0.parquet", b"o" * 10)
     return wh
-
-
-def _cli(capsys: pytest.CaptureFixture[str], store: StoreUnderTest, wh: str, *args: str) -> dict[str, Any]:
-    argv = [*args, "-w", wh, "-o", "json"]
-    for key, value in store.options.items():
-        argv += ["--option", f"{key}={value}"]
-    capsys.readouterr()
-    code = cli_main(argv)
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    payload: dict[str, Any] = json.loads(out)
-    return payload
 
 
 def _views(store: StoreUnderTest, dst: Path) -> dict[str, Any]:

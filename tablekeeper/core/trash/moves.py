@@ -39,6 +39,8 @@ class TrashRun:
     created_ms: int
     keep_until_ms: int
     summaries: list[dict[str, Any]] = field(default_factory=list)
+    #: how the user names the table (``db.t``), for messages; the root when not given
+    table: str = ""
     started: bool = False
     moved: int = 0
     moved_bytes: int = 0
@@ -108,7 +110,7 @@ def _run_id(operation: str, now_ms: int) -> str:
 
 @contextmanager
 def keeping(io: FileIO, table_root: str, operation: str, window: timedelta | None, *, branch: str = "main",
-            now_ms: int | None = None) -> Iterator[TrashRun | None]:
+            now_ms: int | None = None, table: str = "") -> Iterator[TrashRun | None]:
     """Within the block, every executed plan of the table moves its files into one trash run
     kept for ``window`` (None: nothing changes, files are deleted)."""
     if window is None:
@@ -116,7 +118,7 @@ def keeping(io: FileIO, table_root: str, operation: str, window: timedelta | Non
         return
     now = int(time.time() * 1000) if now_ms is None else now_ms
     run = TrashRun(io, table_root, _run_id(operation, now), operation, branch, now,
-                   now + int(window.total_seconds() * 1000))
+                   now + int(window.total_seconds() * 1000), table=table or table_root)
     token = ACTIVE.set(run)
     try:
         yield run
