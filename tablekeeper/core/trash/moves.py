@@ -2,10 +2,12 @@
 
 A command opens a window with :func:`keeping`; every executor that finds :func:`active` returns
 a run moves its batches with :func:`move_batch` instead of deleting them: the batch's record
-first (create-if-absent), then each file (:meth:`FileIO.move_file`). A file already gone counts
-as missing, as a delete would; a file whose trash place already holds it (a crash between an
-object store's copy and its delete) has its source removed and counts as moved. So a rerun
-after a crash at any point finishes the moves and loses or duplicates nothing."""
+first (create-if-absent), then the files: local disk and HDFS one rename each (a directory made
+once per batch), object stores one server-side copy each and then the sources in the run's own
+delete request. A file already gone counts as missing, as a delete would. A crash leaves every
+file at its place or in the trash (or, mid copy-then-delete, at both); the rerun plans again and
+moves what is left into a run of its own, and undoing both runs, newest first, puts every file
+back once (an equal copy at the place only has its trash copy dropped)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,6 @@ from tablekeeper.core.trash import layout
 from tablekeeper.core.trash.context import ACTIVE, active
 
 __all__ = ["TrashRun", "keeping", "resumed", "move_batch", "move_files", "same_file"]
-
 
 
 @dataclass
