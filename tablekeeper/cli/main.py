@@ -866,10 +866,11 @@ def operator(namespaces: tuple[str, ...], liveness: str, metrics_port: int) -> N
     operator_main.run(namespaces=namespaces, liveness_endpoint=liveness or None, metrics_port=metrics_port)
 
 
-from tablekeeper.cli import trash_commands  # noqa: E402  (its commands use the helpers above)
+if __name__ != "__main__":  # (``python -m``: the module proper registers them, see the end)
+    from tablekeeper.cli import trash_commands  # (its commands use the helpers above)
 
-cli.add_command(trash_commands.undo_cmd)
-cli.add_command(trash_commands.trash_group)
+    cli.add_command(trash_commands.undo_cmd)
+    cli.add_command(trash_commands.trash_group)
 
 
 def _wants_json(argv: list[str]) -> bool:
@@ -924,4 +925,7 @@ def entry() -> None:
 
 
 if __name__ == "__main__":  # (an ordinary exit: profilers such as ``python -m cProfile`` write on return)
-    sys.exit(main())
+    # the module proper, whose commands are all registered (a command module imports it by name)
+    from tablekeeper.cli.main import main as registered_main
+
+    sys.exit(registered_main())

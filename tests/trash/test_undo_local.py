@@ -167,3 +167,27 @@ def test_the_window_comes_from_the_flag_else_the_table_option() -> None:
     assert trash.keep_window("2 h", {"trash.keep": "3 d"}) == timedelta(hours=2)
     with pytest.raises(errors.InvalidInputError, match="trash.keep"):
         trash.keep_window(None, {"trash.keep": "0 s"})
+
+
+def test_expire_changelog_with_a_window_is_undone(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.maintenance.helpers import append_table, handle
+
+    wh = str(tmp_path / "wh")
+    t = append_table(wh, options={"snapshot.num-retained.min": "1", "changelog.num-retained.min": "2",
+                                  "snapshot.time-retained": "0 ms"})
+    for i in range(6):
+        write(t, rows("a", 10 * i))
+    code, _, err = cli(capsys, "expire", IDENT, "-w", wh, "--now", FAR)  # leaves long-lived changelog-N files
+    assert code == 0, err
+    assert handle(wh).changelog_ids() == [1, 2, 3, 4, 5]
+    before, files = views(wh), table_files(wh)
+    code, done, err = cli(capsys, "expire-changelog", IDENT, "-w", wh, "--now", FAR, "--keep-deleted", "1 d")
+    assert code == 0, err
+    assert done["result"]["deleted"]["changelog-meta"] == 4 and handle(wh).changelog_ids() == [5]
+    assert done["trash"]["moved_files"] == sum(done["result"]["deleted"].values())
+    code, undone, err = cli(capsys, "undo", IDENT, done["trash"]["run"], "-w", wh)
+    assert code == 0, err
+    assert handle(wh).changelog_ids() == [1, 2, 3, 4, 5] and "changelog/EARLIEST=1" in undone["hints"]
+    assert views(wh) == before
+    assert {k: v for k, v in table_files(wh).items() if not k.endswith("EARLIEST")} == \
+        {k: v for k, v in files.items() if not k.endswith("EARLIEST")}
