@@ -23,7 +23,7 @@ from typing import Any
 
 import _s3count
 
-from tablekeeper.core import request_minimum
+from tablekeeper.core.plans import request_minimum
 
 ENGINES = ("local", "spark")
 

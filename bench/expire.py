@@ -55,9 +55,11 @@ if __package__ in (None, ""):
 
 import _synth  # noqa: E402
 
-from tablekeeper.core import execution, expire, plans  # noqa: E402
+from tablekeeper.core.expire import planning  # noqa: E402
 from tablekeeper.core.paimon.table import open_table  # noqa: E402
-from tablekeeper.core.reachability import Reachability  # noqa: E402
+from tablekeeper.core.plans import execution
+from tablekeeper.core.plans import plan as plans
+from tablekeeper.core.reach.reachability import Reachability  # noqa: E402
 from tablekeeper.core.storage import FileIO  # noqa: E402
 
 GOAL_VS_NAIVE = 10.0
@@ -93,8 +95,8 @@ def spec_for(snapshots: int, files: int, writer: str = "java", seed: int = 7) ->
         full_compaction_deletes=max(1_000, min(20_000, files // 5)), writer=writer, seed=seed)
 
 
-def expire_config(retain: int) -> expire.ExpireConfig:
-    return expire.ExpireConfig(retain_min=retain, time_retained=timedelta(0), expire_limit=10_000_000)
+def expire_config(retain: int) -> planning.ExpireConfig:
+    return planning.ExpireConfig(retain_min=retain, time_retained=timedelta(0), expire_limit=10_000_000)
 
 
 def table_of(warehouse: str, file_io: FileIO | None = None) -> Any:
@@ -209,7 +211,7 @@ def floor_decode(paths: Iterable[str]) -> int:
 def distinct_blocks(paths: Iterable[str]) -> list[bytes]:
     """One small Avro container per distinct (schema, block) among ``paths``: what a reader
     that never decodes the same block twice must decode at least."""
-    from tablekeeper.core.paimon import avro_container
+    from tablekeeper.core.paimon.manifests import avro_container
 
     seen: set[tuple[bytes, int, bytes]] = set()
     out: list[bytes] = []
@@ -342,12 +344,12 @@ def _run(workdir: str, spec: _synth.SynthSpec, retain: int, n_expire: int, args:
     # (imports, compiling the Avro decoders, their self-test) and a cold page cache are not
     # charged to the timed run (the floor's fastavro is warm by then too)
     with _synth.phase("tablekeeper plan_expire, first call (warm-up, not in the ratios)") as p_warm:
-        expire.plan_expire(table_of(pristine), config, now_ms)
+        planning.plan_expire(table_of(pristine), config, now_ms)
     phases.append(p_warm)
     rec = RecordingFileIO()
     table = table_of(copies["tablekeeper"], rec)
     with _synth.phase("tablekeeper plan_expire") as p_plan:
-        plan = expire.plan_expire(table, config, now_ms)
+        plan = planning.plan_expire(table, config, now_ms)
     with _synth.phase("tablekeeper execute", release=False) as p_exec:
         executed = execution.execute(plan, table.file_io)
     phases += [p_plan, p_exec]
@@ -441,9 +443,9 @@ def _run(workdir: str, spec: _synth.SynthSpec, retain: int, n_expire: int, args:
               f"{big.manifest_files:,} manifest files, {len(big.tags)} tags; built in {big.build_seconds:.1f}s")
         large_config = expire_config(large_spec.snapshots - n_expire)
         with _synth.phase("plan_expire, 1x table (again, dry run)") as p_small:
-            expire.plan_expire(table_of(pristine), config, now_ms)
+            planning.plan_expire(table_of(pristine), config, now_ms)
         with _synth.phase("plan_expire, 2x table (dry run)") as p_large:
-            large_plan = expire.plan_expire(table_of(large_dir), large_config, now_ms)
+            large_plan = planning.plan_expire(table_of(large_dir), large_config, now_ms)
         phases += [p_small, p_large]
         plan_small, plan_large = p_small.seconds, p_large.seconds
         print(f"  2x table plan expires {large_plan.summary()['expired_snapshots']:,} snapshots, "

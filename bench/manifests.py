@@ -36,7 +36,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tablekeeper.core.paimon import manifests  # noqa: E402
-from tablekeeper.core.paimon.sample_data import commit_rows, create_orders_table  # noqa: E402
+from tablekeeper.core.paimon.pypaimon.sample_data import commit_rows, create_orders_table  # noqa: E402
 from tablekeeper.core.storage import FileIO  # noqa: E402
 
 GOAL_VS_PYPAIMON = 10.0

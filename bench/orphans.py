@@ -39,8 +39,9 @@ if __package__ in (None, ""):
 
 import _synth  # noqa: E402
 
-from tablekeeper.core import execution, orphans, references  # noqa: E402
+from tablekeeper.core.orphans import planning, references  # noqa: E402
 from tablekeeper.core.paimon.table import open_table  # noqa: E402
+from tablekeeper.core.plans import execution
 
 GOAL_VS_FIND = 2.0
 AGE_S = 2 * 86_400
@@ -72,7 +73,7 @@ def build_elsewhere(warehouse: str, spec: _synth.SynthSpec, early: list[int]) ->
     in the child); the ground truth comes back pickled."""
     import pickle
 
-    from tablekeeper.core import child_process
+    from tablekeeper.core.reach import child_process
 
     def build(_send: child_process.Send) -> bytes:
         built = _synth.build_table(warehouse, spec, track_referenced=True, sample_live=early)
@@ -111,14 +112,15 @@ def referenced_intact(root: str, before: set[str], planned: set[str], referenced
                 f"{len(after):,} files left")
 
 
-def instrumented_phases(warehouse: str, config: orphans.OrphanConfig) -> dict[str, float]:
+def instrumented_phases(warehouse: str, config: planning.OrphanConfig) -> dict[str, float]:
     """One extra run, not counted in the ratio, with the planner's phases in this process wrapped
     by timers: listing, reading the roots, building the name scanner (keys of every listed name),
     walking the manifest lists (or adopting the first helper's walk: "adopt" is the wait for it),
     scanning this process's share of the manifests, waiting for the forked helpers and merging
     what their scanners did not see. The helpers walk the lists, build their scanners and scan
     their shares meanwhile, in other processes."""
-    from tablekeeper.core import child_process, name_scan, references
+    from tablekeeper.core.orphans import name_scan, references
+    from tablekeeper.core.reach import child_process
 
     acc: dict[str, float] = {}
     patched: list[tuple[Any, str, Any]] = []
@@ -136,8 +138,8 @@ def instrumented_phases(warehouse: str, config: orphans.OrphanConfig) -> dict[st
         patched.append((owner, attr, original))
         setattr(owner, attr, timed)
 
-    wrap(orphans, "list_candidates", "listing")
-    wrap(orphans, "read_roots", "roots")
+    wrap(planning, "list_candidates", "listing")
+    wrap(planning, "read_roots", "roots")
     wrap(name_scan.NameScanner, "__init__", "scanner")
     wrap(references._Walk, "walk", "walk")
     wrap(references._Walk, "adopt_walk", "adopt")
@@ -146,7 +148,7 @@ def instrumented_phases(warehouse: str, config: orphans.OrphanConfig) -> dict[st
     wrap(name_scan.NameScanner, "merge_state", "merge")
     try:
         start = time.perf_counter()
-        orphans.plan_orphan_clean(open_table(warehouse, _synth.IDENTIFIER), config)
+        planning.plan_orphan_clean(open_table(warehouse, _synth.IDENTIFIER), config)
         acc["total"] = time.perf_counter() - start
     finally:
         for owner, attr, original in reversed(patched):
@@ -219,7 +221,7 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
         print("  valid:", line)
     print(f"this (measuring) process: {_synth.max_rss_mb():.0f} MB max RSS before planning")
     now_ms = int(time.time() * 1000)
-    config = orphans.OrphanConfig(orphans.resolve_older_than(now_ms))  # default: 1 day ago
+    config = planning.OrphanConfig(planning.resolve_older_than(now_ms))  # default: 1 day ago
     planted = set(built.orphan_paths)
 
     os.sync()  # the build's writeback must not land in anyone's timing
@@ -228,7 +230,7 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
     plan = None
     found: set[str] = set()
     listed = 0
-    single_config = orphans.OrphanConfig(config.older_than_ms, processes=1)
+    single_config = planning.OrphanConfig(config.older_than_ms, processes=1)
 
     def keep(key: str, p: _synth.Phase) -> None:
         phases.append(p)
@@ -237,10 +239,10 @@ def _run(workdir: str, spec: _synth.SynthSpec, args: argparse.Namespace) -> dict
 
     for i in range(max(1, args.repeat)):  # interleaved rounds: all sides see the same machine
         with _synth.phase(f"tablekeeper plan_orphan_clean (run {i + 1})") as p:
-            plan = orphans.plan_orphan_clean(open_table(warehouse, _synth.IDENTIFIER), config)
+            plan = planning.plan_orphan_clean(open_table(warehouse, _synth.IDENTIFIER), config)
         keep("tk", p)
         with _synth.phase(f"tablekeeper plan_orphan_clean, one process (run {i + 1})") as p:
-            orphans.plan_orphan_clean(open_table(warehouse, _synth.IDENTIFIER), single_config)
+            planning.plan_orphan_clean(open_table(warehouse, _synth.IDENTIFIER), single_config)
         keep("single", p)
         with _synth.phase(f"baseline find -type f + set difference (run {i + 1})") as p:
             listed, found = baseline(built.root, built.referenced_names)

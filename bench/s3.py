@@ -11,7 +11,7 @@ with ``--output json``, against a counting proxy on loopback (``bench/_s3count.p
 For each: the requests tablekeeper counted itself (the JSON's ``requests``), the requests the
 server saw by kind (the figure that does not depend on tablekeeper's counting; it also includes
 the lease release after the JSON was printed), the computed minimum
-(``tablekeeper.core.request_minimum``: distinct keys read and written as the server saw them,
+(``tablekeeper.core.plans.request_minimum``: distinct keys read and written as the server saw them,
 LIST pages needed, ``ceil(keys / 1000)`` DeleteObjects per ordered delete step, for clean-orphans
 one flat listing of the table's prefix; plus the requests safety needs, from the table's tags
 and snapshots), the ratio, and moto's own time per request. Goal: at most 1.2x the minimum for
@@ -52,7 +52,7 @@ import _s3count  # noqa: E402
 import _s3floor  # noqa: E402
 import _synth  # noqa: E402
 
-from tablekeeper.core import request_minimum  # noqa: E402
+from tablekeeper.core.plans import request_minimum  # noqa: E402
 
 GOAL_VS_MINIMUM = 1.2
 GOAL_LATENCY = 2.0

@@ -82,14 +82,14 @@ def _rss_kb(pid: int) -> int:
 
 
 def _request(args: argparse.Namespace) -> Any:
-    from tablekeeper.core import retention_settings
+    from tablekeeper.core.expire import retention
     from tablekeeper.spark import job_request
 
     now = int(time.time() * 1000)
     if args.operation == "clean-orphans":
         return job_request.JobRequest("clean-orphans", args.warehouse, _synth.IDENTIFIER, now_ms=now + 2 * DAY_MS,
                                       dry_run=args.dry_run, parallelism=args.parallelism or None)
-    kept = retention_settings.from_options({}, retention_settings.RetentionFlags(
+    kept = retention.from_options({}, retention.RetentionFlags(
         retain_min=args.retain, time_retained=timedelta(0), expire_limit=10_000_000))
     return job_request.JobRequest("expire", args.warehouse, _synth.IDENTIFIER, retention=kept, now_ms=now,
                                   dry_run=args.dry_run, parallelism=args.parallelism or None)

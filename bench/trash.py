@@ -24,17 +24,20 @@ if __package__ in (None, ""):
 import _synth  # noqa: E402
 from orphans import age_table, spec_for  # noqa: E402
 
-from tablekeeper.core import execution, expire, expire_commit, orphans, retention_settings, trash  # noqa: E402
+from tablekeeper.core import trash  # noqa: E402
+from tablekeeper.core.expire import commit, planning, retention
+from tablekeeper.core.orphans import planning as orphans
 from tablekeeper.core.paimon.table import open_table  # noqa: E402
+from tablekeeper.core.plans import execution
 
 IDENT = _synth.IDENTIFIER
 FAR_MS = 4_102_444_800_000  # 2100-01-01: every snapshot is old
 
 
 def _expire(t: Any) -> None:
-    config = expire.expire_config(retention_settings.from_options(t.options(), retention_settings.RetentionFlags(
+    config = planning.expire_config(retention.from_options(t.options(), retention.RetentionFlags(
         retain_min=10, time_retained=timedelta(0), expire_limit=1_000_000)), t.options())
-    expire_commit.run_expire(t, config, FAR_MS, lambda p: execution.execute(p, t.file_io))
+    commit.run_expire(t, config, FAR_MS, lambda p: execution.execute(p, t.file_io))
 
 
 def _orphans(t: Any) -> None:

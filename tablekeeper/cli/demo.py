@@ -31,9 +31,8 @@ import yaml
 
 from tablekeeper import reconcile
 from tablekeeper.cli import gitops, render
-from tablekeeper.core.paimon import sample_data
-from tablekeeper.core.paimon.table import open_table
-from tablekeeper.core.policy.catalog import PaimonCatalogSpec
+from tablekeeper.core.paimon import open_table, pypaimon
+from tablekeeper.core.policy.specs import PaimonCatalogSpec
 from tablekeeper.reconcile import actions as A
 
 __all__ = ["run", "find_examples", "build_history", "load_examples", "ORDERS", "EVENTS", "STEPS"]
@@ -61,8 +60,8 @@ def build_history(warehouse: str, now: datetime) -> dict[str, Any]:
     """Eight days of commits ending an hour before ``now``: every 6 hours one upsert batch into
     sales.orders (new orders of the day plus corrections of yesterday's) and one batch of events;
     then two orphan files dated three days back. Returns what was built."""
-    sample_data.create_orders_table(warehouse, ORDERS)
-    sample_data.create_events_table(warehouse, EVENTS)
+    pypaimon.create_orders_table(warehouse, ORDERS)
+    pypaimon.create_events_table(warehouse, EVENTS)
     total = DAYS * COMMITS_PER_DAY
     step = timedelta(hours=24 // COMMITS_PER_DAY)
     first = now - timedelta(hours=1) - step * (total - 1)
@@ -74,10 +73,10 @@ def build_history(warehouse: str, now: datetime) -> dict[str, Any]:
         orders = [{"dt": dt, "order_id": k * 10 + i, "amount": round(10.0 + k + i * 0.5, 2)} for i in range(6)]
         if k >= COMMITS_PER_DAY:  # late corrections of yesterday's orders (upserts)
             orders += [{"dt": prev, "order_id": (k - COMMITS_PER_DAY) * 10 + i, "amount": -1.0} for i in range(2)]
-        sample_data.commit_rows(warehouse, ORDERS, orders, at_ms=at_ms)
+        pypaimon.commit_rows(warehouse, ORDERS, orders, at_ms=at_ms)
         events = [{"dt": dt, "event_id": k * 100 + i, "kind": ("view", "click", "buy")[i % 3],
                    "payload": f"session-{k}-{i}"} for i in range(8)]
-        sample_data.commit_rows(warehouse, EVENTS, events, schema=sample_data.EVENTS, at_ms=at_ms)
+        pypaimon.commit_rows(warehouse, EVENTS, events, schema=pypaimon.EVENTS, at_ms=at_ms)
     orphans = _plant_orphans(warehouse, now)
     return {"commits_per_table": total, "first_commit": first.isoformat(timespec="minutes"),
             "last_commit": (first + step * (total - 1)).isoformat(timespec="minutes"), "orphans_planted": orphans}
@@ -103,7 +102,7 @@ def _views(warehouse: str) -> dict[str, dict[str, Any]]:
     for ident in (ORDERS, EVENTS):
         table = open_table(warehouse, ident)
         spec = {t.branch: (t.snapshot_ids(), t.tag_names()) for t in table.all_branches()}
-        out[ident] = sample_data.table_views(warehouse, ident, spec)
+        out[ident] = pypaimon.table_views(warehouse, ident, spec)
     return out
 
 
@@ -258,8 +257,8 @@ def run(warehouse: str, *, echo: bool = True, examples: str | None = None) -> di
 
 
 def _branch_commits(warehouse: str) -> None:
-    sample_data.commit_rows(warehouse, ORDERS, [{"dt": "2000-01-01", "order_id": 1, "amount": 99.0}], "backfill")
-    sample_data.commit_rows(warehouse, ORDERS, [{"dt": "2000-01-01", "order_id": 2, "amount": 98.0}], "backfill")
+    pypaimon.commit_rows(warehouse, ORDERS, [{"dt": "2000-01-01", "order_id": 1, "amount": 99.0}], "backfill")
+    pypaimon.commit_rows(warehouse, ORDERS, [{"dt": "2000-01-01", "order_id": 2, "amount": 98.0}], "backfill")
 
 
 def _report(before: dict[str, Any], after: dict[str, Any], files: int, size: int) -> None:

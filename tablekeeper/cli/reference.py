@@ -150,7 +150,7 @@ def render_options(group: click.Group) -> str:
     """The Paimon table options tablekeeper reads (and writes with ``enforcement: TableOptions``):
     one row per option with its retention field, the CLI flags that override it and the field's
     description, from ``core.policy.retention.PAIMON_OPTIONS`` and the models."""
-    from tablekeeper.core.policy.retention import PAIMON_OPTIONS, RetentionSpec
+    from tablekeeper.core.policy.specs import PAIMON_OPTIONS, RetentionSpec
 
     out = ["| Paimon table option | Retention field | CLI flag | Description |", "|---|---|---|---|"]
     for path, keys in PAIMON_OPTIONS.items():

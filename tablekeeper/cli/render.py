@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tablekeeper.core.paimon import layout
+from tablekeeper.core import paimon
 
 if TYPE_CHECKING:  # types only: the CLI imports what a command needs when it runs (start-up)
-    from tablekeeper.core import branches, execution, plans
-    from tablekeeper.core.paimon.table import Table
+    from tablekeeper.core import plans, refs
+    from tablekeeper.core.paimon import Table
 
 __all__ = ["rows", "plan", "change", "progress_callback", "build_timeline", "timeline"]
 
@@ -63,7 +63,7 @@ def rows(items: Sequence[Mapping[str, Any]], empty: str) -> None:
     _print_rich(table)
 
 
-def plan(p: plans.Plan, *, dry_run: bool, result: execution.ExecutionResult | None = None) -> None:
+def plan(p: plans.Plan, *, dry_run: bool, result: plans.ExecutionResult | None = None) -> None:
     from tablekeeper.core import plans  # (loaded by the command that made ``p``)
 
     head = "would delete" if dry_run else "deleted"
@@ -100,7 +100,7 @@ def plan(p: plans.Plan, *, dry_run: bool, result: execution.ExecutionResult | No
         click.echo("  nothing to do")
 
 
-def change(c: branches.BranchChange) -> None:
+def change(c: refs.BranchChange) -> None:
     click.echo(f"{c.action}: branch {c.branch!r}")
     for path in c.written:
         click.echo(f"  + {path}")
@@ -110,7 +110,7 @@ def change(c: branches.BranchChange) -> None:
         click.echo(f"  note: {note}")
 
 
-def progress_callback() -> execution.Progress | None:
+def progress_callback() -> plans.Progress | None:
     """A rich progress bar on interactive terminals; None otherwise (logs stay clean)."""
     if not sys.stderr.isatty():
         return None
@@ -139,9 +139,9 @@ def _when(ms: int) -> str:
 
 def build_timeline(table: Table) -> dict[str, Any]:
     """Snapshots, tags and branches as plain data (the JSON of ``show``)."""
-    from tablekeeper.core import fork_points
+    from tablekeeper.core import refs
 
-    main = table.on_branch(layout.MAIN)
+    main = table.on_branch(paimon.MAIN)
 
     def branch_data(t: Table) -> dict[str, Any]:
         by_snapshot: dict[int, list[str]] = {}
@@ -162,7 +162,7 @@ def build_timeline(table: Table) -> dict[str, Any]:
                 "latest": t.latest_snapshot_id(), "earliest": t.earliest_snapshot_id()}
 
     out: dict[str, Any] = {"table": table.identifier, "main": branch_data(main), "branches": []}
-    for fp in fork_points.fork_points(main):
+    for fp in refs.fork_points(main):
         data = branch_data(main.on_branch(fp.branch))
         data.update({"name": fp.branch, "fork_snapshot_id": fp.snapshot_id, "from_tag": fp.from_tag})
         out["branches"].append(data)

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # types only: a command imports what it runs (start-up)
-    from tablekeeper.core import branches, execution, plans
+    from tablekeeper.core import plans, refs
     from tablekeeper.spark.result_artifact import RunResult
 
 __all__ = ["document", "of_plan", "of_execution", "of_change", "of_run", "error", "file_kind_of"]
@@ -52,11 +52,11 @@ def document(operation: str, table: str, branch: str, *, dry_run: bool, engine: 
     return out
 
 
-def of_execution(result: execution.ExecutionResult) -> dict[str, Any]:
+def of_execution(result: plans.ExecutionResult) -> dict[str, Any]:
     return result.as_dict()
 
 
-def of_plan(plan: plans.Plan, *, branch: str, dry_run: bool, result: execution.ExecutionResult | None = None,
+def of_plan(plan: plans.Plan, *, branch: str, dry_run: bool, result: plans.ExecutionResult | None = None,
             action: str | None = None, **extra: Any) -> dict[str, Any]:
     """A plan (and what ran of it)."""
     summary = plan.summary()
@@ -78,7 +78,7 @@ def file_kind_of(path: str) -> str:
     return _DIR_KINDS.get(parts[-2], "other") if len(parts) == 3 else "other"
 
 
-def of_change(operation: str, table: str, change: branches.BranchChange, *, dry_run: bool,
+def of_change(operation: str, table: str, change: refs.BranchChange, *, dry_run: bool,
               branch: str = "main", **extra: Any) -> dict[str, Any]:
     """A tag or branch command: the files it deleted by kind, sized as listed before."""
     files: Counter[str] = Counter()
@@ -122,6 +122,8 @@ def error(e: BaseException, *, partial: Mapping[str, Any] | None = None) -> dict
 
     if isinstance(e, errors.TablekeeperError):
         body = {"message": e.message, "fix": e.fix, "kind": e.reason}
+        if isinstance(e, errors.CatalogError) and e.option:  # the catalog option to set or check
+            body["option"] = e.option
     else:  # click's usage errors
         body = {"message": getattr(e, "format_message", lambda: str(e))(), "fix": "see --help",
                 "kind": "InvalidInput"}

@@ -22,6 +22,7 @@ __all__ = [
     "IncompleteProtectionSetError",
     "ConcurrentModificationError",
     "TableLockedError",
+    "CatalogError",
     "StorageError",
     "FormatError",
 ]
@@ -120,7 +121,7 @@ class ConcurrentModificationError(TablekeeperError):
 
 
 class TableLockedError(TablekeeperError):
-    """Another tablekeeper process holds the table's maintenance lease (core/lease.py)."""
+    """Another tablekeeper process holds the table's maintenance lease (core/concurrency/lease.py)."""
 
     reason = "TableLocked"
 
@@ -129,6 +130,18 @@ class TableLockedError(TablekeeperError):
         super().__init__(message, fix=fix)
         self.holder = holder
         self.expires_ms = expires_ms
+
+
+class CatalogError(InvalidInputError):
+    """The table's catalog (``metastore`` and its options) is unsupported, misconfigured or
+    unreachable, or refuses what was asked. ``option`` names the catalog option to set or check.
+    Never answered by falling back to the filesystem: the catalog owns where tables are."""
+
+    reason = "CatalogError"
+
+    def __init__(self, message: str, *, fix: str | None = None, option: str | None = None) -> None:
+        super().__init__(message, fix=fix)
+        self.option = option
 
 
 class StorageError(TablekeeperError, OSError):

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core.policy.table import PaimonTableSpec
+from tablekeeper.core.policy.specs import PaimonTableSpec
 from tablekeeper.operator.cluster import scopes
 from tablekeeper.operator.cluster.view import Obj, TableInfo, View, parse, resolve_catalog, resolve_table
 from tablekeeper.operator.runtime import Runtime

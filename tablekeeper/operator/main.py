@@ -35,7 +35,7 @@ from typing import Any
 
 import kopf
 
-from tablekeeper.core.policy.kinds import API_GROUP, API_VERSION
+from tablekeeper.core.policy import API_GROUP, API_VERSION
 from tablekeeper.operator import kopfcompat, metrics, persistence, rbac
 from tablekeeper.operator.cluster.view import INDEX_IDS, Obj, index_key
 from tablekeeper.operator.controllers.children import kopf_holds_finalizer

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tablekeeper.core.policy.kinds import API_GROUP, CLUSTER_SCOPED
+from tablekeeper.core.policy import API_GROUP, CLUSTER_SCOPED
 
 __all__ = [
     "Scope",

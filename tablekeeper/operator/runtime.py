@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tablekeeper import reconcile
-from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec
+from tablekeeper.core.policy.specs import ClusterPaimonCatalogSpec
 from tablekeeper.operator import kopfcompat
 from tablekeeper.operator.cluster.view import (
     INDEX_IDS,

@@ -24,27 +24,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from tablekeeper.core import (
-    branches,
-    errors,
-    execution,
-    expire,
-    expire_batches,
-    expire_commit,
-    inventory,
-    lease,
-    orphans,
-    partitions,
-    plans,
-    table_options,
-    tag_auto,
-    tag_deletion,
-    tags,
-    timestamps,
-)
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.policy.duration_field import Duration
+from tablekeeper.core import concurrency, errors, expire, orphans, paimon, partitions, plans, refs, values
+from tablekeeper.core.paimon import Table
+from tablekeeper.core.policy import Duration
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.desired import DesiredState
 from tablekeeper.reconcile.opener import Opener
@@ -165,8 +147,8 @@ class _Run:
         loc = self.table_plan.target.location
         self.store.save(loc.warehouse, loc.identifier, records)
 
-    def execute(self, plan: plans.Plan, table: Table) -> execution.ExecutionResult:
-        result = execution.execute(with_sizes(plan, table.file_io), table.file_io)
+    def execute(self, plan: plans.Plan, table: Table) -> plans.ExecutionResult:
+        result = plans.execute(with_sizes(plan, table.file_io), table.file_io)
         self.deleted_files += sum(result.deleted.values())
         self.deleted_bytes += sum(result.deleted_bytes.values())
         if result.failed:
@@ -176,7 +158,7 @@ class _Run:
         return result
 
     def wall_now(self) -> datetime:
-        return tag_auto.local_wall_clock(self.now, self.zone or UTC)
+        return refs.local_wall_clock(self.now, self.zone or UTC)
 
 
 def _td(text: str | None) -> timedelta | None:
@@ -192,11 +174,11 @@ def _create_tag(run: _Run, a: A.CreateTag) -> tuple[Status, str]:
     ttl = _td(a.time_retained)
     previous = run.records
     if not a.auto and a.resource:
-        expires = timestamps.epoch_ms(run.now + ttl) if ttl is not None else None
+        expires = values.epoch_ms(run.now + ttl) if ttl is not None else None
         run.save(run.records.with_tag(a.branch, a.tag, TagRecord(a.resource, a.snapshot_id,
                                                                  a.deletion_policy or "Delete", False, expires)))
     try:
-        result = tags.create_tag(t, a.tag, snapshot_id=a.snapshot_id, time_retained=ttl, now=run.wall_now())
+        result = refs.create_tag(t, a.tag, snapshot_id=a.snapshot_id, time_retained=ttl, now=run.wall_now())
     except Exception:
         run.save(previous)  # never claim a tag this run did not create (e.g. someone else's, raced in)
         raise
@@ -211,7 +193,7 @@ def _adopt_tag(run: _Run, a: A.AdoptTag) -> tuple[Status, str]:
     expires = None
     if existing.create_time is not None and existing.time_retained is not None and run.zone is not None:
         local = (existing.create_time + existing.time_retained).replace(tzinfo=run.zone)
-        expires = timestamps.epoch_ms(local.astimezone(UTC))
+        expires = values.epoch_ms(local.astimezone(UTC))
     run.save(run.records.with_tag(a.branch, a.tag, TagRecord(a.resource or "", existing.snapshot_id,
                                                              a.deletion_policy or "Delete", False, expires)))
     return "applied", f"adopted tag {a.tag!r} at snapshot {existing.snapshot_id}"
@@ -223,7 +205,7 @@ def _delete_tag(run: _Run, a: A.DeleteTag) -> tuple[Status, str]:
         run.save(run.records.with_tag(a.branch, a.tag, None))
         return "unchanged", f"tag {a.tag!r} was already gone"
     before = run.deleted_files
-    tag_deletion.delete_tag(t, a.tag, run=lambda p: run.execute(p, t))
+    refs.delete_tag(t, a.tag, run=lambda p: run.execute(p, t))
     run.save(run.records.with_tag(a.branch, a.tag, None))
     return "applied", f"deleted tag {a.tag!r} and {run.deleted_files - before - 1} file(s) only it referenced"
 
@@ -238,7 +220,7 @@ def _expire_tags(run: _Run, a: A.ExpireTags) -> tuple[Status, str]:
             kept.append(f"{entry.tag} (moved)")
             continue
         try:
-            tag_deletion.delete_tag(t, entry.tag, run=lambda p: run.execute(p, t))
+            refs.delete_tag(t, entry.tag, run=lambda p: run.execute(p, t))
         except errors.ProtectedObjectError:
             kept.append(f"{entry.tag} (now a fork point)")
             continue
@@ -253,12 +235,12 @@ def _expire_tags(run: _Run, a: A.ExpireTags) -> tuple[Status, str]:
 
 
 def _create_branch(run: _Run, a: A.CreateBranch) -> tuple[Status, str]:
-    fork_tag = branches.fork_tag_name(a.name, a.from_snapshot_id) if a.from_snapshot_id is not None else None
+    fork_tag = refs.fork_tag_name(a.name, a.from_snapshot_id) if a.from_snapshot_id is not None else None
     previous = run.records
-    record = BranchRecord(a.resource or "", a.deletion_policy or "Delete", timestamps.epoch_ms(run.now), fork_tag, pending=True)
+    record = BranchRecord(a.resource or "", a.deletion_policy or "Delete", values.epoch_ms(run.now), fork_tag, pending=True)
     run.save(run.records.with_branch(a.name, record))
     try:
-        change = branches.create_branch(run.table, a.name, from_tag=a.from_tag, from_snapshot=a.from_snapshot_id)
+        change = refs.create_branch(run.table, a.name, from_tag=a.from_tag, from_snapshot=a.from_snapshot_id)
     except Exception:
         run.save(previous)  # a refused create leaves no claim on a branch someone else may own
         raise
@@ -278,12 +260,12 @@ def _adopt_branch(run: _Run, a: A.AdoptBranch) -> tuple[Status, str]:
 
 
 def _drop_branch(run: _Run, a: A.DropBranch) -> tuple[Status, str]:
-    main = run.table.on_branch(layout.MAIN)
+    main = run.table.on_branch(paimon.MAIN)
     if a.name not in main.branch_names():
         status: Status = "unchanged"
         message = f"branch {a.name!r} was already gone"
     else:
-        change = branches.drop_branch(main, a.name)
+        change = refs.drop_branch(main, a.name)
         status, message = "applied", f"dropped branch {a.name!r} ({len(change.deleted)} metadata file(s))"
     rec = run.records.branches.get(a.name)
     if a.ttl_expired and rec is not None:
@@ -292,7 +274,7 @@ def _drop_branch(run: _Run, a: A.DropBranch) -> tuple[Status, str]:
         run.save(run.records.with_branch(a.name, None))
     if a.fork_tag and main.tag_exists(a.fork_tag):
         try:
-            tag_deletion.delete_tag(main, a.fork_tag, run=lambda p: run.execute(p, main))
+            refs.delete_tag(main, a.fork_tag, run=lambda p: run.execute(p, main))
             message += f"; deleted its fork tag {a.fork_tag!r}"
         except errors.ProtectedObjectError:
             message += f"; kept its fork tag {a.fork_tag!r} (another branch uses it)"
@@ -309,7 +291,7 @@ def _release(run: _Run, a: A.ReleaseObject) -> tuple[Status, str]:
 
 def _set_table_options(run: _Run, a: A.SetTableOptions) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
-    result = table_options.alter_options(t, a.changed, now_ms=timestamps.epoch_ms(run.now))
+    result = paimon.alter_options(t, a.changed, now_ms=values.epoch_ms(run.now))
     if result.schema_id is None:
         return "unchanged", "table options already as the policy asks"
     return "applied", (f"set {', '.join(f'{k}={v}' for k, v in result.options.items())} "
@@ -342,12 +324,12 @@ def _expire_snapshots(run: _Run, a: A.ExpireSnapshots) -> tuple[Status, str]:
     config = expire.expire_config(a.retention, t.options())
 
     def batch(_n: int) -> int | None:
-        # unpublish, verify, then delete (core/expire_commit.py)
-        eplan, _done = expire_commit.run_expire(t, config, timestamps.epoch_ms(run.now), lambda p: run.execute(p, t))
+        # unpublish, verify, then delete (core/expire/commit.py)
+        eplan, _done = expire.run_expire(t, config, values.epoch_ms(run.now), lambda p: run.execute(p, t))
         if eplan.is_empty:
             return None
         return int(dict(eplan.details).get("expired_snapshots") or 0)
-    done = expire_batches.run_batches(batch, run.config.max_batches)
+    done = expire.run_batches(batch, run.config.max_batches)
     run.expired = done.expired
     if not done.batches:
         return "unchanged", "nothing expires any more"
@@ -359,13 +341,13 @@ def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
     config = expire.changelog_config(a.retention, t.options())  # the planned limit, not the table option's
 
     def batch(_n: int) -> int | None:
-        # unpublish, verify, then delete (core/expire_commit.py)
-        cplan, _done = expire_commit.run_expire_changelog(t, config, timestamps.epoch_ms(run.now),
+        # unpublish, verify, then delete (core/expire/commit.py)
+        cplan, _done = expire.run_expire_changelog(t, config, values.epoch_ms(run.now),
                                                           lambda p: run.execute(p, t))
         if cplan.is_empty:
             return None
         return int(dict(cplan.details).get("expired_changelogs") or 0)
-    done = expire_batches.run_batches(batch, run.config.max_batches)
+    done = expire.run_batches(batch, run.config.max_batches)
     run.expired = done.expired
     if not done.expired:
         return "unchanged", "nothing expires any more"
@@ -373,7 +355,7 @@ def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
 
 
 def _clean_orphans(run: _Run, a: A.CleanOrphans) -> tuple[Status, str]:
-    listing = None if a.listing is None else inventory.load_for_table(
+    listing = None if a.listing is None else orphans.load_for_table(
         a.listing, run.table.file_io, run.table.root, orphans.listing_roots(run.table))
     oplan = orphans.plan_orphan_clean(run.table, orphans.OrphanConfig(a.older_than_ms, listing=listing))
     if oplan.is_empty:
@@ -421,8 +403,8 @@ def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = N
         loc = table_plan.target.location
         table = opener.open(loc)
         run = _Run(table_plan, table, store.load(loc.warehouse, loc.identifier), store, plan_.now, config)
-        # One maintainer per table (core/lease.py): a locked table fails its actions with TableLocked.
-        maintainer = lease.held(table.file_io, table.root, f"apply {loc.identifier}")
+        # One maintainer per table (core/concurrency/lease.py): a locked table fails its actions with TableLocked.
+        maintainer = concurrency.held(table.file_io, table.root, f"apply {loc.identifier}")
         try:
             maintainer.__enter__()
         except errors.TableLockedError as locked:
@@ -442,7 +424,7 @@ def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = N
                 try:
                     status, message = _HANDLERS[action.kind](run, action)
                     if action.kind in A.MAINTENANCE_KINDS:
-                        run.save(run.records.with_run(action.kind, timestamps.epoch_ms(plan_.now)))
+                        run.save(run.records.with_run(action.kind, values.epoch_ms(plan_.now)))
                     if engine == "spark":
                         message += " (engine spark: no Spark runner in this process, ran in-process)"
                         engine = "in-process"

@@ -6,24 +6,23 @@ from __future__ import annotations
 
 from datetime import timedelta, tzinfo
 
-from tablekeeper.core import errors, tag_auto
-from tablekeeper.core.paimon import layout
+from tablekeeper.core import errors, paimon, refs
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import plan_context
 
 __all__ = ["auto_handler", "auto_rules", "plan_auto_tags"]
 
 
-def auto_handler(ctx: plan_context.PlanContext) -> tag_auto.TagPeriodHandler | None:
+def auto_handler(ctx: plan_context.PlanContext) -> refs.TagPeriodHandler | None:
     v = ctx.policy.values
     try:
-        return tag_auto.TagPeriodHandler.create(v["tags.autoCreate.period"], plan_context.td(v["tags.autoCreate.periodDuration"]),
+        return refs.TagPeriodHandler.create(v["tags.autoCreate.period"], plan_context.td(v["tags.autoCreate.periodDuration"]),
                                                 v["tags.autoCreate.nameFormat"])
     except errors.InvalidInputError:
         return None
 
 
-def auto_rules(ctx: plan_context.PlanContext) -> tuple[tag_auto.AutoTagRules | None, str | None]:
+def auto_rules(ctx: plan_context.PlanContext) -> tuple[refs.AutoTagRules | None, str | None]:
     """(rules, None) or (None, why tablekeeper does not create auto tags for this table)."""
     v, s = ctx.policy.values, ctx.policy.sources
     mode = v["tags.autoCreate.mode"]
@@ -40,12 +39,12 @@ def auto_rules(ctx: plan_context.PlanContext) -> tuple[tag_auto.AutoTagRules | N
     opts = ctx.state.options
     zone: tzinfo | None
     if mode == "watermark":
-        zone = tag_auto.parse_zone_id(opts.get("sink.watermark-time-zone") or "UTC")
+        zone = refs.parse_zone_id(opts.get("sink.watermark-time-zone") or "UTC")
     elif opts.get("sink.process-time-zone"):
-        zone = tag_auto.parse_zone_id(opts["sink.process-time-zone"])
+        zone = refs.parse_zone_id(opts["sink.process-time-zone"])
     else:
         zone = ctx.zone
-    return tag_auto.AutoTagRules(
+    return refs.AutoTagRules(
         mode=mode, handler=handler, zone=zone, delay=plan_context.td(v["tags.autoCreate.delay"]) or timedelta(0),
         num_retained_max=v["tags.autoCreate.maxRetained"], default_time_retained=plan_context.td(v["tags.defaultTimeRetained"]),
         automatic_completion=bool(v["tags.autoCreate.catchUp"])), None
@@ -56,24 +55,24 @@ _AUTO_PATHS = ("tags.autoCreate.mode", "tags.autoCreate.period", "tags.autoCreat
                "tags.autoCreate.catchUp", "tags.defaultTimeRetained")
 
 
-def plan_auto_tags(ctx: plan_context.PlanContext) -> tuple[list[A.Action], list[tag_auto.ExpiredTag], list[A.Action]]:
+def plan_auto_tags(ctx: plan_context.PlanContext) -> tuple[list[A.Action], list[refs.ExpiredTag], list[A.Action]]:
     rules, why_not = auto_rules(ctx)
     base = ctx.base()
     if rules is None:
         notes: list[A.Action] = [A.Skipped(**base, what="auto tags", reason=why_not)] if why_not else []
         return [], [], notes
-    main = layout.MAIN
+    main = paimon.MAIN
     protected = set(ctx.state.protected_tags(main)) | {t.tag for t in ctx.target.tags if t.branch == main
                                                         and t.resource.labels.get(plan_context.POLICY_TRIGGER_LABEL) != "Policy"}
     points = [t.point for t in ctx.state.branch_tags(main).values()]
     policy = ctx.policy_of(*_AUTO_PATHS)
     if rules.mode == "batch":
-        expired: list[tag_auto.ExpiredTag] = []
+        expired: list[refs.ExpiredTag] = []
         if rules.num_retained_max is not None:
-            expired, _kept = tag_auto.plan_batch_count_expiry(points, rules.num_retained_max, protected=protected)
+            expired, _kept = refs.plan_batch_count_expiry(points, rules.num_retained_max, protected=protected)
         return [], expired, [A.Skipped(**base, what="auto tags", policy=policy,
                                        reason="batch mode: the batch writer creates batch-write-<date> tags")]
-    result = tag_auto.plan_auto_tags(ctx.state.branch_snapshots(main), points, rules, protected=protected)
+    result = refs.plan_auto_tags(ctx.state.branch_snapshots(main), points, rules, protected=protected)
     if result.refused:
         return [], [], [A.Skipped(**base, what="auto tags", policy=policy, reason=result.refused)]
     ttl = rules.default_time_retained

@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from tablekeeper.core import errors, timestamps
-from tablekeeper.core.paimon import layout
+from tablekeeper.core import errors, paimon, values
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import plan_context
 from tablekeeper.reconcile.desired import BranchTarget
@@ -22,7 +21,7 @@ __all__ = ["branch_matches", "plan_branch", "drop_guarded", "isolated_branch"]
 def branch_matches(b: BranchTarget, state: TableState) -> bool:
     current = state.branches[b.name]
     if b.spec.from_tag is not None:
-        main_tag = state.branch_tags(layout.MAIN).get(b.spec.from_tag)
+        main_tag = state.branch_tags(paimon.MAIN).get(b.spec.from_tag)
         if main_tag is not None:
             return current.fork_identity == main_tag.identity
         return current.from_tag == b.spec.from_tag
@@ -34,7 +33,7 @@ def branch_matches(b: BranchTarget, state: TableState) -> bool:
 def plan_branch(ctx: plan_context.PlanContext, b: BranchTarget, planned_tags: Mapping[tuple[str, str], int],
                  drops: list[A.Action]) -> list[A.Action]:
     state, rec = ctx.state, ctx.records.branches.get(b.name)
-    base = ctx.base(layout.MAIN, b.resource)
+    base = ctx.base(paimon.MAIN, b.resource)
     if b.name in state.branches:
         if not branch_matches(b, state):
             current = state.branches[b.name]
@@ -54,7 +53,7 @@ def plan_branch(ctx: plan_context.PlanContext, b: BranchTarget, planned_tags: Ma
         if ttl is not None and b.deletion_policy == "Delete" and not b.spec.protected:
             current = state.branches[b.name]
             created = (rec.created_ms if rec is not None and rec.created_ms else current.created_ms)
-            now_ms = timestamps.epoch_ms(ctx.now)
+            now_ms = values.epoch_ms(ctx.now)
             why = None
             if ttl.max_age is not None and created is not None \
                     and now_ms - created >= ttl.max_age.to_timedelta() // timedelta(milliseconds=1):
@@ -74,7 +73,7 @@ def plan_branch(ctx: plan_context.PlanContext, b: BranchTarget, planned_tags: Ma
         return [A.BranchConflict(**base, name=b.name, conflict="Lost",
                                  reason=f"managed branch {b.name!r} was deleted out of band; it is not recreated "
                                         "(its history would differ); remove the manifest to forget it")]
-    if b.spec.from_tag is not None and (layout.MAIN, b.spec.from_tag) not in planned_tags:
+    if b.spec.from_tag is not None and (paimon.MAIN, b.spec.from_tag) not in planned_tags:
         return [A.BranchConflict(**base, name=b.name, conflict="FromTagUnavailable",
                                  reason=f"tag {b.spec.from_tag!r} will not exist (see its conflict)")]
     return [A.CreateBranch(**base, name=b.name, from_tag=b.spec.from_tag, from_snapshot_id=b.spec.from_snapshot_id,
@@ -111,5 +110,5 @@ def isolated_branch(ctx: plan_context.PlanContext, b: BranchTarget, planned_tags
     try:
         return plan_branch(ctx, b, planned_tags, drops)
     except (errors.TablekeeperError, ValueError) as e:
-        return [A.BranchConflict(**ctx.base(layout.MAIN, b.resource), name=b.name, conflict="InvalidSpec",
+        return [A.BranchConflict(**ctx.base(paimon.MAIN, b.resource), name=b.name, conflict="InvalidSpec",
                                  reason=f"cannot plan branch {b.name!r}: {plan_context.invalid_reason(e)}")]

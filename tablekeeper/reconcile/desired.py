@@ -14,14 +14,17 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablekeeper.core import errors
-from tablekeeper.core.policy import effective
-from tablekeeper.core.policy.branch import PaimonBranchSpec
-from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec, PaimonCatalogSpec
-from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, PaimonRetentionPolicySpec
-from tablekeeper.core.policy.table import PaimonTableSpec
-from tablekeeper.core.policy.tag import PaimonTagSpec
-from tablekeeper.core.policy.validation import InvalidSpecError
+from tablekeeper.core import errors, policy
+from tablekeeper.core.policy import InvalidSpecError
+from tablekeeper.core.policy.specs import (
+    ClusterPaimonCatalogSpec,
+    ClusterPaimonRetentionPolicySpec,
+    PaimonBranchSpec,
+    PaimonCatalogSpec,
+    PaimonRetentionPolicySpec,
+    PaimonTableSpec,
+    PaimonTagSpec,
+)
 from tablekeeper.reconcile.documents import ManifestError, Problem, Resource
 
 __all__ = [
@@ -101,8 +104,8 @@ class TableTarget:
     location: TableLocation
     tags: tuple[TagTarget, ...]
     branches: tuple[BranchTarget, ...]
-    policies: tuple[effective.NamespacedPolicy, ...]
-    cluster_policies: tuple[effective.ClusterPolicy, ...]
+    policies: tuple[policy.NamespacedPolicy, ...]
+    cluster_policies: tuple[policy.ClusterPolicy, ...]
     #: Labels of the table's namespace (cluster policies and catalogs may select namespaces by
     #: label; the operator knows them, manifests on disk do not).
     namespace_labels: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
@@ -113,18 +116,18 @@ class TableTarget:
         return self.spec.time_zone or self.catalog.spec.writer_time_zone
 
     @property
-    def context(self) -> effective.TableContext:
-        return effective.TableContext(name=self.resource.name, namespace=self.resource.namespace or "",
+    def context(self) -> policy.TableContext:
+        return policy.TableContext(name=self.resource.name, namespace=self.resource.namespace or "",
                                       spec=self.spec, labels=dict(self.resource.labels),
                                       namespace_labels=dict(self.namespace_labels))
 
-    def resolve_policy(self, table_options: Mapping[str, str] | None) -> effective.EffectivePolicy:
+    def resolve_policy(self, table_options: Mapping[str, str] | None) -> policy.EffectivePolicy:
         """The effective retention (operator-design.md §6) with the table's own options.
 
         Raises:
             PolicyNotFoundError, UnsafeSpecError, InvalidSpecError, InvalidInputError.
         """
-        return effective.resolve_effective_policy(self.context, policies=self.policies,
+        return policy.resolve_effective_policy(self.context, policies=self.policies,
                                                   cluster_policies=self.cluster_policies,
                                                   table_options=table_options)
 
@@ -190,10 +193,10 @@ def build_desired_state(resources: Sequence[Resource], *, problems: Sequence[Pro
         if r.kind in ("PaimonCatalog", "ClusterPaimonCatalog"):
             assert isinstance(r.spec, PaimonCatalogSpec)
             catalogs[(r.kind, r.namespace, r.name)] = CatalogTarget(r, r.spec)
-    policies = tuple(effective.NamespacedPolicy(r.name, r.namespace or "", r.spec)
+    policies = tuple(policy.NamespacedPolicy(r.name, r.namespace or "", r.spec)
                      for r in _by_kind(resources, "PaimonRetentionPolicy")
                      if isinstance(r.spec, PaimonRetentionPolicySpec))
-    cluster_policies = tuple(effective.ClusterPolicy(r.name, r.spec)
+    cluster_policies = tuple(policy.ClusterPolicy(r.name, r.spec)
                              for r in _by_kind(resources, "ClusterPaimonRetentionPolicy")
                              if isinstance(r.spec, ClusterPaimonRetentionPolicySpec))
 
@@ -281,7 +284,7 @@ def build_desired_state(resources: Sequence[Resource], *, problems: Sequence[Pro
                              dict((namespace_labels or {}).get(r.namespace or "") or {}))
         try:
             target.resolve_policy(None)
-        except effective.PolicyNotFoundError:
+        except policy.PolicyNotFoundError:
             pass  # reported above with its field
         except InvalidSpecError as e:
             problems.append(_policy_problem(r, e))

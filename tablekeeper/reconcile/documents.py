@@ -24,10 +24,8 @@ from typing import Any
 
 import yaml
 
-from tablekeeper.core import errors
-from tablekeeper.core.policy import kinds
-from tablekeeper.core.policy.common import NAMESPACE_NAME_PATTERN, OBJECT_NAME_PATTERN, SpecModel
-from tablekeeper.core.policy.validation import InvalidSpecError
+from tablekeeper.core import errors, policy
+from tablekeeper.core.policy import NAMESPACE_NAME_PATTERN, OBJECT_NAME_PATTERN, InvalidSpecError, SpecModel
 
 __all__ = [
     "Resource",
@@ -44,7 +42,7 @@ __all__ = [
 
 DEFAULT_NAMESPACE = "default"
 #: Kinds plan/apply understands; PaimonMaintenanceRun is imperative (use the CLI commands).
-SUPPORTED_KINDS = frozenset(k for k in kinds.SPEC_MODELS if k != "PaimonMaintenanceRun")
+SUPPORTED_KINDS = frozenset(k for k in policy.SPEC_MODELS if k != "PaimonMaintenanceRun")
 _TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec", "status")
 _METADATA = ("name", "namespace", "labels", "annotations", "uid", "resourceVersion", "generation",
              "creationTimestamp")
@@ -261,7 +259,7 @@ def _named(doc: Any) -> tuple[str, str | None, str] | None:
     kind, name = doc.get("kind"), doc["metadata"].get("name")
     if not isinstance(kind, str) or not isinstance(name, str):
         return None
-    namespace = None if kind in kinds.CLUSTER_SCOPED else doc["metadata"].get("namespace") or DEFAULT_NAMESPACE
+    namespace = None if kind in policy.CLUSTER_SCOPED else doc["metadata"].get("namespace") or DEFAULT_NAMESPACE
     return (kind, namespace if isinstance(namespace, str) else None, name)
 
 
@@ -280,10 +278,10 @@ def _parse_document(file: str, index: int, doc: Any, base_dir: Path, problems: l
                                     + ", ".join(_TOP_LEVEL)))
             ok = False
     api = doc.get("apiVersion")
-    if api != kinds.API_GROUP_VERSION:
+    if api != policy.API_GROUP_VERSION:
         problems.append(Problem(where, "apiVersion",
                                 "apiVersion is missing" if api is None else f"apiVersion {api!r} is not supported",
-                                f"use apiVersion: {kinds.API_GROUP_VERSION}"))
+                                f"use apiVersion: {policy.API_GROUP_VERSION}"))
         ok = False
     kind = doc.get("kind")
     if not isinstance(kind, str) or kind not in SUPPORTED_KINDS:
@@ -309,7 +307,7 @@ def _parse_document(file: str, index: int, doc: Any, base_dir: Path, problems: l
                                 "use lowercase letters, digits, '-' and '.' (DNS-1123); put Paimon names that "
                                 "do not fit into spec.tagName / spec.branchName"))
         return None
-    cluster = kind in kinds.CLUSTER_SCOPED
+    cluster = kind in policy.CLUSTER_SCOPED
     namespace = metadata.get("namespace")
     ref_where = f"{file} ({kind} {name})" if cluster else f"{file} ({kind} {namespace or DEFAULT_NAMESPACE}/{name})"
     for key in metadata:
@@ -336,7 +334,7 @@ def _parse_document(file: str, index: int, doc: Any, base_dir: Path, problems: l
     if kind in ("PaimonCatalog", "ClusterPaimonCatalog") and isinstance(spec, dict):
         spec = _resolve_warehouse(spec, base_dir)
     try:
-        model = kinds.parse_spec(kind, spec, source=ref_where)
+        model = policy.parse_spec(kind, spec, source=ref_where)
     except errors.InvalidInputError as e:
         lines = [line for line in str(e).splitlines() if line.strip()]
         if isinstance(e, InvalidSpecError) and lines:

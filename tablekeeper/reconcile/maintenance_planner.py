@@ -12,8 +12,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from tablekeeper.core import expire, inventory, orphans, partitions, plans, retention_settings, timestamps
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core import expire, orphans, partitions, plans, values
+from tablekeeper.core.paimon import Table
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import enabled_jobs, plan_context
@@ -38,7 +38,7 @@ def writers_enforce(target: TableTarget, state: TableState, policy: EffectivePol
     if latest is None:
         return None
     max_age = policy.values["snapshots.maxAge"]
-    age_ms = timestamps.epoch_ms(now) - latest.time_millis
+    age_ms = values.epoch_ms(now) - latest.time_millis
     if age_ms > max_age.to_timedelta().total_seconds() * 1000:
         return None
     return f"the latest commit is {age_ms // 60_000} min old, within snapshots.maxAge {max_age}"
@@ -86,7 +86,7 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
         out_skip = []
     schedule = target.spec.maintenance.schedule if target.spec.maintenance is not None else None
     window = target.spec.maintenance.window if target.spec.maintenance is not None else None
-    now_ms = timestamps.epoch_ms(ctx.now)
+    now_ms = values.epoch_ms(ctx.now)
     out: list[A.Action] = []
     skipped: list[A.Action] = []
 
@@ -126,7 +126,7 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
     snapshot_paths = ("snapshots.minRetained", "snapshots.maxRetained", "snapshots.maxAge", "snapshots.expireLimit",
                       "snapshots.cleanEmptyDirectories")
     if wanted("ExpireSnapshots") and on("ExpireSnapshots") and due("ExpireSnapshots", schedule):
-        retention = retention_settings.from_policy(v)
+        retention = expire.from_policy(v)
         econf = expire.expire_config(retention, ctx.state.options)
         eplan = expire.plan_expire(table, econf, now_ms)
         if not eplan.is_empty:
@@ -148,7 +148,7 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
     # changelog
     if wanted("ExpireChangelog") and on("ExpireChangelog") and table.changelog_ids() \
             and due("ExpireChangelog", schedule):
-        retention = retention_settings.from_policy(v)
+        retention = expire.from_policy(v)
         cplan = expire.plan_expire_changelog(table, expire.changelog_config(retention, ctx.state.options), now_ms)
         if not cplan.is_empty:
             est = sized(cplan)
@@ -164,7 +164,7 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
         older = v["orphanFiles.olderThan"]
         threshold = orphans.resolve_older_than(now_ms, older_than_age=older.to_timedelta())
         listing_path = v["orphanFiles.listing"]
-        listing = None if listing_path is None else inventory.load_for_table(
+        listing = None if listing_path is None else orphans.load_for_table(
             str(listing_path), table.file_io, table.root, orphans.listing_roots(table))
         oplan = orphans.plan_orphan_clean(table, orphans.OrphanConfig(threshold, listing=listing))
         if oplan.files:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from tablekeeper.core.paimon import layout
+from tablekeeper.core import paimon
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import auto_tags_planner, branches_planner, plan_context, tags_planner
@@ -23,10 +23,10 @@ def plan_objects(target: TableTarget, state: TableState, records: TableRecords, 
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     ctx = plan_context.PlanContext(target, state, records, policy, now, plan_context.writer_zone(target))
-    planned_tags: dict[tuple[str, str], int] = {(layout.MAIN, n): t.snapshot_id
-                                                for n, t in state.branch_tags(layout.MAIN).items()}
-    main_tags = [t for t in target.tags if t.branch == layout.MAIN]
-    branch_tags = [t for t in target.tags if t.branch != layout.MAIN]
+    planned_tags: dict[tuple[str, str], int] = {(paimon.MAIN, n): t.snapshot_id
+                                                for n, t in state.branch_tags(paimon.MAIN).items()}
+    main_tags = [t for t in target.tags if t.branch == paimon.MAIN]
+    branch_tags = [t for t in target.tags if t.branch != paimon.MAIN]
     out: list[A.Action] = []
     for t in main_tags:
         out.extend(tags_planner.isolated_tag(ctx, t, planned_tags))
@@ -52,7 +52,7 @@ def plan_removed(ctx: plan_context.PlanContext, drops: list[A.Action]) -> list[A
     for name, brec in sorted(records.branches.items()):
         if name in declared_branches:
             continue
-        base = ctx.base(layout.MAIN, owner=brec.resource)
+        base = ctx.base(paimon.MAIN, owner=brec.resource)
         if name not in state.branches:
             out.append(A.ReleaseObject(**base, object_kind="branch", name=name,
                                        reason="manifest removed and the branch is gone: forget it"))

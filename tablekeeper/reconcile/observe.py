@@ -11,10 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from tablekeeper.core import fork_points
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.tag_auto import SnapshotPoint, TagPoint
+from tablekeeper.core import paimon, refs
+from tablekeeper.core.paimon import Table
+from tablekeeper.core.refs import SnapshotPoint, TagPoint
 
 __all__ = ["TagState", "BranchState", "TableState", "observe"]
 
@@ -59,26 +58,26 @@ class TableState:
     #: main's partition keys (None: not read)
     partition_keys: tuple[str, ...] | None = None
 
-    def branch_snapshots(self, branch: str = layout.MAIN) -> tuple[SnapshotPoint, ...]:
+    def branch_snapshots(self, branch: str = paimon.MAIN) -> tuple[SnapshotPoint, ...]:
         return self.snapshots.get(branch, ())
 
-    def snapshot(self, snapshot_id: int, branch: str = layout.MAIN) -> SnapshotPoint | None:
+    def snapshot(self, snapshot_id: int, branch: str = paimon.MAIN) -> SnapshotPoint | None:
         for s in self.branch_snapshots(branch):
             if s.id == snapshot_id:
                 return s
         return None
 
-    def latest(self, branch: str = layout.MAIN) -> SnapshotPoint | None:
+    def latest(self, branch: str = paimon.MAIN) -> SnapshotPoint | None:
         snaps = self.branch_snapshots(branch)
         return snaps[-1] if snaps else None
 
-    def branch_tags(self, branch: str = layout.MAIN) -> Mapping[str, TagState]:
+    def branch_tags(self, branch: str = paimon.MAIN) -> Mapping[str, TagState]:
         return self.tags.get(branch, {})
 
     def has_branch(self, branch: str) -> bool:
-        return branch == layout.MAIN or branch in self.branches
+        return branch == paimon.MAIN or branch in self.branches
 
-    def protected_tags(self, branch: str = layout.MAIN) -> Mapping[str, tuple[str, ...]]:
+    def protected_tags(self, branch: str = paimon.MAIN) -> Mapping[str, tuple[str, ...]]:
         """Fork-point tags of ``branch``: {tag: branches created from it}."""
         return self.fork_tags.get(branch, {})
 
@@ -94,18 +93,18 @@ def _tags(t: Table) -> dict[str, TagState]:
 
 def _created_ms(t: Table) -> int | None:
     """A branch's creation time: the oldest of its schema files (copied when it was created)."""
-    times = [s.mtime_ms for s in t.file_io.list_dir(t.dir(layout.SCHEMA_DIR)) if not s.is_dir]
+    times = [s.mtime_ms for s in t.file_io.list_dir(t.dir(paimon.SCHEMA_DIR)) if not s.is_dir]
     return min(times) if times else None
 
 
 def observe(table: Table) -> TableState:
     """Read the state of ``table`` (all branches)."""
-    main = table.on_branch(layout.MAIN)
-    snapshots: dict[str, tuple[SnapshotPoint, ...]] = {layout.MAIN: _snapshots(main)}
-    tags: dict[str, dict[str, TagState]] = {layout.MAIN: _tags(main)}
+    main = table.on_branch(paimon.MAIN)
+    snapshots: dict[str, tuple[SnapshotPoint, ...]] = {paimon.MAIN: _snapshots(main)}
+    tags: dict[str, dict[str, TagState]] = {paimon.MAIN: _tags(main)}
     branches: dict[str, BranchState] = {}
-    points = {fp.branch: fp for fp in fork_points.fork_points(main)}
-    main_ids = fork_points.main_identities(main)
+    points = {fp.branch: fp for fp in refs.fork_points(main)}
+    main_ids = refs.main_identities(main)
     for name in main.branch_names():
         b = main.on_branch(name)
         snapshots[name] = _snapshots(b)
@@ -120,7 +119,7 @@ def observe(table: Table) -> TableState:
     for branch_name, by_name in tags.items():
         users: dict[str, tuple[str, ...]] = {}
         for tag in by_name.values():
-            forked = fork_points.fork_users(branch_name, tag.identity, known, main_ids)
+            forked = refs.fork_users(branch_name, tag.identity, known, main_ids)
             if forked:
                 users[tag.name] = tuple(forked)
         if users:

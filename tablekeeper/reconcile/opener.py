@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tablekeeper.core.paimon.table import Table, open_table
+from tablekeeper.core.paimon import Table, open_table
 from tablekeeper.core.storage import FileIO
 from tablekeeper.reconcile.desired import TableLocation
 

@@ -10,9 +10,8 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from tablekeeper.core import errors, plans, retention_settings, tag_auto
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.policy.duration_field import Duration
+from tablekeeper.core import errors, expire, paimon, plans, refs
+from tablekeeper.core.policy import Duration
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.core.storage import FileIO
 from tablekeeper.reconcile import actions as A
@@ -23,7 +22,7 @@ from tablekeeper.reconcile.records import TableRecords
 __all__ = ["INT_MAX", "POLICY_TRIGGER_LABEL", "ReconcileConfig", "PlanContext", "writer_zone", "wall_clock", "td", "with_sizes", "estimate_plan", "invalid_reason"]
 
 
-INT_MAX = retention_settings.INT_MAX
+INT_MAX = expire.INT_MAX
 #: The label of PaimonTags the operator materialised for policy auto tags (value ``Policy``):
 #: the policy still expires those tags; other declared tags are never count-expired.
 POLICY_TRIGGER_LABEL = "tablekeeper.io/trigger-type"
@@ -58,7 +57,7 @@ def writer_zone(target: TableTarget) -> tzinfo | None:
 
 def wall_clock(now: datetime, zone: tzinfo | None) -> datetime:
     """The writers' wall clock at ``now``; UTC's when their zone is unknown."""
-    return tag_auto.local_wall_clock(now, zone or UTC)
+    return refs.local_wall_clock(now, zone or UTC)
 
 
 def td(value: Duration | None) -> timedelta | None:
@@ -120,7 +119,7 @@ class PlanContext:
     now: datetime
     zone: tzinfo | None
 
-    def base(self, branch: str = layout.MAIN, resource: Any = None, owner: str | None = None) -> dict[str, Any]:
+    def base(self, branch: str = paimon.MAIN, resource: Any = None, owner: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"warehouse": self.target.location.warehouse,
                                "table": self.target.location.identifier, "branch": branch}
         if resource is not None:

@@ -25,11 +25,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from tablekeeper.core import errors
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core import errors, paimon
+from tablekeeper.core.paimon import Table
+from tablekeeper.core.policy import InvalidSpecError
 from tablekeeper.core.policy.effective import EffectivePolicy
-from tablekeeper.core.policy.validation import InvalidSpecError
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import (
     maintenance_planner,
@@ -121,8 +120,8 @@ def validate_against_storage(target: TableTarget, state: TableState,
     problems: list[Problem] = []
     known = records.branches if records is not None else {}
     declared_branches = {b.name for b in target.branches}
-    declared_main_tags = {t.tag for t in target.tags if t.branch == layout.MAIN}
-    main_tags = state.branch_tags(layout.MAIN)
+    declared_main_tags = {t.tag for t in target.tags if t.branch == paimon.MAIN}
+    main_tags = state.branch_tags(paimon.MAIN)
     for t in target.tags:
         if not state.has_branch(t.branch) and t.branch not in declared_branches:
             problems.append(Problem(t.resource.where, "spec.branch",

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from tablekeeper.core.policy.schedule import Schedule
-from tablekeeper.core.policy.table import MaintenanceWindow
+from tablekeeper.core.policy import Schedule
+from tablekeeper.core.policy.specs import MaintenanceWindow
 
 __all__ = ["Due", "is_due", "next_fire", "in_window"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from tablekeeper.core import table_options
+from tablekeeper.core import paimon
 from tablekeeper.core.policy.effective import EffectivePolicy
-from tablekeeper.core.policy.retention import PAIMON_OPTIONS
+from tablekeeper.core.policy.specs import PAIMON_OPTIONS
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.desired import TableTarget, describe
 from tablekeeper.reconcile.observe import TableState
@@ -59,7 +59,7 @@ def plan_table_options(target: TableTarget, state: TableState, policy: Effective
     if not desired:
         return []
     protected = set(target.spec.protected_options) | set(unalterable)
-    diff = table_options.diff_options(state.options, desired, protected)
+    diff = paimon.diff_options(state.options, desired, protected)
     base: dict[str, Any] = {"warehouse": target.location.warehouse, "table": target.location.identifier,
                             "resource": target.resource.ref, "source": target.resource.file}
     paths = [p for p in policy.explicit_paths() if PAIMON_OPTIONS.get(p, ("",))[0] in desired]

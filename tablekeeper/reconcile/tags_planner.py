@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tablekeeper.core import errors, tag_auto, tags, timestamps
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core import errors, paimon, refs, values
+from tablekeeper.core.paimon import Table
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import auto_tags_planner, enabled_jobs, plan_context
 from tablekeeper.reconcile.desired import TagTarget
@@ -28,7 +27,7 @@ def resolve_tag_snapshot(t: TagTarget, state: TableState) -> tuple[int | None, s
             return sid, None
         return None, f"snapshot {sid} does not exist on branch {t.branch!r}"
     if t.spec.from_timestamp is not None:
-        ts = timestamps.epoch_ms(t.spec.from_timestamp)
+        ts = values.epoch_ms(t.spec.from_timestamp)
         candidates = {s.id: s.time_millis for s in snaps}
         for sid, when in tagged.items():
             candidates.setdefault(sid, when)
@@ -78,7 +77,7 @@ def plan_tag(ctx: plan_context.PlanContext, t: TagTarget, planned_tags: dict[tup
     if rec is not None and policy_tag:
         return [A.Skipped(**base, what=f"tag {t.tag}", cause="TagExpired",
                           reason="policy tag expired by the policy; not recreated")]
-    if rec is not None and rec.ttl_expired(timestamps.epoch_ms(ctx.now)):
+    if rec is not None and rec.ttl_expired(values.epoch_ms(ctx.now)):
         return [A.Skipped(**base, what=f"tag {t.tag}", cause="TagExpired",
                           reason="expired by its TTL; not recreated (remove the manifest to forget it)")]
     if sid is None:
@@ -119,7 +118,7 @@ def isolated_tag(ctx: plan_context.PlanContext, t: TagTarget, planned_tags: dict
                               reason=f"cannot plan tag {t.tag!r}: {plan_context.invalid_reason(e)}")]
 
 
-def plan_tag_expiry(ctx: plan_context.PlanContext, auto_expired: Sequence[tag_auto.ExpiredTag], planned: Sequence[A.Action]
+def plan_tag_expiry(ctx: plan_context.PlanContext, auto_expired: Sequence[refs.ExpiredTag], planned: Sequence[A.Action]
                  ) -> list[A.Action]:
     """One ExpireTags per branch: TTL everywhere, ``num-retained-max`` on main."""
     if not enabled_jobs.enabled("ExpireTags", ctx.target.spec.enforcement, ctx.policy):
@@ -128,18 +127,18 @@ def plan_tag_expiry(ctx: plan_context.PlanContext, auto_expired: Sequence[tag_au
     dropped = {a.name for a in planned if isinstance(a, A.DropBranch)}
     ttl_enabled = ctx.state.options.get("tag.time-expire-enabled", "true").lower() != "false"
     out: list[A.Action] = []
-    for branch in [layout.MAIN, *sorted(ctx.state.branches)]:
+    for branch in [paimon.MAIN, *sorted(ctx.state.branches)]:
         if branch in dropped:
             continue
         tags_here = ctx.state.branch_tags(branch)
         protected = set(ctx.state.protected_tags(branch))
         entries: list[A.ExpiringTag] = []
         if ttl_enabled:
-            expired, _kept = tag_auto.plan_ttl_expiry([t.point for t in tags_here.values()], ctx.now, ctx.zone,
+            expired, _kept = refs.plan_ttl_expiry([t.point for t in tags_here.values()], ctx.now, ctx.zone,
                                                       protected=protected)
             entries.extend(A.ExpiringTag(tag=e.name, snapshot_id=e.snapshot_id, rule="ttl", detail=e.reason)
                            for e in expired)
-        if branch == layout.MAIN:
+        if branch == paimon.MAIN:
             entries.extend(A.ExpiringTag(tag=e.name, snapshot_id=e.snapshot_id, rule="num-retained-max",
                                          detail=e.reason) for e in auto_expired
                            if e.name in tags_here and e.name not in {x.tag for x in entries})
@@ -178,6 +177,6 @@ def size_tag_deletions(actions: list[A.Action], table: Table, config: plan_conte
 def _tag_estimate(table: Table, branch: str, tag: str) -> A.Estimate:
     try:
         t = table.on_branch(branch)
-        return plan_context.estimate_plan(tags.plan_delete_tag(t, tag, force=True), t.file_io)
+        return plan_context.estimate_plan(refs.plan_delete_tag(t, tag, force=True), t.file_io)
     except errors.TablekeeperError as e:
         return A.Estimate(note=f"not sized: {e.message}")

@@ -17,18 +17,8 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from tablekeeper.core import (
-    execution,
-    expire,
-    expire_batches,
-    expire_commit,
-    orphans,
-    plans,
-    safety,
-    timestamps,
-)
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core import expire, orphans, paimon, plans, values
+from tablekeeper.core.paimon import Table
 from tablekeeper.spark import job_request, result_artifact
 from tablekeeper.spark.engine_choice import choose_engine, estimate_plan_size, spark_threshold
 from tablekeeper.spark.run_steps import (
@@ -57,7 +47,7 @@ EngineChoice = Literal["auto", "local", "spark"]
 def plan_local(request: job_request.JobRequest, table: Table, now: int) -> plans.Plan:
     """The in-process plan of ``request`` (core planners)."""
     if request.operation == "clean-orphans":
-        return orphans.plan_orphan_clean(table.on_branch(layout.MAIN),
+        return orphans.plan_orphan_clean(table.on_branch(paimon.MAIN),
                                          orphans.OrphanConfig(orphan_threshold(request, now)))
     if request.operation == "expire":
         return expire.plan_expire(table, expire_config(request, table), now)
@@ -73,7 +63,7 @@ def run_local(request: job_request.JobRequest) -> result_artifact.RunResult:
     Raises:
         TablekeeperError: planning failed (nothing was deleted).
     """
-    started = timestamps.now_ms()
+    started = values.now_ms()
     now = request.now_ms if request.now_ms is not None else started
     due = False
     if request.with_changelog:
@@ -81,7 +71,7 @@ def run_local(request: job_request.JobRequest) -> result_artifact.RunResult:
         due = changelog_due(table, changelog_config(request, table), now)
     steps: list[result_artifact.RunResult] = []
 
-    def batch_of(operation: job_request.Operation, name: str) -> expire_batches.Batch:
+    def batch_of(operation: job_request.Operation, name: str) -> expire.Batch:
         def batch(n: int) -> int:
             step = _run_local_step(request, operation, now)
             if steps:
@@ -93,14 +83,14 @@ def run_local(request: job_request.JobRequest) -> result_artifact.RunResult:
         return batch
 
     if request.operation in BATCH_UNIT:
-        expire_batches.run_with_changelog(batch_of(request.operation, "batch"), batch_of("expire-changelog", "changelog"),
+        expire.run_with_changelog(batch_of(request.operation, "batch"), batch_of("expire-changelog", "changelog"),
                                           changelog_due=due, max_batches=request.batches, dry_run=request.dry_run)
     else:
         steps.append(_run_local_step(request, request.operation, now))
     result = steps[0]
     result.timings["totalSeconds"] = round(sum(s.timings["totalSeconds"] for s in steps), 3)
-    result.started_at = timestamps.iso_ms(started)
-    result.finished_at = timestamps.iso_ms(timestamps.now_ms())
+    result.started_at = values.iso_ms(started)
+    result.finished_at = values.iso_ms(values.now_ms())
     return result
 
 
@@ -113,22 +103,22 @@ def _run_local_step(request: job_request.JobRequest, operation: job_request.Oper
     summary = plan.summary()
     result.planned_files = dict(summary["files"])
     result.planned_bytes = dict(summary["bytes"])
-    result.sample = [f.path for f in plan.files[:safety.STATUS_SAMPLE_MAX]]
+    result.sample = [f.path for f in plan.files[:values.STATUS_SAMPLE_MAX]]
     result.notes = list(plan.notes)
     result.details = dict(plan.details)
     result.timings["planSeconds"] = round(time.perf_counter() - t0, 3)
     if not request.dry_run:
         t1 = time.perf_counter()
 
-        def runner(p: plans.Plan) -> execution.ExecutionResult:
-            return execution.execute(p, table.file_io, parallelism=request.parallelism, batch_size=request.batch_size)
+        def runner(p: plans.Plan) -> plans.ExecutionResult:
+            return plans.execute(p, table.file_io, parallelism=request.parallelism, batch_size=request.batch_size)
 
         # the dry-run plan above is what is reported as planned; the run itself re-plans in
         # core's phases (unpublish, verify, delete), as the CLI does
         if operation == "expire":
-            made, executed = expire_commit.run_expire(table, expire_config(step, table), now, runner)
+            made, executed = expire.run_expire(table, expire_config(step, table), now, runner)
         elif operation == "expire-changelog":
-            made, executed = expire_commit.run_expire_changelog(table, changelog_config(step, table), now, runner)
+            made, executed = expire.run_expire_changelog(table, changelog_config(step, table), now, runner)
         else:
             made, executed = plan, runner(plan)
         result.notes.extend(n for n in made.notes if n not in result.notes)

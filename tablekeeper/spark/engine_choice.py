@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from tablekeeper.core import errors
-from tablekeeper.core.paimon import layout, manifests
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core import errors, paimon
+from tablekeeper.core.paimon import Table, manifests
 from tablekeeper.core.storage import join
 
 __all__ = ["DEFAULT_SPARK_THRESHOLD", "THRESHOLD_ENV", "estimate_plan_size", "spark_threshold", "choose_engine"]
@@ -25,11 +24,11 @@ def estimate_plan_size(table: Table) -> int:
     plus its manifests: what a full read of one root costs. Orphan cleanup reads at least that
     (and lists as many files); expiration's protection sets read it per retained branch. Two
     small manifest-list reads; the engine choice of ``auto`` (CLI) and ``Auto`` (operator)."""
-    main = table.on_branch(layout.MAIN)
+    main = table.on_branch(paimon.MAIN)
     latest = main.latest_snapshot()
     if latest is None:
         return 0
-    manifest_dir = main.shared_dir(layout.MANIFEST_DIR)
+    manifest_dir = main.shared_dir(paimon.MANIFEST_DIR)
     total = 0
     for name in (latest.base_manifest_list, latest.delta_manifest_list):
         if not name:

@@ -1,6 +1,6 @@
 """What every executor-side function of the Spark job stands on: rows in and out of Arrow, the
 FileIO of a Python worker, the request count of a task, and the manifest-list read both
-operations share. The functions that evaluate core's decisions (``tablekeeper.core.decisions``)
+operations share. The functions that evaluate core's decisions (``tablekeeper.core.orphans.decision``)
 live beside the stage that uses them: ``spark/orphans/executor.py``,
 ``spark/expire/executor.py``, ``spark/deletes/executor.py``. No rule is stated here.
 
@@ -151,13 +151,13 @@ def counted(tally: Mapping[str, Any], fn: Callable[[Mapping[str, Any], Iterator[
     (Spark accumulators by kind, summed on the driver when the task succeeds). A Python worker
     runs one task at a time, so the difference of the process's tally
     (``requests.process_snapshot``) before and after is this task's, whatever FileIO made them."""
-    from tablekeeper.core.storage import requests
+    from tablekeeper.core import storage
 
-    before = requests.process_snapshot()
+    before = storage.process_snapshot()
     try:
         yield from fn(spec, batches)
     finally:
-        for kind, n in requests.since(before, requests.process_snapshot()).items():
+        for kind, n in storage.since(before, storage.process_snapshot()).items():
             if kind in tally:
                 tally[kind].add(n)
 

@@ -1,7 +1,7 @@
 """The driver of the tablekeeper Spark jobs: core's decisions, evaluated distributed.
 
 Nothing here decides what is safe to delete. Each run asks core for a decision
-(:mod:`tablekeeper.core.decisions`) and evaluates it at scale; what is distributed is what grows
+(:mod:`tablekeeper.core.orphans.decision`) and evaluates it at scale; what is distributed is what grows
 with the table: listing, manifest reads, set differences and deletes. The driver holds root
 descriptors, bucket directories, error rows, per-kind counts and a sample of at most
 ``safety.STATUS_SAMPLE_MAX`` paths — never a list of files, except an object store's flat
@@ -30,7 +30,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from tablekeeper.core import expire_batches, timestamps, trash
+from tablekeeper.core import expire, trash, values
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import job_request, request_tally, result_artifact, run_steps
 from tablekeeper.spark.expire import driver as expiration
@@ -62,11 +62,11 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
         operation=request.operation, table=request.table, branch=request.branch, dry_run=request.dry_run,
         engine="spark", run_name=request.run_name, warehouse=request.warehouse, versions=run_steps.versions())
     result.versions.setdefault("spark", spark.version)
-    started = timestamps.now_ms()
-    result.started_at = timestamps.iso_ms(started)
+    started = values.now_ms()
+    result.started_at = values.iso_ms(started)
     t0 = time.perf_counter()
     PHASES.clear()
-    maintainer = contextlib.ExitStack()  # one maintainer per table (core/lease.py); released below
+    maintainer = contextlib.ExitStack()  # one maintainer per table (core/concurrency/lease.py); released below
     tally = maintainer.enter_context(request_tally.Tally(spark))  # storage requests of the run
     ctx = RunContext(spark, request, result, fault)
     result.details["parallelism"] = ctx.n
@@ -93,7 +93,7 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
                 ctx.release()
                 return _next_step(spark, request, result, fault, "expire-changelog", run_steps.step_name("changelog", n))
 
-            expire_batches.run_with_changelog(first, changelog, changelog_due=due, max_batches=request.batches,
+            expire.run_with_changelog(first, changelog, changelog_due=due, max_batches=request.batches,
                                               dry_run=request.dry_run)
     finally:
         ctx.release()
@@ -103,7 +103,7 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
         maintainer.close()
         result.timings.update({f"phase {k}": round(v, 3) for k, v in PHASES.items()})
         result.timings["totalSeconds"] = round(time.perf_counter() - t0, 3)
-        result.finished_at = timestamps.iso_ms(timestamps.now_ms())
+        result.finished_at = values.iso_ms(values.now_ms())
     return result
 
 
@@ -128,7 +128,7 @@ def _changelog_due(request: job_request.JobRequest) -> bool:
     """``with_changelog``: whether changelog expiration is due before the snapshot expiration (the
     operator's in-process run plans both first, then applies them in order)."""
     table = run_steps.open_request_table(request)
-    now = request.now_ms if request.now_ms is not None else timestamps.now_ms()
+    now = request.now_ms if request.now_ms is not None else values.now_ms()
     return run_steps.changelog_due(table, run_steps.changelog_config(request, table), now)
 
 

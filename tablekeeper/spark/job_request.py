@@ -11,10 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tablekeeper.core import errors, safety
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.retention_settings import Retention
-from tablekeeper.core.storage import secrets as storage_secrets
+from tablekeeper.core import errors, paimon, storage, values
+from tablekeeper.core.expire import Retention
 
 __all__ = ["Operation", "OPERATIONS", "JobRequest", "is_secret_option", "env_option_values", "argument_parser", "parse_args"]
 
@@ -30,7 +28,7 @@ class JobRequest:
     operation: Operation
     warehouse: str
     table: str
-    branch: str = layout.MAIN
+    branch: str = paimon.MAIN
     options: Mapping[str, str] = field(default_factory=dict)
     dry_run: bool = False
     older_than: str | None = None
@@ -72,14 +70,14 @@ class JobRequest:
         if self.operation not in OPERATIONS:
             raise errors.InvalidInputError(f"unknown operation {self.operation!r}",
                                            fix=f"use one of {', '.join(OPERATIONS)}")
-        if self.batch_size is not None and not 1 <= self.batch_size <= safety.DELETE_BATCH_MAX:
-            raise errors.InvalidInputError(f"batch size {self.batch_size} is outside 1..{safety.DELETE_BATCH_MAX}",
-                                           fix=f"e.g. {safety.DELETE_BATCH_DEFAULT}")
+        if self.batch_size is not None and not 1 <= self.batch_size <= values.DELETE_BATCH_MAX:
+            raise errors.InvalidInputError(f"batch size {self.batch_size} is outside 1..{values.DELETE_BATCH_MAX}",
+                                           fix=f"e.g. {values.DELETE_BATCH_DEFAULT}")
         if self.parallelism is not None and self.parallelism < 1:
             raise errors.InvalidInputError("parallelism must be >= 1", fix="omit it for Spark's default")
         if self.batches < 1:
             raise errors.InvalidInputError(f"batches must be >= 1, got {self.batches}", fix="omit it for one batch")
-        if self.operation == "clean-orphans" and self.branch != layout.MAIN:
+        if self.operation == "clean-orphans" and self.branch != paimon.MAIN:
             raise errors.InvalidInputError("orphan cleanup always covers the whole table (every branch)",
                                            fix="drop --branch")
         if self.with_changelog and self.operation != "expire":
@@ -94,7 +92,7 @@ class JobRequest:
     def to_args(self) -> list[str]:
         """The command line of ``python -m tablekeeper.spark`` for this request."""
         args = ["--operation", self.operation, "--warehouse", self.warehouse, "--table", self.table]
-        if self.branch != layout.MAIN:
+        if self.branch != paimon.MAIN:
             args += ["--branch", self.branch]
         for key, value in sorted(self.options.items()):
             args += ["--option", f"{key}={value}"]
@@ -147,7 +145,7 @@ _SECRET_WORDS = ("secret", "password", "token", "access-key", "access.key", "acc
 def is_secret_option(key: str) -> bool:
     """Whether an option carries a credential (never put into manifests or artifacts)."""
     low = key.lower()
-    return any(word in low for word in _SECRET_WORDS) or storage_secrets.is_secret_option(key)
+    return any(word in low for word in _SECRET_WORDS) or storage.is_secret_option(key)
 
 
 def argument_parser() -> argparse.ArgumentParser:
@@ -157,7 +155,7 @@ def argument_parser() -> argparse.ArgumentParser:
     p.add_argument("--operation", required=True, choices=OPERATIONS)
     p.add_argument("--warehouse", required=True, metavar="URI", help="Warehouse URI (local path or s3://...).")
     p.add_argument("--table", required=True, metavar="DB.TABLE")
-    p.add_argument("--branch", default=layout.MAIN, help="Branch to expire (expire, expire-changelog).")
+    p.add_argument("--branch", default=paimon.MAIN, help="Branch to expire (expire, expire-changelog).")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="Storage option, e.g. s3.endpoint=http://127.0.0.1:9000 (repeatable).")
     p.add_argument("--env-option", action="append", default=[], metavar="KEY",
@@ -181,8 +179,8 @@ def argument_parser() -> argparse.ArgumentParser:
                    help="expire/expire-changelog: up to N batches while the previous one expired something.")
     p.add_argument("--parallelism", type=int, help="Partitions of every I/O stage (default: Spark's parallelism).")
     p.add_argument("--batch-size", type=int,
-                   help=f"Keys per bulk delete (<= {safety.DELETE_BATCH_MAX}; default: {safety.DELETE_BATCH_MAX} on "
-                        f"S3/OSS, {safety.DELETE_BATCH_DEFAULT} elsewhere).")
+                   help=f"Keys per bulk delete (<= {values.DELETE_BATCH_MAX}; default: {values.DELETE_BATCH_MAX} on "
+                        f"S3/OSS, {values.DELETE_BATCH_DEFAULT} elsewhere).")
     p.add_argument("--run-name", help="Name of the run (recorded in the artifact).")
     p.add_argument("--result", metavar="PATH", help="Where to write the JSON result (local path or s3://...).")
     p.add_argument("--master", help="Spark master when not started by spark-submit (default local[*]).")

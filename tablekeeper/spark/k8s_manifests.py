@@ -10,8 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tablekeeper.core import errors
-from tablekeeper.core.storage import stores as storage_stores
+from tablekeeper.core import errors, storage
 from tablekeeper.spark.job_request import JobRequest, is_secret_option
 from tablekeeper.spark.run_names import check_name
 
@@ -76,7 +75,7 @@ def executor_secret_keys(request: JobRequest, credentials_keys: Sequence[str] | 
         return tuple(credentials_keys)
     if request.env_options:
         return tuple(request.env_options)
-    return storage_stores.executor_credential_env(request.warehouse) or _CREDENTIAL_KEYS
+    return storage.executor_credential_env(request.warehouse) or _CREDENTIAL_KEYS
 
 
 def _labels(name: str, request: JobRequest, extra: Mapping[str, str] | None) -> dict[str, str]:

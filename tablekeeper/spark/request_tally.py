@@ -1,7 +1,7 @@
 """Storage requests of a Spark run, counted where they are made and summed on the driver.
 
 Executors count with the same request layer as the in-process engine
-(:mod:`tablekeeper.core.storage.requests`); every executor function runs wrapped in
+(:mod:`tablekeeper.core.storage.layers.requests`); every executor function runs wrapped in
 ``executor.counted``, which adds the requests of its task, by kind, to one Spark accumulator per
 kind. Spark merges the accumulators of successful tasks into the driver (a retried task's
 requests are counted once per successful attempt; a failed attempt's are lost: a lower bound
@@ -23,7 +23,7 @@ import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from tablekeeper.core.storage import requests
+from tablekeeper.core import storage
 from tablekeeper.spark import executor as ex
 
 __all__ = ["Tally", "active", "executor_options", "slots"]
@@ -38,10 +38,10 @@ class Tally:
         self.accumulators: dict[str, Any] | None
         try:
             sc = spark.sparkContext
-            self.accumulators = {k.value: sc.accumulator(0) for k in requests.RequestKind}
+            self.accumulators = {k.value: sc.accumulator(0) for k in storage.RequestKind}
         except Exception:  # Spark Connect: no SparkContext
             self.accumulators = None
-        self._driver_before = requests.process_snapshot()
+        self._driver_before = storage.process_snapshot()
 
     def __enter__(self) -> Tally:
         _ACTIVE.append(self)
@@ -63,10 +63,10 @@ class Tally:
         return out
 
     def driver(self) -> dict[str, int]:
-        return requests.since(self._driver_before, requests.process_snapshot())
+        return storage.since(self._driver_before, storage.process_snapshot())
 
     def total(self) -> dict[str, int]:
-        return requests.plus(self.driver(), self.executors())
+        return storage.plus(self.driver(), self.executors())
 
 
 def active() -> Tally | None:
@@ -86,7 +86,7 @@ def executor_options(options: Mapping[str, str], spark: Any) -> dict[str, str]:
     """The storage options executors open their FileIO with: the request-rate cap divided by the
     task slots, so all tasks together stay under the run's cap (each has its own pacer)."""
     out = dict(options)
-    cap = requests.pacing_from_options(out)
+    cap = storage.pacing_from_options(out)
     if cap is not None:
-        out[requests.PACING_OPTION] = repr(cap / slots(spark))
+        out[storage.PACING_OPTION] = repr(cap / slots(spark))
     return out

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from tablekeeper.core import errors, safety
+from tablekeeper.core import errors, values
 from tablekeeper.core.storage import FileIO
 
 __all__ = ["RESULT_SCHEMA_VERSION", "RESULT_KIND", "RunResult", "write_result", "read_result"]
@@ -105,8 +105,8 @@ class RunResult:
                          "totalDeleted": self.total_deleted,
                          "totalDeletedBytes": sum(self.deleted_bytes.values()),
                          "written": list(self.written), "removedDirs": self.removed_dirs},
-            "failures": {"count": self.failed_count, "sample": list(self.failure_sample[:safety.STATUS_SAMPLE_MAX])},
-            "sample": list(self.sample[:safety.STATUS_SAMPLE_MAX]),
+            "failures": {"count": self.failed_count, "sample": list(self.failure_sample[:values.STATUS_SAMPLE_MAX])},
+            "sample": list(self.sample[:values.STATUS_SAMPLE_MAX]),
             "errors": list(self.errors),
             "timings": dict(self.timings),
             "details": dict(self.details),

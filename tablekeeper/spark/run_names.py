@@ -9,7 +9,7 @@ import secrets
 import string
 from collections.abc import Mapping
 
-from tablekeeper.core import errors, safety
+from tablekeeper.core import errors, values
 from tablekeeper.spark.job_request import OPERATIONS
 
 __all__ = ["run_name", "check_name"]
@@ -35,7 +35,7 @@ def run_name(table_identity: str, operation: str, *, suffix: str | None = None) 
 
 
 def check_name(name: str) -> None:
-    if len(name) > safety.SPARK_NAME_MAX or not _DNS_LABEL.match(name):
+    if len(name) > values.SPARK_NAME_MAX or not _DNS_LABEL.match(name):
         raise errors.InvalidInputError(
-            f"{name!r} is not a DNS-1123 label of at most {safety.SPARK_NAME_MAX} characters",
+            f"{name!r} is not a DNS-1123 label of at most {values.SPARK_NAME_MAX} characters",
             fix="use run_name() to generate one")

@@ -8,18 +8,9 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 
-from tablekeeper.core import (
-    execution,
-    expire,
-    lease,
-    orphans,
-    plans,
-    retention_settings,
-    safety,
-    timestamps,
-)
-from tablekeeper.core.paimon.table import Table, open_table
-from tablekeeper.core.retention_settings import Retention
+from tablekeeper.core import concurrency, expire, orphans, plans, values
+from tablekeeper.core.expire import Retention
+from tablekeeper.core.paimon import Table, open_table
 from tablekeeper.spark import job_request, result_artifact
 
 __all__ = ["versions", "orphan_threshold", "retention_of", "expire_config", "changelog_config", "changelog_range",
@@ -41,14 +32,14 @@ def orphan_threshold(request: job_request.JobRequest, now: int) -> int:
     """The orphan age threshold, parsed like the CLI's ``--older-than`` (an age such as
     ``2 d``, or a time as ISO-8601 / epoch ms) and checked by ``orphans.resolve_older_than``."""
     value = request.older_than
-    at, age = timestamps.parse_time_or_age(value, flag="--older-than") if value is not None else (None, None)
+    at, age = values.parse_time_or_age(value, flag="--older-than") if value is not None else (None, None)
     return orphans.resolve_older_than(now, older_than_ms=at, older_than_age=age, force=request.force)
 
 
 def retention_of(request: job_request.JobRequest, table: Table) -> Retention:
     """The retention ``request`` expires with: the one it carries (resolved and validated where
     the request was made), else the table's own options."""
-    return request.retention if request.retention is not None else retention_settings.from_options(table.options())
+    return request.retention if request.retention is not None else expire.from_options(table.options())
 
 
 def expire_config(request: job_request.JobRequest, table: Table) -> expire.ExpireConfig:
@@ -84,11 +75,11 @@ def merge_step(result: result_artifact.RunResult, step: result_artifact.RunResul
         for kind, n in theirs.items():
             mine[kind] = mine.get(kind, 0) + n
     result.failed_count += step.failed_count
-    room = safety.STATUS_SAMPLE_MAX - len(result.failure_sample)
+    room = values.STATUS_SAMPLE_MAX - len(result.failure_sample)
     result.failure_sample.extend(step.failure_sample[:max(0, room)])
     result.written.extend(step.written)
     result.removed_dirs += step.removed_dirs
-    room = safety.STATUS_SAMPLE_MAX - len(result.sample)
+    room = values.STATUS_SAMPLE_MAX - len(result.sample)
     result.sample.extend(step.sample[:max(0, room)])
     result.details[name] = dict(step.details)
     result.notes.extend(f"{name}: {note}" for note in step.notes)
@@ -121,7 +112,7 @@ def step_name(name: str, n: int) -> str:
     return name if n == 1 else f"{name} batch {n}"
 
 
-def merge_execution(result: result_artifact.RunResult, executed: execution.ExecutionResult) -> None:
+def merge_execution(result: result_artifact.RunResult, executed: plans.ExecutionResult) -> None:
     """Add an in-process ExecutionResult to a run result."""
     for kind, n in executed.deleted.items():
         result.deleted[kind] = result.deleted.get(kind, 0) + n
@@ -133,17 +124,17 @@ def merge_execution(result: result_artifact.RunResult, executed: execution.Execu
         result.unsized[kind] = result.unsized.get(kind, 0) + n
     result.failed_count += len(executed.failed)
     for r in executed.failed:
-        if len(result.failure_sample) < safety.STATUS_SAMPLE_MAX:
+        if len(result.failure_sample) < values.STATUS_SAMPLE_MAX:
             result.failure_sample.append({"path": r.path, "error": str(r.error)})
     result.written.extend(executed.written)
     result.removed_dirs += len(executed.removed_dirs)
 
 
 def maintenance_lease(request: job_request.JobRequest) -> contextlib.AbstractContextManager[object]:
-    """The table's maintenance lease (core/lease.py, one maintainer per table) for a run that
+    """The table's maintenance lease (core/concurrency/lease.py, one maintainer per table) for a run that
     changes the table; none for a dry run. Re-entrant per thread, so the driver may take it
     again inside the dispatcher's."""
     if request.dry_run:
         return contextlib.nullcontext()
     table = open_request_table(request)
-    return lease.held(table.file_io, table.root, f"spark {request.operation}")
+    return concurrency.held(table.file_io, table.root, f"spark {request.operation}")

@@ -15,9 +15,8 @@ from typing import Any, TypeVar
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tablekeeper.core import errors, execution, trash
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core import errors, paimon, plans, trash
+from tablekeeper.core.paimon import Table
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import job_request, request_tally, result_artifact
 
@@ -90,12 +89,12 @@ class RunContext:
     def spec(self, table: Table, **extra: Any) -> dict[str, Any]:
         """The plain spec executor functions are bound to: storage, table root, manifest
         directory, delete batch size, and ``extra``."""
-        main = table.on_branch(layout.MAIN)
+        main = table.on_branch(paimon.MAIN)
         return {"storage": {"uri": main.root,
                             "options": request_tally.executor_options(self.request.options, self.spark),
                             "env_options": list(self.request.env_options)}, "root": main.root,
-                "manifest_dir": main.shared_dir(layout.MANIFEST_DIR),
-                "batch_size": execution.delete_batch_size(main.file_io, self.request.batch_size),
+                "manifest_dir": main.shared_dir(paimon.MANIFEST_DIR),
+                "batch_size": plans.delete_batch_size(main.file_io, self.request.batch_size),
                 **({"trash": kept.spec()} if (kept := trash.active()) is not None else {}), **extra}
 
 

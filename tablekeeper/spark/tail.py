@@ -14,8 +14,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from tablekeeper.core import execution, plans, safety
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core import plans, values
+from tablekeeper.core.paimon import Table
 from tablekeeper.spark import run_steps
 from tablekeeper.spark.deletes import driver as deletes
 from tablekeeper.spark.stages import RunContext
@@ -30,7 +30,7 @@ def count_tail(ctx: RunContext, tail: plans.Plan) -> None:
         ctx.result.planned_bytes[kind] = ctx.result.planned_bytes.get(kind, 0) + summary["bytes"].get(kind, 0)
     for kind, n in summary["unsized"].items():
         ctx.result.planned_unsized[kind] = ctx.result.planned_unsized.get(kind, 0) + n
-    room = safety.STATUS_SAMPLE_MAX - len(ctx.result.sample)
+    room = values.STATUS_SAMPLE_MAX - len(ctx.result.sample)
     ctx.result.sample.extend(f.path for f in tail.files[:max(0, room)])
 
 
@@ -55,7 +55,7 @@ def finish(ctx: RunContext, table: Table, planned: DataFrame, stages: deletes.St
             .distinct()
         deletes.remove_empty_dirs(ctx, touched, spec, empty_dirs_depth)
     deletes.delete_stages(ctx, planned, {s: n for s, n in stages.items() if s > _DATA_STAGES_END}, spec)
-    run_steps.merge_execution(ctx.result, execution.execute(tail, table.file_io, batch_size=ctx.request.batch_size))
+    run_steps.merge_execution(ctx.result, plans.execute(tail, table.file_io, batch_size=ctx.request.batch_size))
     ctx.result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
 
 
@@ -66,5 +66,5 @@ def run_tail(ctx: RunContext, table: Table, plan: plans.Plan, t0: float) -> None
     count_tail(ctx, plan)
     ctx.result.timings["planSeconds"] = round(time.perf_counter() - t0, 3)
     if not ctx.request.dry_run and plan.steps:
-        run_steps.merge_execution(ctx.result, execution.execute(plan, table.file_io,
+        run_steps.merge_execution(ctx.result, plans.execute(plan, table.file_io,
                                                              batch_size=ctx.request.batch_size))

@@ -237,7 +237,7 @@ def test_dockerfile_matches_the_chart() -> None:
     # the native manifest decoder is built (a compiler before the install) and checked in the image
     install = dockerfile.index('pip install ".[operator]"')
     assert -1 < dockerfile.find("apt-get install -y --no-install-recommends gcc") < install
-    assert dockerfile.find("import tablekeeper.core.paimon._avro_native") > install
+    assert dockerfile.find("import tablekeeper.core.paimon.manifests._avro_native") > install
 
 
 def _operator_env(objects: list[dict[str, Any]]) -> dict[str, str]:

@@ -83,7 +83,7 @@ def test_a_changelog_expiration_counts_its_changelog_files_and_nothing_as_alread
     _changed(capsys, wh, "expire", "-w", wh, IDENT, "--retain-min", "1", "--time-retained", "0 s")
     logs = sorted(p.name for p in (_root(wh) / "changelog").glob("changelog-*"))
     assert len(logs) == 5
-    from tablekeeper.core import table_options
+    from tablekeeper.core.paimon import table_options
     from tablekeeper.core.paimon.table import open_table
 
     table_options.alter_options(open_table(wh, IDENT), {"changelog.num-retained.max": "2"}, now_ms=0)

@@ -38,8 +38,8 @@ HELP_UNUSED = ("tablekeeper.core.storage", "tablekeeper.core.plans", "tablekeepe
 #: Object-store support a local table never needs: retries and their jitter (local calls are not
 #: retried), segmented S3 listings, credential masking (error messages of remote stores), the
 #: remote stores' implementations.
-REMOTE_ONLY = ("tablekeeper.core.storage.retry", "tablekeeper.core.storage.segmented",
-               "tablekeeper.core.storage.secrets", "tablekeeper.core.storage.oss_headers", "random",
+REMOTE_ONLY = ("tablekeeper.core.storage.layers.retry", "tablekeeper.core.storage.backends.segmented",
+               "tablekeeper.core.storage.secrets", "tablekeeper.core.storage.backends.oss_headers", "random",
                "tablekeeper.core.storage.backends.fsspec_io", "tablekeeper.core.storage.backends.remote_deletes",
                "tablekeeper.core.storage.backends.object_store", "tablekeeper.core.storage.backends.s3",
                "tablekeeper.core.storage.backends.gcs", "tablekeeper.core.storage.backends.azure",
@@ -50,18 +50,18 @@ REMOTE_ONLY = ("tablekeeper.core.storage.retry", "tablekeeper.core.storage.segme
 #: hint writes, which only expirations read or write; the duration parser: the thresholds are
 #: points in time or defaults; the crash-test kill switch's signal module).
 ORPHANS_UNUSED = ("decimal", "socket", "concurrent.futures", "logging", "urllib.parse",
-                  "tablekeeper.core.forked_refs", "tablekeeper.core.child_process", "mmap", "select", "signal",
-                  "traceback", "tablekeeper.core.root_metadata", "tablekeeper.core.paimon.pypaimon_adapter",
-                  "tablekeeper.core.paimon.partition_paths", "tablekeeper.core.paimon.consumer",
-                  "tablekeeper.core.hint_writes", "tablekeeper.core.durations",
-                  "tablekeeper.core.expire_decisions") + REMOTE_ONLY
+                  "tablekeeper.core.reach.forked_decode", "tablekeeper.core.reach.child_process", "mmap", "select", "signal",
+                  "traceback", "tablekeeper.core.reach.root_metadata", "tablekeeper.core.paimon.pypaimon.adapter",
+                  "tablekeeper.core.paimon.partition_paths", "tablekeeper.core.paimon.metadata.consumer",
+                  "tablekeeper.core.concurrency.hint_writes", "tablekeeper.core.values.durations",
+                  "tablekeeper.core.expire.decision") + REMOTE_ONLY
 #: ``tag list`` reads tag files only: nothing that reads manifests or decides deletions.
-TAG_LIST_UNUSED = ("tablekeeper.core.reachability", "tablekeeper.core.decisions", "tablekeeper.core.paimon.manifests",
-                   "tablekeeper.core.paimon.manifest_readers", "tablekeeper.core.paimon.avro_container",
-                   "tablekeeper.core.execution", "tablekeeper.core.lease", "zstandard") + REMOTE_ONLY
+TAG_LIST_UNUSED = ("tablekeeper.core.reach.reachability", "tablekeeper.core.orphans.decision", "tablekeeper.core.paimon.manifests",
+                   "tablekeeper.core.paimon.manifests.readers", "tablekeeper.core.paimon.manifests.avro_container",
+                   "tablekeeper.core.plans.execution", "tablekeeper.core.concurrency.lease", "zstandard") + REMOTE_ONLY
 #: Needed by no command's start-up either; loaded by the commands that use them.
-ENGINE = ("fastavro", "zstandard", "tablekeeper.core.orphans", "tablekeeper.core.expire", "tablekeeper.core.tags",
-          "tablekeeper.core.branches", "tablekeeper.core.inventory", "tablekeeper.core.paimon.manifests")
+ENGINE = ("fastavro", "zstandard", "tablekeeper.core.orphans", "tablekeeper.core.expire", "tablekeeper.core.refs.tags",
+          "tablekeeper.core.refs.branches", "tablekeeper.core.orphans.inventory", "tablekeeper.core.paimon.manifests")
 
 
 def _modules(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
@@ -157,7 +157,7 @@ def test_local_tag_list_reads_no_manifest_module(tmp_path: Path) -> None:
     code, modules = _modules(tmp_path, "tag", "list", "-w", str(warehouse), "db.orders", "-o", "json")
     assert code == 0
     assert _loaded(modules, HEAVY + TAG_LIST_UNUSED) == []
-    assert "tablekeeper.core.tags" in modules
+    assert "tablekeeper.core.refs.tags" in modules
 
 
 def main_ok(argv: list[str]) -> bool:

@@ -22,9 +22,9 @@ from pypaimon.table.row.generic_row import GenericRow, GenericRowDeserializer, G
 from pypaimon.utils.file_store_path_factory import canonical_data_file_path
 
 from tablekeeper.core import errors
-from tablekeeper.core.paimon import manifest_decoding
 from tablekeeper.core.paimon import manifests as m
-from tablekeeper.core.paimon.pypaimon_adapter import PartitionPathResolver, data_file_path, index_file_path
+from tablekeeper.core.paimon.manifests import decoding
+from tablekeeper.core.paimon.pypaimon.adapter import PartitionPathResolver, data_file_path, index_file_path
 from tablekeeper.core.paimon.table import open_table_path
 from tablekeeper.core.storage import FileIO, join
 from tests.support import paimon as sp
@@ -344,8 +344,8 @@ def test_fastavro_reader_fallback_matches_compiled_decoders(pypaimon_warehouse: 
     paths = [join(manifest_dir, n) for n in sorted(os.listdir(manifest_dir))
              if n.startswith("manifest-") and not n.startswith("manifest-list-")]
     compiled = [(m.read_manifest(IO, p), m.read_manifest_refs(IO, p)) for p in paths]
-    assert manifest_decoding.fast_usable()  # the self-test accepted this fastavro build
-    monkeypatch.setattr(manifest_decoding, "_fast_enabled", False)
+    assert decoding.fast_usable()  # the self-test accepted this fastavro build
+    monkeypatch.setattr(decoding, "_fast_enabled", False)
     fallback = [(m.read_manifest(IO, p), m.read_manifest_refs(IO, p)) for p in paths]
     assert compiled == fallback and sum(len(e) for e, _ in compiled) > 0
 
@@ -370,7 +370,7 @@ def test_reader_matches_pypaimon_on_java_fixture(tmp_path: Path, name: str, monk
     # the fastavro.reader fallback returns exactly what the compiled decoders return
     paths = [join(manifest_dir, n) for n in names if n.startswith("manifest-") and not n.startswith("manifest-list-")]
     compiled = [(m.read_manifest(IO, p), m.read_manifest_refs(IO, p)) for p in paths]
-    monkeypatch.setattr(manifest_decoding, "_fast_enabled", False)
+    monkeypatch.setattr(decoding, "_fast_enabled", False)
     assert [(m.read_manifest(IO, p), m.read_manifest_refs(IO, p)) for p in paths] == compiled
     everything = [e for file_entries, _refs in compiled for e in file_entries]
     assert any(e.kind == m.DELETE for e in everything) and any(e.file.level > 0 for e in everything)

@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import branches, durations, errors, tags
+from tablekeeper.core import errors
 from tablekeeper.core.paimon.table import Table, open_table
+from tablekeeper.core.refs import branches, tags
+from tablekeeper.core.values import durations
 from tests.core.helpers import copy_warehouse, table_root
 from tests.support.paimon import (
     branch_table,

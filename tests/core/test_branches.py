@@ -1,4 +1,4 @@
-"""tablekeeper.core.branches on real pypaimon-written tables (paimon-semantics.md §4, §8 P1/P7,
+"""tablekeeper.core.refs.branches on real pypaimon-written tables (paimon-semantics.md §4, §8 P1/P7,
 #11, #13, #14, §9.1). pypaimon's own fast_forward is broken (§10.3): it is never the system
 under test; pypaimon is only the writer and the independent reader."""
 
@@ -14,8 +14,9 @@ import pytest
 from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
 
-from tablekeeper.core import branches, errors, tags
+from tablekeeper.core import errors
 from tablekeeper.core.paimon.table import Table, open_table
+from tablekeeper.core.refs import branches, tags
 from tablekeeper.core.storage import FileIO
 from tests.core.helpers import IDENT, content_listing, copy_warehouse, expire_snapshots, rows, without
 from tests.support.paimon import (

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.core import errors, table_options
-from tablekeeper.core.paimon import jackson
+from tablekeeper.core import errors
+from tablekeeper.core.paimon import table_options
+from tablekeeper.core.paimon.metadata import jackson
 from tablekeeper.core.paimon.table import open_table, open_table_path
 from tests.support import paimon as P
 

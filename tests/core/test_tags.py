@@ -1,4 +1,4 @@
-"""tablekeeper.core.tags on real pypaimon-written tables (paimon-semantics.md §3, §8, §9).
+"""tablekeeper.core.refs.tags on real pypaimon-written tables (paimon-semantics.md §3, §8, §9).
 
 Every readable state is checked through pypaimon (``snapshot_views``), every "nothing changed"
 through ``dir_listing``, and the files a tag deletion removes against an independent oracle
@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import branches, errors, execution, plans, tags
+from tablekeeper.core import errors
 from tablekeeper.core.paimon.table import Table, open_table
+from tablekeeper.core.plans import execution
+from tablekeeper.core.plans import plan as plans
+from tablekeeper.core.refs import branches, tags
 from tests.core.helpers import (
     IDENT,
     append_table,
@@ -452,7 +455,7 @@ def test_delete_uses_the_merged_set_pitfall_2(wh: str) -> None:
     overwrite(pt, rows("d1", 20), {"dt": "d1"})
     (a_path,), (b_path,) = a, b
     # the tag really holds +A, -A, +B unmerged
-    from tablekeeper.core.reachability import Reachability
+    from tablekeeper.core.reach.reachability import Reachability
 
     snap = t.tag("t").snapshot
     reach = Reachability(t)

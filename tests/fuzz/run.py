@@ -20,20 +20,23 @@ def main(argv: list[str]) -> None:
 
     loaded = load_sanitized()
     with atheris.instrument_imports(include=["tablekeeper", "tests.fuzz.targets"]):
-        import tablekeeper.core.inventory  # noqa: F401 - instrumented before any target imports it
-        import tablekeeper.core.name_scan  # noqa: F401
-        import tablekeeper.core.paimon.manifests  # noqa: F401
+        # instrumented before any target imports them (a package's __init__ imports nothing itself)
+        import tablekeeper.core.orphans.inventory  # noqa: F401
+        import tablekeeper.core.orphans.name_scan  # noqa: F401
+        import tablekeeper.core.paimon.manifests.merge  # noqa: F401 - with the readers and decoders
+        import tablekeeper.core.paimon.manifests.readers  # noqa: F401
         import tablekeeper.core.paimon.table  # noqa: F401
-        import tablekeeper.core.policy  # noqa: F401
+        import tablekeeper.core.policy.effective.resolution  # noqa: F401 - with the models it resolves
+        import tablekeeper.core.policy.kinds  # noqa: F401 - every spec model
         from tests.fuzz import targets
 
     target = targets.TARGETS.get(argv[1])
     if target is None:
         raise SystemExit(f"unknown target {argv[1]!r}; targets: {', '.join(targets.TARGETS)}")
-    from tablekeeper.core.paimon import manifest_native
+    from tablekeeper.core.paimon.manifests import native
 
     if loaded:
-        assert manifest_native._NATIVE is sys.modules["tablekeeper.core.paimon._avro_native"], "not the sanitized build"
+        assert native._NATIVE is sys.modules["tablekeeper.core.paimon.manifests._avro_native"], "not the sanitized build"
     print(f"fuzz target {target.name}: sanitized extensions: {', '.join(loaded) or 'none (ordinary build)'}",
           file=sys.stderr, flush=True)
     target.one_input(b"")  # warm the target's imports and caches outside the timed executions

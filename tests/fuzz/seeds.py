@@ -33,8 +33,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _tables(work: Path) -> list[Path]:
-    from tablekeeper.core import tags
     from tablekeeper.core.paimon.table import open_table
+    from tablekeeper.core.refs import tags
 
     wh = str(work / "py")
     sp.build_history(wh, "db.orders", commits=3)
@@ -84,7 +84,7 @@ def _avro_files(tables: list[Path]) -> dict[str, list[tuple[str, bytes]]]:
 
 
 def _blocks(data: bytes) -> list[tuple[int, bytes]]:
-    from tablekeeper.core.paimon import avro_container
+    from tablekeeper.core.paimon.manifests import avro_container
 
     framed = avro_container.frame(A.uncompressed(data))
     assert framed is not None
@@ -110,9 +110,9 @@ def make(work: Path) -> dict[str, list[bytes]]:
         if label.startswith("self"):
             import fastavro
 
-            from tablekeeper.core.paimon import manifest_decoding as md
+            from tablekeeper.core.paimon.manifests import self_test
 
-            schema, records, _kinds = md.self_test_files()[0 if label == "self-entry" else 1]
+            schema, records, _kinds = self_test.self_test_files()[0 if label == "self-entry" else 1]
             blocks = []
             for start in (0, 3):
                 buf = io.BytesIO()

@@ -68,11 +68,12 @@ def _schemas() -> list[tuple[Any, Any, tuple[str, ...]]]:
     schema the target decodes (free of logical types, as the readers decode)."""
     import fastavro
 
-    from tablekeeper.core.paimon import manifest_decoding as md
+    from tablekeeper.core.paimon.manifests import decoding as md
+    from tablekeeper.core.paimon.manifests import self_test
 
     out = []
     stored = json.loads(_SCHEMAS_FILE.read_text()) if _SCHEMAS_FILE.is_file() else {}
-    pairs = [(schema, kinds) for schema, _records, kinds in md.self_test_files()]
+    pairs = [(schema, kinds) for schema, _records, kinds in self_test.self_test_files()]
     for label, schema in sorted(stored.items()):
         pairs.append((schema, ("list", "list-names") if "list" in label else ("entry", "ref")))
     for schema, kinds in pairs:
@@ -95,8 +96,8 @@ def _verdict(run: Callable[[], list[Any]], bad: tuple[type[BaseException], ...],
 def _by_fastavro(parsed: Any, kind: str, block: bytes, count: int) -> list[Any]:
     import fastavro
 
-    from tablekeeper.core.paimon import manifest_decoding as md
-    from tablekeeper.core.paimon.manifest_records import MANIFEST_LIST_VERSION, MANIFEST_VERSION
+    from tablekeeper.core.paimon.manifests import compiled, records
+    from tablekeeper.core.paimon.manifests.records import MANIFEST_LIST_VERSION, MANIFEST_VERSION
 
     stream = io.BytesIO(block)
     out: list[Any] = []
@@ -105,20 +106,20 @@ def _by_fastavro(parsed: Any, kind: str, block: bytes, count: int) -> list[Any]:
     for _ in range(count):
         r = fastavro.schemaless_reader(stream, writer, reader)
         if r["_VERSION"] != expected:
-            raise md.VersionMismatch(r["_VERSION"])
+            raise compiled.VersionMismatch(r["_VERSION"])
         if kind == "list":
-            out.append(md.list_row(r))
+            out.append(records.list_row(r))
         elif kind == "list-names":
-            m = md.list_row(r)
+            m = records.list_row(r)
             out.append((m.file_name, m.extra_files))
         else:
-            out.append(md.entry_row(r) if kind == "entry" else md.ref_row(r))
+            out.append(records.entry_row(r) if kind == "entry" else records.ref_row(r))
     return out
 
 
 def avro_decoders(data: bytes) -> None:
-    from tablekeeper.core.paimon import manifest_decoding as md
-    from tablekeeper.core.paimon import manifest_native as mn
+    from tablekeeper.core.paimon.manifests import compiled
+    from tablekeeper.core.paimon.manifests import native as mn
 
     if len(data) < 3:
         return
@@ -140,20 +141,20 @@ def avro_decoders(data: bytes) -> None:
         stream = io.BytesIO(block)
         try:
             decoder(stream, count, out.append)
-        except md.VersionMismatch:
+        except compiled.VersionMismatch:
             raise
         except Exception as e:  # as decode_compiled: the fastavro primitives' errors mean "bad"
-            raise md.FastDecodeError(str(e)) from e
+            raise compiled.FastDecodeError(str(e)) from e
         if stream.tell() != len(block):
-            raise md.FastDecodeError("block not consumed exactly")
+            raise compiled.FastDecodeError("block not consumed exactly")
         return out
 
-    judge = _verdict(lambda: _by_fastavro(parsed[kind], kind, block, count), (Exception,), md.VersionMismatch)
+    judge = _verdict(lambda: _by_fastavro(parsed[kind], kind, block, count), (Exception,), compiled.VersionMismatch)
     verdicts = {}
     if program is not None:
         verdicts["native"] = _verdict(native, (mn.NativeBad,), mn.NativeVersion)
     if decoder is not None:
-        verdicts["python"] = _verdict(python, (md.FastDecodeError,), md.VersionMismatch)
+        verdicts["python"] = _verdict(python, (compiled.FastDecodeError,), compiled.VersionMismatch)
     for name, (verdict, rows) in verdicts.items():
         if verdict == "rows":
             _check(judge == ("rows", rows), f"{name} decoder accepted {kind} rows that fastavro reads as {judge!r}")
@@ -199,8 +200,8 @@ def _outcome(read: Callable[[], Any]) -> tuple[str, Any]:
 def manifest_files(data: bytes) -> None:
     """Byte 0: the reader (low 3 bits) and whether the rest is a writer schema to splice into a
     real file (bit 3) instead of a whole file."""
-    from tablekeeper.core.paimon import manifest_decoding as md
     from tablekeeper.core.paimon import manifests
+    from tablekeeper.core.paimon.manifests import decoding as md
     from tablekeeper.core.storage import FileIO
 
     if not data:
@@ -244,7 +245,8 @@ def manifest_files(data: bytes) -> None:
 def _names_only_agree(body: bytes, path: str, full: tuple[str, Any]) -> None:
     """Orphan cleanup's names-only reader, block by block: whenever it serves a block (None:
     the full reader judges), its rows are the full reader's."""
-    from tablekeeper.core.paimon import avro_container, manifests
+    from tablekeeper.core.paimon import manifests
+    from tablekeeper.core.paimon.manifests import avro_container
 
     framed = avro_container.frame(body)
     if framed is None or framed.schema_json is None or framed.codec not in avro_container.CODECS \
@@ -271,11 +273,11 @@ def _names_only_agree(body: bytes, path: str, full: tuple[str, Any]) -> None:
 def metadata_json(data: bytes) -> None:
     """Byte 0 selects the parser: snapshot, tag, schema, consumer, hint."""
     from tablekeeper.core import errors
-    from tablekeeper.core.paimon import hints
-    from tablekeeper.core.paimon.consumer import Consumer
-    from tablekeeper.core.paimon.schema import TableSchema
-    from tablekeeper.core.paimon.snapshot import Snapshot
-    from tablekeeper.core.paimon.tag import Tag
+    from tablekeeper.core.paimon.metadata import hints
+    from tablekeeper.core.paimon.metadata.consumer import Consumer
+    from tablekeeper.core.paimon.metadata.schema import TableSchema
+    from tablekeeper.core.paimon.metadata.snapshot import Snapshot
+    from tablekeeper.core.paimon.metadata.tag import Tag
 
     if not data:
         return
@@ -329,7 +331,7 @@ _CSV_MANIFEST = {"sourceBucket": "b", "destinationBucket": "arn:aws:s3:::d", "fi
 def inventory(data: bytes) -> None:
     """Byte 0: manifest.json, a CSV data file of a fixed manifest, a Parquet or ORC data file,
     or a plain file list."""
-    from tablekeeper.core import inventory as inv
+    from tablekeeper.core.orphans import inventory as inv
 
     if not data:
         return
@@ -359,7 +361,7 @@ _PREFIXES = ("data-", "changelog-", "x", "dat")
 def name_scan(data: bytes) -> None:
     """Byte 0: how many of the names (lines of the part before the first NUL) are listed and the
     prefix set; the rest after the NUL is one manifest block."""
-    from tablekeeper.core import name_scan as ns
+    from tablekeeper.core.orphans import name_scan as ns
 
     if len(data) < 2:
         return
@@ -389,8 +391,9 @@ def cr_specs(data: bytes) -> None:
     from pydantic import ValidationError
 
     from tablekeeper.core import errors
-    from tablekeeper.core.policy import PaimonBranchSpec, PaimonTagSpec, parse_spec
+    from tablekeeper.core.policy import parse_spec
     from tablekeeper.core.policy.kinds import SPEC_MODELS
+    from tablekeeper.core.policy.specs import PaimonBranchSpec, PaimonTagSpec
 
     if not data:
         return

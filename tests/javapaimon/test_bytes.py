@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.core import table_options
+from tablekeeper.core.paimon import table_options
 from tablekeeper.core.paimon.table import open_table
 from tests.javapaimon import judge
 from tests.javapaimon import warehouse as W

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import expire
+from tablekeeper.core.expire import planning
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon import partition_paths as pp
-from tablekeeper.core.paimon.pypaimon_adapter import PartitionPathResolver
+from tablekeeper.core.paimon.pypaimon.adapter import PartitionPathResolver
 from tablekeeper.core.paimon.table import open_table
-from tablekeeper.core.reachability import Reachability
+from tablekeeper.core.reach.reachability import Reachability
 from tests.support import javapaimon as J
 
 pytestmark = [pytest.mark.javapaimon, pytest.mark.timeout(900)]
@@ -64,12 +64,12 @@ def test_java_partition_directories_are_rendered_without_pypaimon(
     default = options.get("partition.default-name", "__DEFAULT_PARTITION__")
     assert {"s=a b%2Fc%3Ad%3De%25f", f"s={default}", "s=日本 ü", "s=x%01y%7F"} <= rendered
 
-    config = expire.ExpireConfig(retain_min=1, retain_max=1, time_retained=timedelta(0), expire_limit=100)
+    config = planning.ExpireConfig(retain_min=1, retain_max=1, time_retained=timedelta(0), expire_limit=100)
     now_ms = int(time.time() * 1000)
-    plan = expire.plan_expire(table, config, now_ms, reach=Reachability(table))
+    plan = planning.plan_expire(table, config, now_ms, reach=Reachability(table))
     with monkeypatch.context() as m:
         m.setattr(pp.PartitionRenderer, "of", classmethod(lambda cls, schema: None))
-        assert expire.plan_expire(table, config, now_ms, reach=Reachability(table)) == plan
+        assert planning.plan_expire(table, config, now_ms, reach=Reachability(table)) == plan
     data = [f.path for step in plan.steps for f in getattr(step, "files", ()) if "/bucket-" in f.path]
     assert len(data) == 3 and all(Path(p).is_file() for p in data)  # ROWS[0] written twice, ROWS[1] once
     assert {p.split("/s=", 1)[1].split("/", 1)[0] for p in data} == {"2026-01-01", "a b%2Fc%3Ad%3De%25f"}

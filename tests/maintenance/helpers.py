@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tablekeeper.core import execution, plans
 from tablekeeper.core.paimon.table import Table, open_table
+from tablekeeper.core.plans import execution, plan
 from tablekeeper.core.storage import FileIO
 from tablekeeper.spark import job_request
 from tests.support.paimon import (
@@ -72,7 +72,7 @@ def handle(warehouse: str, identifier: str = IDENT, branch: str = "main",
     return open_table(warehouse, identifier, branch=branch, options=options, file_io=file_io)
 
 
-def run(plan: plans.Plan, table: Table, **kwargs: Any) -> execution.ExecutionResult:
+def run(plan: plan.Plan, table: Table, **kwargs: Any) -> execution.ExecutionResult:
     kwargs.setdefault("parallelism", 2)
     result = execution.execute(plan, table.file_io, **kwargs)
     assert not result.failed, result.failed
@@ -504,7 +504,8 @@ def spark_request(warehouse: str, operation: str, identifier: str = IDENT, **kw:
     """A Spark ``JobRequest``; retention flags (``retain_min=1, time_retained="0 ms"``...) are
     resolved over the table's options (``retention_settings.from_options``), as the CLI resolves
     its own flags, and carried as the request's ``retention``."""
-    from tablekeeper.core import durations, retention_settings
+    from tablekeeper.core.expire import retention
+    from tablekeeper.core.values import durations
 
 
     flags = {k: kw.pop(k) for k in _RETENTION_FLAGS if k in kw}
@@ -512,6 +513,6 @@ def spark_request(warehouse: str, operation: str, identifier: str = IDENT, **kw:
         flags = {k: durations.parse_duration(v) if k.endswith("time_retained") else v for k, v in flags.items()}
         table = open_table(warehouse, identifier, branch=kw.get("branch", "main"),
                            options=dict(kw.get("options") or {}))
-        kw["retention"] = retention_settings.from_options(table.options(),
-                                                          retention_settings.RetentionFlags(**flags))
+        kw["retention"] = retention.from_options(table.options(),
+                                                          retention.RetentionFlags(**flags))
     return job_request.JobRequest(operation=operation, warehouse=warehouse, table=identifier, **kw)  # type: ignore[arg-type]

@@ -16,8 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.core import execution, expire, orphans, plans, tags
+from tablekeeper.core.expire import planning
+from tablekeeper.core.orphans import planning as orphans
 from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.plans import execution
+from tablekeeper.core.plans import plan as plans
+from tablekeeper.core.refs import tags
 from tests.maintenance.helpers import (
     Crash,
     backdate_tree,
@@ -43,7 +47,7 @@ from tests.maintenance.helpers import (
 # One fixed "now" for every plan of this module, far after any file the tests write (a value
 # computed at import time would be older than tables written minutes later in a long run).
 NOW = 4_102_444_800_000  # 2100-01-01
-EXPIRE_ALL = expire.ExpireConfig(retain_min=1, time_retained=timedelta(0))
+EXPIRE_ALL = planning.ExpireConfig(retain_min=1, time_retained=timedelta(0))
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,7 @@ def _build_decoupled(wh: str) -> None:
 
 
 def _decoupled_plan(t: Table) -> plans.Plan:
-    return expire.plan_expire(t, expire.config_from_options(t.options()), NOW)
+    return planning.plan_expire(t, planning.config_from_options(t.options()), NOW)
 
 
 def _build_tag_cleanup(wh: str) -> None:
@@ -92,7 +96,7 @@ def _build_tag_cleanup(wh: str) -> None:
     build_mixed(wh)
     reload(wh).create_tag("mid", snapshot_id=5)
     h = handle(wh)
-    run(expire.plan_expire(h, EXPIRE_ALL, NOW), h)
+    run(planning.plan_expire(h, EXPIRE_ALL, NOW), h)
     assert h.snapshot_ids() == [7]
 
 
@@ -120,9 +124,9 @@ def _orphan_plan(t: Table) -> plans.Plan:
 
 
 SCENARIOS = [
-    Scenario("expire-main", _build_mixed, lambda t: expire.plan_expire(t, EXPIRE_ALL, NOW)),
-    Scenario("expire-branch", _build_mixed, lambda t: expire.plan_expire(t, EXPIRE_ALL, NOW), branch="b1"),
-    Scenario("expire-dynamic-bucket", _build_dynamic_bucket, lambda t: expire.plan_expire(t, EXPIRE_ALL, NOW)),
+    Scenario("expire-main", _build_mixed, lambda t: planning.plan_expire(t, EXPIRE_ALL, NOW)),
+    Scenario("expire-branch", _build_mixed, lambda t: planning.plan_expire(t, EXPIRE_ALL, NOW), branch="b1"),
+    Scenario("expire-dynamic-bucket", _build_dynamic_bucket, lambda t: planning.plan_expire(t, EXPIRE_ALL, NOW)),
     Scenario("expire-decoupled-changelog", _build_decoupled, _decoupled_plan),
     Scenario("delete-tag-with-cleanup", _build_tag_cleanup, _tag_plan),
     Scenario("clean-orphans", _build_orphans, _orphan_plan),

@@ -31,8 +31,8 @@ import fastavro
 import pytest
 
 from tablekeeper.cli.main import main
-from tablekeeper.core import branches, tags
 from tablekeeper.core.paimon.table import open_table
+from tablekeeper.core.refs import branches, tags
 from tests.support import avro as A
 from tests.support import paimon as P
 

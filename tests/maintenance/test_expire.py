@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from tablekeeper.cli.main import main as cli_main
-from tablekeeper.core import errors, expire, plans
+from tablekeeper.core import errors
+from tablekeeper.core.expire import planning
 from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.plans import plan as plans
 from tablekeeper.core.storage import FileIO
 from tests.maintenance.helpers import (
     IDENT,
@@ -48,10 +50,10 @@ from tests.maintenance.helpers import (
 ZERO = timedelta(0)
 
 
-def cfg(**kw: Any) -> expire.ExpireConfig:
+def cfg(**kw: Any) -> planning.ExpireConfig:
     kw.setdefault("retain_min", 1)
     kw.setdefault("time_retained", ZERO)
-    return expire.ExpireConfig(**kw)
+    return planning.ExpireConfig(**kw)
 
 
 def later() -> int:
@@ -63,10 +65,10 @@ def gone_snapshots(branch: str, first: int, last: int) -> set[str]:
     return {f"{branch}@snapshot-{i}" for i in range(first, last + 1)}
 
 
-def expire_run(wh: str, config: expire.ExpireConfig, branch: str = "main",
+def expire_run(wh: str, config: planning.ExpireConfig, branch: str = "main",
                now: int | None = None) -> tuple[plans.Plan, Any]:
     t = handle(wh, branch=branch)
-    plan = expire.plan_expire(t, config, later() if now is None else now)
+    plan = planning.plan_expire(t, config, later() if now is None else now)
     return plan, run(plan, t)
 
 
@@ -96,7 +98,7 @@ def test_retain_min_keeps_the_newest_snapshots(seven: str, retain_min: int) -> N
 
 def test_retain_max_expires_old_snapshots_regardless_of_time(seven: str) -> None:
     t = handle(seven)
-    rng = expire.compute_range(t, cfg(retain_max=3, time_retained=timedelta(days=365)), later())
+    rng = planning.compute_range(t, cfg(retain_max=3, time_retained=timedelta(days=365)), later())
     assert (rng.earliest, rng.latest, rng.end_exclusive) == (1, 7, 5)
     before = views(seven)
     expire_run(seven, cfg(retain_max=3, time_retained=timedelta(days=365)))
@@ -111,7 +113,7 @@ def test_pitfall_19_time_retention_checked_on_next_snapshot(seven: str) -> None:
     now = later()
     threshold = (times[3] + times[4]) // 2  # snapshot 3 is older, its successor 4 is younger
     config = cfg(time_retained=timedelta(milliseconds=now - threshold))
-    rng = expire.compute_range(t, config, now)
+    rng = planning.compute_range(t, config, now)
     # 2.0 rule: 3 stays "current" until 4 was committed, and 4 is younger than the threshold.
     # The <=1.4 rule (own time) would also expire 3.
     assert rng.end_exclusive == 3
@@ -144,7 +146,7 @@ def test_consumers_cap_the_range(seven: str) -> None:
     t = handle(seven)
     write_consumer(t, "slow", 4)
     write_consumer(t, "fast", 6)
-    rng = expire.compute_range(t, cfg(), later())
+    rng = planning.compute_range(t, cfg(), later())
     assert rng.end_exclusive == 4 and "slow" in rng.reason
     before = views(seven)
     expire_run(seven, cfg())
@@ -161,7 +163,7 @@ def test_consumer_beyond_latest_and_consumers_of_other_branches_do_not_cap(seven
     reload(seven).create_tag("fork")
     reload(seven).branch_manager().create_branch("b1", tag_name="fork")
     write_consumer(t.on_branch("b1"), "branch-reader", 2)
-    assert expire.compute_range(t, cfg(), later()).end_exclusive == 7
+    assert planning.compute_range(t, cfg(), later()).end_exclusive == 7
 
 
 @pytest.mark.parametrize(("decoupled", "capped"), [(False, True), (True, False)])
@@ -171,23 +173,23 @@ def test_consumer_changelog_only_ignored_unless_decoupled(seven: str, decoupled:
     options = {"consumer.changelog-only": "true", "snapshot.num-retained.min": "1", "snapshot.time-retained": "0 ms"}
     if decoupled:
         options["changelog.num-retained.min"] = "5"
-    config = expire.config_from_options(options)
+    config = planning.config_from_options(options)
     assert config.changelog_decoupled is decoupled and config.consumer_changelog_only
-    end = expire.compute_range(t, config, later()).end_exclusive
+    end = planning.compute_range(t, config, later()).end_exclusive
     assert end == (3 if capped else 7)
 
 
 def test_options_come_from_the_table_schema(seven: str) -> None:
     options = handle(seven).options() | {"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "4",
                                          "snapshot.time-retained": "30 min", "snapshot.expire.limit": "7"}
-    config = expire.config_from_options(options)
+    config = planning.config_from_options(options)
     assert (config.retain_min, config.retain_max, config.time_retained, config.expire_limit) == (
         2, 4, timedelta(minutes=30), 7)
     assert not config.changelog_decoupled
-    defaults = expire.config_from_options({})
+    defaults = planning.config_from_options({})
     assert (defaults.retain_min, defaults.retain_max, defaults.time_retained, defaults.expire_limit) == (
         10, 2**31 - 1, timedelta(hours=1), 50)
-    override = expire.config_from_options(options, retain_min=3, expire_limit=None)
+    override = planning.config_from_options(options, retain_min=3, expire_limit=None)
     assert (override.retain_min, override.expire_limit) == (3, 7)
 
 
@@ -199,31 +201,31 @@ def test_pitfall_15_retain_min_below_one_rejected_by_the_library(seven: str, bad
     t = handle(seven)
     before = dir_listing(seven)
     with pytest.raises(errors.UnsafePolicyError):
-        expire.ExpireConfig(retain_min=bad).validate()
+        planning.ExpireConfig(retain_min=bad).validate()
     with pytest.raises(errors.UnsafePolicyError):
-        expire.config_from_options({"snapshot.num-retained.min": str(bad)})
+        planning.config_from_options({"snapshot.num-retained.min": str(bad)})
     with pytest.raises(errors.UnsafePolicyError):
-        expire.config_from_options({}, retain_min=bad)
+        planning.config_from_options({}, retain_min=bad)
     with pytest.raises(errors.UnsafePolicyError):
-        expire.plan_expire(t, expire.ExpireConfig(retain_min=bad, time_retained=ZERO), later())
+        planning.plan_expire(t, planning.ExpireConfig(retain_min=bad, time_retained=ZERO), later())
     with pytest.raises(errors.UnsafePolicyError):
-        expire.compute_range(t, expire.ExpireConfig(retain_min=bad, time_retained=ZERO), later())
+        planning.compute_range(t, planning.ExpireConfig(retain_min=bad, time_retained=ZERO), later())
     with pytest.raises(errors.UnsafePolicyError):
-        expire.changelog_config_from_options({"changelog.num-retained.min": str(bad)})
+        planning.changelog_config_from_options({"changelog.num-retained.min": str(bad)})
     assert dir_listing(seven) == before
 
 
 def test_pitfall_15_retain_max_below_min_rejected_by_the_library(seven: str) -> None:
     with pytest.raises(errors.InvalidInputError):
-        expire.ExpireConfig(retain_min=5, retain_max=4).validate()
+        planning.ExpireConfig(retain_min=5, retain_max=4).validate()
     with pytest.raises(errors.InvalidInputError):
-        expire.config_from_options({"snapshot.num-retained.min": "5", "snapshot.num-retained.max": "4"})
+        planning.config_from_options({"snapshot.num-retained.min": "5", "snapshot.num-retained.max": "4"})
     with pytest.raises(errors.InvalidInputError):
-        expire.plan_expire(handle(seven), expire.ExpireConfig(retain_min=3, retain_max=2), later())
+        planning.plan_expire(handle(seven), planning.ExpireConfig(retain_min=3, retain_max=2), later())
     with pytest.raises(errors.InvalidInputError):
-        expire.changelog_config_from_options({"changelog.num-retained.min": "5", "changelog.num-retained.max": "4"})
+        planning.changelog_config_from_options({"changelog.num-retained.min": "5", "changelog.num-retained.max": "4"})
     with pytest.raises(errors.InvalidInputError):
-        expire.config_from_options({"snapshot.num-retained.min": "ten"})
+        planning.config_from_options({"snapshot.num-retained.min": "ten"})
 
 
 @pytest.mark.parametrize("args", [
@@ -297,11 +299,11 @@ def test_p2_earliest_after_more_than_300_expired_snapshots(tmp_path: Path) -> No
 
 
 def test_missing_earliest_is_written_even_when_nothing_expires(seven: str) -> None:
-    plan = expire.plan_expire(handle(seven), cfg(retain_min=10), later())
+    plan = planning.plan_expire(handle(seven), cfg(retain_min=10), later())
     assert [type(s).__name__ for s in plan.steps] == ["WriteStep"]
     run(plan, handle(seven))
     assert Path(table_root(seven), "snapshot", "EARLIEST").read_text() == "1"
-    again = expire.plan_expire(handle(seven), cfg(retain_min=10), later())
+    again = planning.plan_expire(handle(seven), cfg(retain_min=10), later())
     assert again.is_empty
 
 
@@ -392,7 +394,7 @@ def test_expire_both_branches_then_every_view_still_reads(mixed: str) -> None:
     # a second run of each is a no-op
     listing = dir_listing(mixed)
     for branch in ("main", "b1"):
-        plan = expire.plan_expire(handle(mixed, branch=branch), cfg(), later())
+        plan = planning.plan_expire(handle(mixed, branch=branch), cfg(), later())
         assert plan.is_empty, plan
     assert dir_listing(mixed) == listing
 
@@ -408,7 +410,7 @@ def test_decoupled_expiry_writes_byte_identical_changelog_copies(tmp_path: Path)
     for i in range(5):
         write(t, rows("a", 10 * i))
     h = handle(wh)
-    config = expire.config_from_options(h.options())
+    config = planning.config_from_options(h.options())
     assert config.changelog_decoupled
     snapshot_bytes = {sid: Path(h.snapshot_path(sid)).read_bytes() for sid in range(1, 5)}
     before = views(wh)
@@ -424,7 +426,7 @@ def test_decoupled_expiry_writes_byte_identical_changelog_copies(tmp_path: Path)
             (("amount", float(i)), ("dt", "a"), ("id", i)) for i in (10 * (sid - 1), 10 * (sid - 1) + 1)]
     check_retained(wh, before, gone=gone_snapshots("main", 1, 4))
     # a rerun does not clobber the copies (create-only writes)
-    assert expire.plan_expire(h, config, later()).files == ()
+    assert planning.plan_expire(h, config, later()).files == ()
 
 
 def test_pitfall_16_decoupled_producer_none_changelogs_stay_readable(tmp_path: Path) -> None:
@@ -437,13 +439,13 @@ def test_pitfall_16_decoupled_producer_none_changelogs_stay_readable(tmp_path: P
     write(t, rows("b", 40))
     h = handle(wh)
     before = views(wh)
-    expire_run(wh, expire.config_from_options(h.options()))
+    expire_run(wh, planning.config_from_options(h.options()))
     assert h.changelog_ids() == [1, 2, 3, 4]
     check_retained(wh, before, gone=gone_snapshots("main", 1, 4))
     for cid in h.changelog_ids():
         read_changelog_rows(wh, IDENT, cid)  # changelog-1 ADDs a0, changelog-2 ADDs a10
     # then changelog expiration (retain 3 of 5): changelog-1 and -2 go, 3 and 4 stay readable
-    plan = expire.plan_expire_changelog(h, expire.changelog_config_from_options(h.options()), later())
+    plan = planning.plan_expire_changelog(h, planning.changelog_config_from_options(h.options()), later())
     run(plan, h)
     assert h.changelog_ids() == [3, 4]
     for cid in (3, 4):
@@ -461,7 +463,7 @@ def _producer_input_table(wh: str, options: dict[str, str]) -> Table:
 def test_pitfall_18_decoupled_producer_input_changelogs_readable_after_snapshot_expiry(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     h = _producer_input_table(wh, DECOUPLED)
-    config = expire.config_from_options(h.options())
+    config = planning.config_from_options(h.options())
     assert config.changelog_decoupled and config.changelog_producer == "input"
     changelog_files = {p for p in file_set(wh) if os.path.basename(p).startswith("changelog-")}
     expected = {sid: read_changelog_rows_from_snapshot(wh, sid) for sid in range(1, 5)}
@@ -496,11 +498,11 @@ def read_changelog_rows_from_snapshot(wh: str, sid: int) -> list[Any]:
 def test_pitfall_16_decoupled_producer_input_expire_changelog_later(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     h = _producer_input_table(wh, DECOUPLED)
-    expire_run(wh, expire.config_from_options(h.options()))
+    expire_run(wh, planning.config_from_options(h.options()))
     expected = {sid: read_changelog_rows(wh, IDENT, sid) for sid in (3, 4)}
     before = views(wh)
     listing = file_set(wh)
-    plan = expire.plan_expire_changelog(h, expire.changelog_config_from_options(h.options()), later())
+    plan = planning.plan_expire_changelog(h, planning.changelog_config_from_options(h.options()), later())
     run(plan, h)
     assert h.changelog_ids() == [3, 4]
     removed = listing - file_set(wh)
@@ -523,7 +525,7 @@ BUG_CHANGELOG_ROOT_LISTS = (
 def test_pitfall_16_decoupled_producer_input_second_expiry_run(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     h = _producer_input_table(wh, DECOUPLED)
-    config = expire.config_from_options(h.options())
+    config = planning.config_from_options(h.options())
     expire_run(wh, config)
     assert h.changelog_ids() == [1, 2, 3, 4]
     write(reload(wh), rows("a", 9))
@@ -541,12 +543,12 @@ def test_pitfall_17_expire_changelog_tolerates_missing_middle_changelog(tmp_path
     for i in range(6):
         write(t, rows("a", 10 * i))  # appends only: no DELETE entries
     h = handle(wh)
-    expire_run(wh, expire.config_from_options(h.options()))
+    expire_run(wh, planning.config_from_options(h.options()))
     assert h.changelog_ids() == [1, 2, 3, 4, 5]
     os.unlink(h.changelog_path(3))  # a middle changelog vanished (concurrent job, manual cleanup)
     expected = {cid: read_changelog_rows(wh, IDENT, cid) for cid in (5,)}
     before = views(wh)
-    plan = expire.plan_expire_changelog(h, expire.changelog_config_from_options(h.options()), later())
+    plan = planning.plan_expire_changelog(h, planning.changelog_config_from_options(h.options()), later())
     run(plan, h)
     assert h.changelog_ids() == [5]
     assert Path(table_root(wh), "changelog", "EARLIEST").read_text() == "5"
@@ -564,13 +566,13 @@ def test_expire_changelog_is_bounded_by_consumers(tmp_path: Path) -> None:
         write(t, rows("a", 10 * i))
     h = handle(wh)
     write_consumer(h, "reader", 3)
-    config = expire.config_from_options(h.options())
+    config = planning.config_from_options(h.options())
     assert config.changelog_decoupled and not config.consumer_changelog_only
     # the consumer also bounds snapshot expiry (not changelog-only): expire without it first
     os.unlink(os.path.join(h.dir("consumer"), "consumer-reader"))
     expire_run(wh, config)
     write_consumer(h, "reader", 3)
-    plan = expire.plan_expire_changelog(h, expire.changelog_config_from_options(h.options()), later())
+    plan = planning.plan_expire_changelog(h, planning.changelog_config_from_options(h.options()), later())
     run(plan, h)
     assert h.changelog_ids()[0] == 3
 
@@ -625,7 +627,7 @@ def test_pitfall_04_missing_manifest_of_a_protecting_root_aborts(mixed: str, vic
     os.unlink(path)
     before = dir_listing(mixed)
     with pytest.raises(errors.IncompleteProtectionSetError):
-        expire.plan_expire(handle(mixed), cfg(), later())
+        planning.plan_expire(handle(mixed), cfg(), later())
     assert cli_main(["expire", "-w", mixed, IDENT, "--retain-min", "1", "--time-retained", "0 ms"]) == 2
     assert "error:" in capsys.readouterr().err
     assert dir_listing(mixed) == before
@@ -651,7 +653,7 @@ def test_pitfall_04_unreadable_tag_manifest_aborts_with_zero_deletions(mixed: st
     before = dir_listing(mixed)
     broken = handle(mixed, file_io=UnreadableIO(victim))
     with pytest.raises((errors.TablekeeperError, OSError)):
-        plan = expire.plan_expire(broken, cfg(), later())
+        plan = planning.plan_expire(broken, cfg(), later())
         run(plan, broken)
     assert dir_listing(mixed) == before
 
@@ -682,7 +684,7 @@ def test_pitfall_03_tag_deleted_while_planning_deletes_no_live_file(mixed: str, 
     before = views(mixed)
     io = TagDeletingIO(os.path.join(table_root(mixed), "tag"), trigger, victim)
     tracked = handle(mixed, file_io=io)
-    plan = expire.plan_expire(tracked, cfg(), later())
+    plan = planning.plan_expire(tracked, cfg(), later())
     assert io.fired == 1
     run(plan, handle(mixed))
     # every view but the deleted tag still reads as before; nothing a retained root needs is gone
@@ -707,8 +709,8 @@ def test_p8_missing_index_manifest_of_a_protecting_root_aborts(tmp_path: Path, v
     os.unlink(os.path.join(table_root(wh), "manifest", name))
     before = dir_listing(wh)
     with pytest.raises(errors.IncompleteProtectionSetError):
-        expire.plan_expire(handle(wh), cfg(), later())
-    from tablekeeper.core import orphans
+        planning.plan_expire(handle(wh), cfg(), later())
+    from tablekeeper.core.orphans import planning as orphans
 
     with pytest.raises(errors.IncompleteProtectionSetError):
         orphans.plan_orphan_clean(handle(wh), orphans.OrphanConfig(now_ms() + 60_000))
@@ -723,8 +725,8 @@ def test_pitfall_20_overlapping_runs_complete_without_extra_deletions(mixed: str
     expire_run(reference, cfg())
     before = views(mixed)
     t = handle(mixed)
-    plan_a = expire.plan_expire(t, cfg(), later())
-    plan_b = expire.plan_expire(t, cfg(), later())  # a second job planned at the same time
+    plan_a = planning.plan_expire(t, cfg(), later())
+    plan_b = planning.plan_expire(t, cfg(), later())  # a second job planned at the same time
     run(plan_a, t)
     result_b = run(plan_b, t)
     assert sum(result_b.deleted.values()) == 0 and sum(result_b.missing.values()) == len(plan_b.files)
@@ -737,7 +739,7 @@ def test_pitfall_20_snapshot_files_removed_by_another_job_during_the_run(mixed: 
     expire_run(reference, cfg())
     before = views(mixed)
     t = handle(mixed)
-    plan = expire.plan_expire(t, cfg(), later())
+    plan = planning.plan_expire(t, cfg(), later())
     snapshot_files = [f.path for f in plan.files if f.kind == plans.FileKind.SNAPSHOT]
 
     def other_job(paths: list[str]) -> None:
@@ -775,7 +777,7 @@ class VanishingSnapshotIO(FileIO):
 def test_pitfall_20_snapshot_vanishing_while_planning_is_tolerated(mixed: str) -> None:
     before = views(mixed)
     t = handle(mixed, file_io=VanishingSnapshotIO(table_root(mixed), upto=2))
-    plan = expire.plan_expire(t, cfg(), later())
+    plan = planning.plan_expire(t, cfg(), later())
     run(plan, t)
     assert handle(mixed).snapshot_ids() == [7]
     check_retained(mixed, before, gone=gone_snapshots("main", 1, 6))
@@ -830,7 +832,7 @@ def test_pitfall_21_executor_operation_order(tmp_path: Path, kind: str, expected
         t = pk_table(wh, options={"changelog-producer": "input", **DECOUPLED})
         for i in range(3):
             write(t, rows("a", i))
-        config = expire.config_from_options(handle(wh).options())
+        config = planning.config_from_options(handle(wh).options())
     before = views(wh)
     plan, result = expire_run(wh, config)
     kinds = _order_kinds(result.order)

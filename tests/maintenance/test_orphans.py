@@ -18,7 +18,11 @@ from typing import Any
 import pytest
 import s3fs
 
-from tablekeeper.core import errors, execution, expire, orphans, plans
+from tablekeeper.core import errors
+from tablekeeper.core.expire import planning
+from tablekeeper.core.orphans import planning as orphans
+from tablekeeper.core.plans import execution
+from tablekeeper.core.plans import plan as plans
 from tablekeeper.core.storage import DeleteOutcome, FileIO, FileStatus, ListedEntry
 from tests.maintenance.helpers import (
     DAY_MS,
@@ -88,7 +92,7 @@ def _scene_changelog(wh: str) -> None:
     for i in range(4):
         write(t, rows("a", i))
     h = handle(wh)
-    run(expire.plan_expire(h, expire.config_from_options(h.options()), now_ms() + 1000), h)
+    run(planning.plan_expire(h, planning.config_from_options(h.options()), now_ms() + 1000), h)
     assert h.changelog_ids() == [1, 2, 3]
 
 
@@ -547,7 +551,7 @@ def test_root_expired_concurrently_while_building_the_used_set(mixed: str, proce
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A concurrent expiry between listing and used-set building is tolerated; it never makes
     a retained root lose a file (also with the manifest scan shared with a forked helper)."""
-    from tablekeeper.core import references
+    from tablekeeper.core.orphans import references
 
     monkeypatch.setattr(references, "MIN_NAMES_TO_FORK", 0)
     root = table_root(mixed)
@@ -556,7 +560,7 @@ def test_root_expired_concurrently_while_building_the_used_set(mixed: str, proce
 
     def concurrent_expiry() -> None:
         h = handle(mixed)
-        run(expire.plan_expire(h, expire.ExpireConfig(retain_min=1, time_retained=timedelta(0)), now_ms() + 1000), h)
+        run(planning.plan_expire(h, planning.ExpireConfig(retain_min=1, time_retained=timedelta(0)), now_ms() + 1000), h)
 
     config = orphans.OrphanConfig(orphans.resolve_older_than(now_ms()), processes=processes)
     plan = orphans.plan_orphan_clean(handle(mixed), config, after_listing=concurrent_expiry)
@@ -655,11 +659,11 @@ def test_s3_pitfall_06_and_09_commit_between_listing_and_used_set_and_no_directo
     assert _s3_keys(s3, prefix) == keys
 
 
-# -- the byte-level name scan (core/name_scan.py) against decoding every entry ----------------------
+# -- the byte-level name scan (core/orphans/name_scan.py) against decoding every entry ----------------------
 
 
 def _plans_by_scan_and_by_decoding(t_factory: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[set[str], set[str]]:
-    from tablekeeper.core import name_scan
+    from tablekeeper.core.orphans import name_scan
     from tablekeeper.core.paimon import manifests
 
     decoded: list[str] = []
@@ -711,7 +715,9 @@ def test_name_scan_on_the_java_fixture_matches_decoding(tmp_path: Path, monkeypa
 @pytest.fixture
 def forking(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Fork helpers on tables of any size; the pids of the helpers started."""
-    from tablekeeper.core import child_process, references
+    from tablekeeper.core import reach
+    from tablekeeper.core.orphans import references
+    from tablekeeper.core.reach import child_process
 
     monkeypatch.setattr(references, "MIN_NAMES_TO_FORK", 0)
     pids: list[int] = []
@@ -722,7 +728,7 @@ def forking(monkeypatch: pytest.MonkeyPatch) -> list[int]:
             super().__init__(fn)
             pids.append(self._pid)
 
-    monkeypatch.setattr(child_process, "ForkedCall", Recorded)
+    monkeypatch.setattr(reach, "ForkedCall", Recorded)  # what references reads
     return pids
 
 
@@ -775,7 +781,7 @@ def test_forked_scan_plans_exactly_what_one_process_plans(templates: dict[str, s
 
 def test_a_failing_helper_share_is_scanned_by_the_caller(mixed: str, forking: list[int],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from tablekeeper.core import references
+    from tablekeeper.core.orphans import references
 
     planted = plant_shaped_orphans(table_root(mixed))
     backdate_tree(mixed, OLD)
@@ -795,7 +801,7 @@ def test_a_stuck_helper_is_killed_and_its_share_scanned_by_the_caller(mixed: str
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A helper that hangs (a lock another thread held at fork time, say) costs a timeout, never
     a wrong plan or a planner that waits forever."""
-    from tablekeeper.core import references
+    from tablekeeper.core.orphans import references
 
     planted = plant_shaped_orphans(table_root(mixed))
     backdate_tree(mixed, OLD)
@@ -815,7 +821,7 @@ def test_a_stuck_helper_is_killed_and_its_share_scanned_by_the_caller(mixed: str
 def test_the_first_helpers_walk_is_adopted(mixed: str, forking: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
     """The caller builds its name scanner while the first helper walks the lists, and takes that
     walk over instead of walking again."""
-    from tablekeeper.core import references
+    from tablekeeper.core.orphans import references
 
     planted = plant_shaped_orphans(table_root(mixed))
     backdate_tree(mixed, OLD)
@@ -840,12 +846,13 @@ def test_a_helper_that_walked_other_roots_is_not_trusted(mixed: str, forking: li
     than the indices it claims, so it claims nothing."""
     import functools
 
-    from tablekeeper.core import child_process, references
+    from tablekeeper.core import reach
+    from tablekeeper.core.orphans import references
 
     planted = plant_shaped_orphans(table_root(mixed))
     backdate_tree(mixed, OLD)
     monkeypatch.setattr(references, "CLAIM_BATCH", 1)
-    recorded = child_process.ForkedCall
+    recorded = reach.ForkedCall  # (the forking fixture's recorder)
     started: list[int] = []
 
     class SecondSeesLess(recorded):  # type: ignore[misc, valid-type]
@@ -855,7 +862,7 @@ def test_a_helper_that_walked_other_roots_is_not_trusted(mixed: str, forking: li
             started.append(1)
             super().__init__(fn)
 
-    monkeypatch.setattr(child_process, "ForkedCall", SecondSeesLess)
+    monkeypatch.setattr(reach, "ForkedCall", SecondSeesLess)  # what references reads
     plan = orphans.plan_orphan_clean(handle(mixed), orphans.OrphanConfig(orphans.resolve_older_than(now_ms()),
                                                                           processes=3))
     assert len(forking) == 2
@@ -868,7 +875,8 @@ def test_a_helper_claims_manifests_only_when_its_walk_is_the_published_one(mixed
     leaves the counter untouched."""
     import pickle
 
-    from tablekeeper.core import child_process, references
+    from tablekeeper.core.orphans import references
+    from tablekeeper.core.reach import child_process
 
     t = handle(mixed)
     roots = orphans.read_roots(t, orphans.enumerate_roots(t))
@@ -898,8 +906,9 @@ def test_the_caller_ignores_a_helper_result_of_another_walk(mixed: str) -> None:
     import pickle
     import uuid as uuid_
 
-    from tablekeeper.core import child_process, references
-    from tablekeeper.core.name_scan import NameScanner
+    from tablekeeper.core.orphans import references
+    from tablekeeper.core.orphans.name_scan import NameScanner
+    from tablekeeper.core.reach import child_process
 
     root = table_root(mixed)
     orphan_name = f"data-{uuid_.uuid4()}-0.parquet"

@@ -29,7 +29,7 @@ import pytest
 import s3fs
 
 from tablekeeper.cli.main import main as cli_main
-from tablekeeper.core import inventory, orphans
+from tablekeeper.core.orphans import inventory, planning
 from tests.maintenance.helpers import (
     DAY_MS,
     IDENT,
@@ -326,7 +326,7 @@ def test_s3_refused_inventories_exit_2_and_delete_nothing_then_parquet_and_orc_r
     for name, case in CORE_REFUSALS.items():
         manifest, reason = case(s3, listed)
         with pytest.raises(inventory.InventoryError, match=re.escape(reason)) as refused:
-            inventory.load_for_table(manifest, t.file_io, t.root, orphans.listing_roots(t))
+            inventory.load_for_table(manifest, t.file_io, t.root, planning.listing_roots(t))
         assert refused.value.fix, name
     assert _keys(s3, s3_bucket, "wh") == keys
     check_retained(wh, before, options=s3_options)
@@ -408,11 +408,11 @@ def test_local_inventory_plans_what_a_live_listing_plans(local_mixed: str, tmp_p
     backdate_tree(wh, 3 * 86400)
     os.utime(young)
     t = handle(wh)
-    threshold = orphans.resolve_older_than(now_ms())
-    live = orphans.plan_orphan_clean(t, orphans.OrphanConfig(threshold))
+    threshold = planning.resolve_older_than(now_ms())
+    live = planning.plan_orphan_clean(t, planning.OrphanConfig(threshold))
     listing = inventory.load(_write_list(tmp_path / "files.csv", _walk(wh), "csv"), t.file_io, t.root,
-                             orphans.listing_roots(t))
-    from_inventory = orphans.plan_orphan_clean(t, orphans.OrphanConfig(threshold, listing=listing))
+                             planning.listing_roots(t))
+    from_inventory = planning.plan_orphan_clean(t, planning.OrphanConfig(threshold, listing=listing))
     assert live.files and {f.path for f in from_inventory.files} == {f.path for f in live.files}
     assert {(f.path, f.kind, f.size) for f in from_inventory.files} == {(f.path, f.kind, f.size) for f in live.files}
 

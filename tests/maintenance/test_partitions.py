@@ -13,7 +13,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tablekeeper.core import errors, expire, partitions
+from tablekeeper.core import errors
+from tablekeeper.core.expire import planning
+from tablekeeper.core.partitions import expiration
 from tests.maintenance.helpers import (
     IDENT,
     append_table,
@@ -38,13 +40,13 @@ NOW = datetime(2026, 1, 20, 12, 0)  # writers' wall clock for values-time tests
 WEEK = timedelta(days=7)
 
 
-def pconf(**kw: Any) -> partitions.PartitionConfig:
+def pconf(**kw: Any) -> expiration.PartitionConfig:
     kw.setdefault("expiration_time", WEEK)
     kw.setdefault("zone_known", True)
-    return partitions.PartitionConfig(**kw)
+    return expiration.PartitionConfig(**kw)
 
 
-def expired_specs(plan: partitions.PartitionPlan) -> list[tuple[tuple[str, str], ...]]:
+def expired_specs(plan: expiration.PartitionPlan) -> list[tuple[tuple[str, str], ...]]:
     return [p.spec for p in plan.expired]
 
 
@@ -73,14 +75,14 @@ def daily(tmp_path: Path) -> str:
 
 def test_values_time_default_formatter(daily: str) -> None:
     t = handle(daily)
-    plan = partitions.plan_partition_expiry(t, pconf(), NOW)
+    plan = expiration.plan_partition_expiry(t, pconf(), NOW)
     # deadline 2026-01-13 12:00; the default parser is lenient (yyyy-M-d)
     assert expired_specs(plan) == [(("dt", "2026-01-01"),), (("dt", "2026-01-10"),), (("dt", "2026-01-13"),),
                                    (("dt", "2026-1-5"),)]
     assert plan.unparseable == ("dt=not-a-date",)
     assert plan.live == 6 and plan.summary()["files"] == 4
     before = views(daily)
-    assert partitions.apply_partition_expiry(t, plan) == 4
+    assert expiration.apply_partition_expiry(t, plan) == 4
     latest = handle(daily).latest_snapshot()
     assert latest is not None and latest.commit_kind == "OVERWRITE" and latest.id == 7
     assert row_ids(daily) == {40, 41, 50, 51}
@@ -88,11 +90,11 @@ def test_values_time_default_formatter(daily: str) -> None:
     for key, value in before.items():  # every old snapshot still reads the dropped partitions
         if key != "main@latest":
             assert new_views[key] == value
-    assert partitions.plan_partition_expiry(handle(daily), pconf(), NOW).expired == ()
+    assert expiration.plan_partition_expiry(handle(daily), pconf(), NOW).expired == ()
 
 
 def test_values_time_unknown_writer_zone_adds_a_12h_margin(daily: str) -> None:
-    plan = partitions.plan_partition_expiry(handle(daily), pconf(zone_known=False), NOW)
+    plan = expiration.plan_partition_expiry(handle(daily), pconf(zone_known=False), NOW)
     # deadline 2026-01-13 00:00: 2026-01-13 (midnight) is no longer strictly before it
     assert (("dt", "2026-01-13"),) not in expired_specs(plan)
     assert len(plan.expired) == 3 and any("12 h" in n for n in plan.notes)
@@ -104,12 +106,12 @@ def test_values_time_formatter_yyyyMMdd(tmp_path: Path) -> None:
     for i, dt in enumerate(["20260101", "20260119", "2026-01-01", "2026-0101"]):
         write(t, rows(dt, 10 * i))
     options = {"partition.expiration-time": "7 d", "partition.timestamp-formatter": "yyyyMMdd"}
-    config = partitions.config_from_options(options, zone_known=True)
+    config = expiration.config_from_options(options, zone_known=True)
     assert config is not None and config.timestamp_formatter == "yyyyMMdd"
-    plan = partitions.plan_partition_expiry(handle(wh), config, NOW)
+    plan = expiration.plan_partition_expiry(handle(wh), config, NOW)
     assert expired_specs(plan) == [(("dt", "20260101"),)]
     assert set(plan.unparseable) == {"dt=2026-01-01", "dt=2026-0101"}
-    partitions.apply_partition_expiry(handle(wh), plan)
+    expiration.apply_partition_expiry(handle(wh), plan)
     assert row_ids(wh) == {10, 11, 20, 21, 30, 31}
 
 
@@ -118,7 +120,7 @@ def test_values_time_formatter_is_strict_like_java(tmp_path: Path) -> None:
     t = append_table(wh)
     for i, dt in enumerate(["20260101", "2026011", "2026111"]):
         write(t, rows(dt, 10 * i))
-    plan = partitions.plan_partition_expiry(handle(wh), pconf(timestamp_formatter="yyyyMMdd"), NOW)
+    plan = expiration.plan_partition_expiry(handle(wh), pconf(timestamp_formatter="yyyyMMdd"), NOW)
     assert expired_specs(plan) == [(("dt", "20260101"),)]
     assert set(plan.unparseable) == {"dt=2026011", "dt=2026111"}
 
@@ -132,30 +134,30 @@ def test_values_time_pattern_multi_field(tmp_path: Path) -> None:
             {"dt": "2026-01-12", "hr": "23", "id": 3}, {"dt": "2026-01-14", "hr": "00", "id": 4}]
     table_with(wh, HOURLY, ["dt", "hr"], data)
     options = {"partition.expiration-time": "7 d", "partition.timestamp-pattern": "$dt $hr:00:00"}
-    config = partitions.config_from_options(options, zone_known=True)
+    config = expiration.config_from_options(options, zone_known=True)
     assert config is not None
-    plan = partitions.plan_partition_expiry(handle(wh), config, NOW)  # deadline 2026-01-13 12:00
+    plan = expiration.plan_partition_expiry(handle(wh), config, NOW)  # deadline 2026-01-13 12:00
     assert expired_specs(plan) == [(("dt", "2026-01-12"), ("hr", "23")), (("dt", "2026-01-13"), ("hr", "11"))]
-    partitions.apply_partition_expiry(handle(wh), plan)
+    expiration.apply_partition_expiry(handle(wh), plan)
     assert row_ids(wh) == {2, 4}
 
 
 def test_extract_time_rules() -> None:
     c = pconf()
-    assert partitions.extract_time(("dt",), ("2026-01-02",), c) == datetime(2026, 1, 2)
-    assert partitions.extract_time(("dt",), ("2026-01-02 03:04:05",), c) == datetime(2026, 1, 2, 3, 4, 5)
-    assert partitions.extract_time(("dt",), ("2026-1-2",), c) == datetime(2026, 1, 2)
-    assert partitions.extract_time(("dt",), ("2026-13-45",), c) is None
-    assert partitions.extract_time(("dt", "x"), ("2026-01-02", "zz"), c) == datetime(2026, 1, 2)  # first field
+    assert expiration.extract_time(("dt",), ("2026-01-02",), c) == datetime(2026, 1, 2)
+    assert expiration.extract_time(("dt",), ("2026-01-02 03:04:05",), c) == datetime(2026, 1, 2, 3, 4, 5)
+    assert expiration.extract_time(("dt",), ("2026-1-2",), c) == datetime(2026, 1, 2)
+    assert expiration.extract_time(("dt",), ("2026-13-45",), c) is None
+    assert expiration.extract_time(("dt", "x"), ("2026-01-02", "zz"), c) == datetime(2026, 1, 2)  # first field
     f = pconf(timestamp_formatter="yyyyMMddHH")
-    assert partitions.extract_time(("dt",), ("2026010203",), f) == datetime(2026, 1, 2, 3)
+    assert expiration.extract_time(("dt",), ("2026010203",), f) == datetime(2026, 1, 2, 3)
     with pytest.raises(errors.InvalidInputError):
         pconf(timestamp_formatter="yyyy-ww").validate()
     with pytest.raises(errors.InvalidInputError):
         pconf(strategy="values").validate()
     with pytest.raises(errors.InvalidInputError):
         pconf(max_expires=0).validate()
-    assert partitions.config_from_options({}) is None  # feature off without partition.expiration-time
+    assert expiration.config_from_options({}) is None  # feature off without partition.expiration-time
 
 
 # -- pitfalls 26, 27 ---------------------------------------------------------------------------
@@ -170,10 +172,10 @@ def test_pitfall_26_partition_value_containing_a_comma(tmp_path: Path) -> None:
             {"region": "x", "dt": "2026-01-01, y", "id": 5}]
     table_with(wh, REGION, ["region", "dt"], data)
     config = pconf(timestamp_pattern="$dt")
-    plan = partitions.plan_partition_expiry(handle(wh), config, NOW)
+    plan = expiration.plan_partition_expiry(handle(wh), config, NOW)
     assert [p.values for p in plan.expired] == [("x,y", "2026-01-01")]
     assert plan.unparseable == ("region=x, dt=2026-01-01, y",)
-    partitions.apply_partition_expiry(handle(wh), plan)
+    expiration.apply_partition_expiry(handle(wh), plan)
     assert row_ids(wh) == {2, 3, 4, 5}
 
 
@@ -183,8 +185,8 @@ DT1 = pa.schema([("dt1", pa.string()), ("dt", pa.string()), ("id", pa.int64())])
 def test_pitfall_27_dollar_dt_inside_dollar_dt1() -> None:
     config = pconf(timestamp_pattern="$dt1 $dt:00:00")
     for keys, values in ((("dt1", "dt"), ("2026-01-01", "08")), (("dt", "dt1"), ("08", "2026-01-01"))):
-        assert partitions.extract_time(keys, values, config) == datetime(2026, 1, 1, 8)
-    assert partitions.extract_time(("dt", "dt1"), ("2026-01-02", "x"), pconf(timestamp_pattern="$dt")) == \
+        assert expiration.extract_time(keys, values, config) == datetime(2026, 1, 1, 8)
+    assert expiration.extract_time(("dt", "dt1"), ("2026-01-02", "x"), pconf(timestamp_pattern="$dt")) == \
         datetime(2026, 1, 2)
 
 
@@ -192,9 +194,9 @@ def test_pitfall_27_end_to_end(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     data = [{"dt1": "2026-01-01", "dt": "08", "id": 1}, {"dt1": "2026-01-19", "dt": "08", "id": 2}]
     table_with(wh, DT1, ["dt1", "dt"], data)
-    plan = partitions.plan_partition_expiry(handle(wh), pconf(timestamp_pattern="$dt1 $dt:00:00"), NOW)
+    plan = expiration.plan_partition_expiry(handle(wh), pconf(timestamp_pattern="$dt1 $dt:00:00"), NOW)
     assert [p.values for p in plan.expired] == [("2026-01-01", "08")]
-    partitions.apply_partition_expiry(handle(wh), plan)
+    expiration.apply_partition_expiry(handle(wh), plan)
     assert row_ids(wh) == {2}
 
 
@@ -210,13 +212,13 @@ def test_pitfall_28_date_partition_columns_are_supported(tmp_path: Path, pattern
     table_with(wh, DATES, ["dt"], data)
     assert os.path.isdir(os.path.join(table_root(wh), "dt=20454"))  # legacy name: days since epoch
     t = handle(wh)
-    infos = {p.values: p for p in partitions.list_partitions(t)}
+    infos = {p.values: p for p in expiration.list_partitions(t)}
     assert set(infos) == {(date(2026, 1, 1),), (date(2026, 1, 19),), (None,)}
-    plan = partitions.plan_partition_expiry(t, pconf(timestamp_pattern=pattern), NOW)
+    plan = expiration.plan_partition_expiry(t, pconf(timestamp_pattern=pattern), NOW)
     assert expired_specs(plan) == [(("dt", "2026-01-01"),)]
     assert plan.unparseable == ("dt=__DEFAULT_PARTITION__",)
     before = views(wh)
-    partitions.apply_partition_expiry(t, plan)
+    expiration.apply_partition_expiry(t, plan)
     assert row_ids(wh) == {2, 3}
     assert views(wh)["main@snapshot-1"] == before["main@snapshot-1"]
 
@@ -230,13 +232,13 @@ def test_pitfall_29_null_default_and_empty_values_never_expire_and_never_crash(t
     write(t, [{"dt": None, "id": 1, "amount": 1.0}, {"dt": "", "id": 2, "amount": 1.0},
               {"dt": "__DEFAULT_PARTITION__", "id": 3, "amount": 1.0}, {"dt": "2026-01-01", "id": 4, "amount": 1.0}])
     for config in (pconf(), pconf(timestamp_formatter="yyyy-MM-dd"), pconf(timestamp_pattern="$dt 00:00:00")):
-        plan = partitions.plan_partition_expiry(handle(wh), config, NOW)
+        plan = expiration.plan_partition_expiry(handle(wh), config, NOW)
         assert [p.values for p in plan.expired] == [("2026-01-01",)]
         assert len(plan.unparseable) == 3
-    partitions.apply_partition_expiry(handle(wh), plan)
+    expiration.apply_partition_expiry(handle(wh), plan)
     assert row_ids(wh) == {1, 2, 3}
     for values in ((None,), ("",), ("__DEFAULT_PARTITION__",)):
-        assert partitions.extract_time(("dt",), values, pconf()) is None
+        assert expiration.extract_time(("dt",), values, pconf()) is None
 
 
 def test_pitfall_29_null_or_empty_in_other_fields(tmp_path: Path) -> None:
@@ -245,10 +247,10 @@ def test_pitfall_29_null_or_empty_in_other_fields(tmp_path: Path) -> None:
             {"region": "x", "dt": None, "id": 3}, {"region": "x", "dt": "", "id": 4},
             {"region": "x", "dt": "2026-01-03", "id": 5}]
     table_with(wh, REGION, ["region", "dt"], data)
-    plan = partitions.plan_partition_expiry(handle(wh), pconf(timestamp_pattern="$dt"), NOW)
+    plan = expiration.plan_partition_expiry(handle(wh), pconf(timestamp_pattern="$dt"), NOW)
     # a null anywhere keeps the partition (conservative); an empty non-time field does not matter
     assert sorted(p.values for p in plan.expired) == [("", "2026-01-02"), ("x", "2026-01-03")]
-    partitions.apply_partition_expiry(handle(wh), plan)
+    expiration.apply_partition_expiry(handle(wh), plan)
     assert row_ids(wh) == {1, 3, 4}
 
 
@@ -258,9 +260,9 @@ def test_pitfall_29_update_time_never_expires_default_partitions(tmp_path: Path)
     write(t, [{"dt": None, "id": 1, "amount": 1.0}, {"dt": "", "id": 2, "amount": 1.0},
               {"dt": "__DEFAULT_PARTITION__", "id": 3, "amount": 1.0}, {"dt": "2026-01-01", "id": 4, "amount": 1.0}])
     config = pconf(strategy="update-time", expiration_time=timedelta(hours=1))
-    plan = partitions.plan_partition_expiry(handle(wh), config, datetime.now() + timedelta(hours=3))
+    plan = expiration.plan_partition_expiry(handle(wh), config, datetime.now() + timedelta(hours=3))
     assert [p.values for p in plan.expired] == [("2026-01-01",)]
-    assert partitions.apply_partition_expiry(handle(wh), plan) == 1
+    assert expiration.apply_partition_expiry(handle(wh), plan) == 1
     assert row_ids(wh) == {1, 2, 3}
 
 
@@ -275,26 +277,26 @@ def test_update_time_uses_the_newest_file_of_each_partition(tmp_path: Path) -> N
 
     time.sleep(0.05)
     write(t, rows("p2", 10))
-    infos = {p.values[0]: p for p in partitions.list_partitions(handle(wh))}
+    infos = {p.values[0]: p for p in expiration.list_partitions(handle(wh))}
     t1, t2 = infos["p1"].last_file_creation_ms, infos["p2"].last_file_creation_ms
     assert t1 is not None and t2 is not None and t1 < t2
     config = pconf(strategy="update-time", expiration_time=timedelta(hours=1))
     mid = datetime(1970, 1, 1) + timedelta(milliseconds=(t1 + t2) // 2)  # writer wall clock
-    plan = partitions.plan_partition_expiry(handle(wh), config, mid + timedelta(hours=1))
+    plan = expiration.plan_partition_expiry(handle(wh), config, mid + timedelta(hours=1))
     assert [p.values for p in plan.expired] == [("p1",)]
     # a later write into p1 makes it young again
     time.sleep(0.05)
     write(t, rows("p1", 20))
-    plan = partitions.plan_partition_expiry(handle(wh), config, mid + timedelta(hours=1))
+    plan = expiration.plan_partition_expiry(handle(wh), config, mid + timedelta(hours=1))
     assert plan.expired == ()
     # relative to the real clock: nothing is an hour old; 2 h later everything is
-    assert partitions.plan_partition_expiry(handle(wh), config, datetime.now()).expired == ()
-    later = partitions.plan_partition_expiry(handle(wh), config, datetime.now() + timedelta(hours=2))
+    assert expiration.plan_partition_expiry(handle(wh), config, datetime.now()).expired == ()
+    later = expiration.plan_partition_expiry(handle(wh), config, datetime.now() + timedelta(hours=2))
     assert len(later.expired) == 2
     # unknown writer zone: only when expired under every offset (12 h margin)
     unknown = dataclasses.replace(config, zone_known=False)
-    assert partitions.plan_partition_expiry(handle(wh), unknown, datetime.now() + timedelta(hours=2)).expired == ()
-    assert len(partitions.plan_partition_expiry(handle(wh), unknown,
+    assert expiration.plan_partition_expiry(handle(wh), unknown, datetime.now() + timedelta(hours=2)).expired == ()
+    assert len(expiration.plan_partition_expiry(handle(wh), unknown,
                                                 datetime.now() + timedelta(hours=14)).expired) == 2
 
 
@@ -307,17 +309,17 @@ def test_max_num_caps_one_run_and_the_next_run_continues(tmp_path: Path) -> None
     days = ["2026-01-05", "2026-01-01", "2026-01-04", "2026-01-02", "2026-01-03", "2026-01-19"]
     for i, dt in enumerate(days):
         write(t, rows(dt, 10 * i))
-    config = partitions.config_from_options({"partition.expiration-time": "7 d",
+    config = expiration.config_from_options({"partition.expiration-time": "7 d",
                                              "partition.expiration-max-num": "2"}, zone_known=True)
     assert config is not None and config.max_expires == 2
-    plan = partitions.plan_partition_expiry(handle(wh), config, NOW)
+    plan = expiration.plan_partition_expiry(handle(wh), config, NOW)
     assert expired_specs(plan) == [(("dt", "2026-01-01"),), (("dt", "2026-01-02"),)]
     assert any("3 more" in n for n in plan.notes)
-    partitions.apply_partition_expiry(handle(wh), plan)
-    plan = partitions.plan_partition_expiry(handle(wh), config, NOW)
+    expiration.apply_partition_expiry(handle(wh), plan)
+    plan = expiration.plan_partition_expiry(handle(wh), config, NOW)
     assert expired_specs(plan) == [(("dt", "2026-01-03"),), (("dt", "2026-01-04"),)]
-    partitions.apply_partition_expiry(handle(wh), plan)
-    assert [p.values for p in partitions.plan_partition_expiry(handle(wh), config, NOW).expired] == [("2026-01-05",)]
+    expiration.apply_partition_expiry(handle(wh), plan)
+    assert [p.values for p in expiration.plan_partition_expiry(handle(wh), config, NOW).expired] == [("2026-01-05",)]
 
 
 # -- the drop, old views, and reclaiming files with snapshot expiration ---------------------------------
@@ -339,10 +341,10 @@ def test_drop_is_an_overwrite_old_views_keep_data_and_expiry_reclaims_untagged_f
     _dropped_history(wh)
     root = table_root(wh)
     before = views(wh)
-    plan = partitions.plan_partition_expiry(handle(wh), pconf(), NOW)
+    plan = expiration.plan_partition_expiry(handle(wh), pconf(), NOW)
     assert [p.values for p in plan.expired] == [("2026-01-01",), ("2026-01-02",)]
     assert [p.file_count for p in plan.expired] == [2, 1]
-    partitions.apply_partition_expiry(handle(wh), plan)
+    expiration.apply_partition_expiry(handle(wh), plan)
     latest = handle(wh).latest_snapshot()
     assert latest is not None and latest.id == 5 and latest.commit_kind == "OVERWRITE"
     assert row_ids(wh) == {20, 21}
@@ -355,7 +357,7 @@ def test_drop_is_an_overwrite_old_views_keep_data_and_expiry_reclaims_untagged_f
     assert {ids(0), ids(10), ids(30)} <= set(data_files_by_ids(root))
     before = views(wh)
     h = handle(wh)
-    run(expire.plan_expire(h, expire.ExpireConfig(retain_min=1, time_retained=timedelta(0)), now_ms() + 1000), h)
+    run(planning.plan_expire(h, planning.ExpireConfig(retain_min=1, time_retained=timedelta(0)), now_ms() + 1000), h)
     left = data_files_by_ids(root)
     # ... which reclaims them, except the file tag t1 still pins
     assert ids(0) in left and ids(10) not in left and ids(30) not in left and ids(20) in left
@@ -371,9 +373,9 @@ def test_drop_on_a_branch_leaves_main_alone(tmp_path: Path) -> None:
     reload(wh).branch_manager().create_branch("b1", tag_name="t4")
     before = views(wh)
     b1 = handle(wh, branch="b1")
-    plan = partitions.plan_partition_expiry(b1, pconf(), NOW)
+    plan = expiration.plan_partition_expiry(b1, pconf(), NOW)
     assert plan.branch == "b1" and len(plan.expired) == 2
-    partitions.apply_partition_expiry(b1, plan)
+    expiration.apply_partition_expiry(b1, plan)
     assert {dict(r)["id"] for r in read_view(wh, IDENT, branch="b1")} == {20, 21}
     after = views(wh)
     assert set(after) - set(before) == {"b1@snapshot-5"}
@@ -385,11 +387,11 @@ def test_pitfall_32_empty_partition_directories_stay_by_default(tmp_path: Path) 
     t = append_table(wh)
     write(t, rows("2026-01-02", 10))
     write(t, rows("2026-01-19", 20))
-    partitions.apply_partition_expiry(handle(wh), partitions.plan_partition_expiry(handle(wh), pconf(), NOW))
+    expiration.apply_partition_expiry(handle(wh), expiration.plan_partition_expiry(handle(wh), pconf(), NOW))
     h = handle(wh)
-    config = expire.config_from_options(h.options(), retain_min=1, time_retained=timedelta(0))
+    config = planning.config_from_options(h.options(), retain_min=1, time_retained=timedelta(0))
     assert not config.clean_empty_directories
-    run(expire.plan_expire(h, config, now_ms() + 1000), h)
+    run(planning.plan_expire(h, config, now_ms() + 1000), h)
     root = table_root(wh)
     assert os.path.isdir(f"{root}/dt=2026-01-02/bucket-0") and not os.listdir(f"{root}/dt=2026-01-02/bucket-0")
 
@@ -401,12 +403,12 @@ def test_pitfall_32_empty_partition_directories_removed_when_enabled(tmp_path: P
     write(t, rows("2026-01-19", 20))
     root = table_root(wh)
     Path(root, "dt=2026-01-19", "_SUCCESS").write_text("")
-    partitions.apply_partition_expiry(handle(wh), partitions.plan_partition_expiry(handle(wh), pconf(), NOW))
+    expiration.apply_partition_expiry(handle(wh), expiration.plan_partition_expiry(handle(wh), pconf(), NOW))
     h = handle(wh)
-    config = expire.config_from_options(h.options(), retain_min=1, time_retained=timedelta(0))
+    config = planning.config_from_options(h.options(), retain_min=1, time_retained=timedelta(0))
     assert config.clean_empty_directories
     before = views(wh)
-    run(expire.plan_expire(h, config, now_ms() + 1000), h)
+    run(planning.plan_expire(h, config, now_ms() + 1000), h)
     assert not os.path.exists(f"{root}/dt=2026-01-02")  # bucket, then partition dir
     assert os.path.isdir(f"{root}/dt=2026-01-19/bucket-0")
     assert any(p.endswith("_SUCCESS") for p in file_set(wh))

@@ -40,8 +40,13 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from tablekeeper.core import branches, errors, execution, expire, orphans, partitions, tags
+from tablekeeper.core import errors
+from tablekeeper.core.expire import planning
+from tablekeeper.core.orphans import planning as orphans
 from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.partitions import expiration
+from tablekeeper.core.plans import execution
+from tablekeeper.core.refs import branches, tags
 from tablekeeper.core.storage import FileIO
 from tests.maintenance.helpers import (
     IDENT,
@@ -353,10 +358,10 @@ class MaintenanceMachine(RuleBasedStateMachine):
     def expire_snapshots(self, data: st.DataObject, retain_min: int, extra: int, limit: int, by_max: bool) -> None:
         branch = data.draw(st.sampled_from(sorted(self.snaps)), label="branch")
         retain_max = retain_min + extra
-        config = expire.ExpireConfig(retain_min=retain_min, retain_max=retain_max, expire_limit=limit,
+        config = planning.ExpireConfig(retain_min=retain_min, retain_max=retain_max, expire_limit=limit,
                                      time_retained=timedelta(days=1) if by_max else timedelta(0))
         t = self.handle(branch)
-        self.execute(expire.plan_expire(t, config, int(time.time() * 1000) + 1000), t)
+        self.execute(planning.plan_expire(t, config, int(time.time() * 1000) + 1000), t)
         ids = sorted(self.snaps[branch])
         earliest, latest = ids[0], ids[-1]
         end = min(latest - retain_min + 1, earliest + limit)
@@ -370,15 +375,15 @@ class MaintenanceMachine(RuleBasedStateMachine):
     def expire_partitions(self, data: st.DataObject, max_expires: int) -> None:
         branch = data.draw(st.sampled_from(sorted(self.snaps)), label="branch")
         t = self.handle(branch)
-        config = partitions.PartitionConfig(expiration_time=timedelta(days=7), max_expires=max_expires,
+        config = expiration.PartitionConfig(expiration_time=timedelta(days=7), max_expires=max_expires,
                                             zone_known=True)
-        plan = partitions.plan_partition_expiry(t, config, NOW)
+        plan = expiration.plan_partition_expiry(t, config, NOW)
         latest_id, content = self.latest(branch)
         expected = sorted(dt for dt in content.partitions() if dt.startswith("2026"))[:max_expires]
         assert [p.values[0] for p in plan.expired] == expected
         if not expected:
             return
-        partitions.apply_partition_expiry(t, plan, options=self.storage.options)
+        expiration.apply_partition_expiry(t, plan, options=self.storage.options)
         self.snaps[branch][latest_id + 1] = content.drop(set(expected))
 
     @rule(where=st.sampled_from(["manifest", "index", "statistics", "bucket", "new-partition", "snapshot-tmp"]),
@@ -464,7 +469,7 @@ class MaintenanceMachine(RuleBasedStateMachine):
         (all files aged), then nothing unreferenced may remain."""
         for branch in sorted(self.snaps):
             t = self.handle(branch)
-            self.execute(expire.plan_expire(t, expire.ExpireConfig(retain_min=1, time_retained=timedelta(0),
+            self.execute(planning.plan_expire(t, planning.ExpireConfig(retain_min=1, time_retained=timedelta(0),
                                                                    expire_limit=1000),
                                             int(time.time() * 1000) + 1000), t)
             latest = max(self.snaps[branch])
@@ -488,7 +493,7 @@ SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, He
 
 
 def test_random_histories_keep_every_retained_view(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tablekeeper.core import references
+    from tablekeeper.core.orphans import references
 
     monkeypatch.setattr(references, "MIN_NAMES_TO_FORK", 0)
 

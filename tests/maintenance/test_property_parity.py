@@ -55,8 +55,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule, run_state_machine_as_test
 
-from tablekeeper.core import durations, errors, execution, expire, orphans, plans, retention_settings
+from tablekeeper.core import errors
+from tablekeeper.core.expire import planning
+from tablekeeper.core.expire import retention as retention_settings
+from tablekeeper.core.orphans import planning as orphans
 from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.plans import execution, plan
+from tablekeeper.core.values import durations
 from tablekeeper.spark import job, job_request
 from tests.maintenance.helpers import IDENT, copy_tree, handle, py_roots, py_tables, root_requirements
 from tests.maintenance.test_property import MaintenanceMachine, Storage
@@ -67,7 +72,7 @@ DAY_MS = 86_400_000
 #: Two tasks per Spark I/O stage and two in-process delete threads.
 PARALLELISM = 2
 #: What one batch expires, by planned file kind (a batch follows while the previous one expired some).
-BATCH_UNIT = {"expire": plans.FileKind.SNAPSHOT.value, "expire-changelog": plans.FileKind.CHANGELOG_META.value}
+BATCH_UNIT = {"expire": plan.FileKind.SNAPSHOT.value, "expire-changelog": plan.FileKind.CHANGELOG_META.value}
 #: Comparisons a rule may start per example (each starts 2-6 Spark jobs).
 MAX_COMPARISONS = 1
 
@@ -148,16 +153,16 @@ class Outcome:
     removed_dirs: int = 0
 
 
-def plan_in_process(run: Run, table: Table, now: int) -> plans.Plan:
+def plan_in_process(run: Run, table: Table, now: int) -> plan.Plan:
     """What ``tablekeeper expire / expire-changelog / clean-orphans`` plan for these arguments."""
     if run.operation == "clean-orphans":
         age = durations.parse_duration(run.older_than, field="--older-than") if run.older_than else None
         threshold = orphans.resolve_older_than(now, older_than_age=age)
         return orphans.plan_orphan_clean(table, orphans.OrphanConfig(threshold))
     if run.operation == "expire-changelog":
-        return expire.plan_expire_changelog(table, expire.changelog_config_from_options(table.options()), now)
+        return planning.plan_expire_changelog(table, planning.changelog_config_from_options(table.options()), now)
     options = table.options()
-    return expire.plan_expire(table, expire.expire_config(retention_settings.from_options(options, run.flags()), options),
+    return planning.plan_expire(table, planning.expire_config(retention_settings.from_options(options, run.flags()), options),
                               now)
 
 
@@ -285,7 +290,7 @@ class ParityMachine(MaintenanceMachine):
     def teardown(self) -> None:
         try:
             if self.ready and not self.compared:
-                decoupled = expire.config_from_options(self.handle().options()).changelog_decoupled
+                decoupled = planning.config_from_options(self.handle().options()).changelog_decoupled
                 self.compare(list(DEFAULT_DECOUPLED if decoupled else DEFAULT_COUPLED))
         finally:
             super().teardown()

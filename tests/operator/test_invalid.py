@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import tags as core_tags
 from tablekeeper.core.paimon.table import open_table
+from tablekeeper.core.refs import tags as core_tags
 from tests.operator.conftest import Harness, basic_objects, obj
 from tests.support import paimon as P
 
@@ -128,3 +128,18 @@ async def test_policy_reference_missing(harness: Harness, warehouse: Path) -> No
         "catalogRef": {"kind": "PaimonCatalog", "name": "lake"}, "database": "sales", "table": "orders",
         "policyRefs": [{"name": "gold"}]}))
     await harness.wait_condition("PaimonTable", "orders", status="False", reason="PolicyNotFound")
+
+
+@pytest.mark.parametrize("metastore", ["hive", "rest"])
+async def test_a_metastore_the_operator_does_not_read_is_refused(harness: Harness, warehouse: Path,
+                                                                  metastore: str) -> None:
+    """``metastore`` was accepted and ignored (the warehouse treated as a filesystem): now refused."""
+    await harness.start()
+    before = P.dir_listing(warehouse)
+    await harness.apply(obj("PaimonCatalog", "lake", {"warehouse": str(warehouse), "metastore": metastore}))
+    await assert_refused(harness, "PaimonCatalog", "lake", "InvalidSpec", warehouse, before)
+    await harness.apply(obj("PaimonTable", "orders", {"catalogRef": {"kind": "PaimonCatalog", "name": "lake"},
+                                                      "database": "sales", "table": "orders"}))
+    table = await harness.wait_condition("PaimonTable", "orders", status="False")
+    assert table["reason"] != "Reconciled"
+    assert P.dir_listing(warehouse) == before

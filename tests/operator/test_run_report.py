@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core.policy import effective
+from tablekeeper.core.policy.effective import resolution, result
 from tablekeeper.core.policy.kinds import parse_spec
-from tablekeeper.core.policy.table import PaimonTableSpec
+from tablekeeper.core.policy.specs.table import PaimonTableSpec
 from tablekeeper.operator.runs import schedule as maintenance
 from tablekeeper.operator.runs.report import RunReport, from_artifact
 from tablekeeper.reconcile import enabled_jobs
@@ -41,11 +41,11 @@ def test_a_spark_artifact_and_an_in_process_report_render_the_same_keys() -> Non
         {"dryRun": True, "plannedFiles": 0, "plannedBytes": 0}
 
 
-def _policy(enforcement: str, retention: dict[str, Any]) -> tuple[PaimonTableSpec, effective.EffectivePolicy]:
+def _policy(enforcement: str, retention: dict[str, Any]) -> tuple[PaimonTableSpec, result.EffectivePolicy]:
     spec = parse_spec("PaimonTable", {"database": "s", "table": "o", "enforcement": enforcement,
                                       "retention": retention}, source="t")
     assert isinstance(spec, PaimonTableSpec)
-    return spec, effective.resolve_effective_policy(effective.TableContext("o", "s", spec))
+    return spec, resolution.resolve_effective_policy(result.TableContext("o", "s", spec))
 
 
 _KIND = {"ExpirePartitions": "ExpirePartitions", "ExpireSnapshots": "ExpireSnapshots", "ExpireTags": "ExpireTags",

@@ -21,8 +21,9 @@ import pytest
 import yaml
 
 from tablekeeper.core import errors
-from tablekeeper.core.policy import PaimonBranchSpec, PaimonTagSpec, parse_spec
+from tablekeeper.core.policy import parse_spec
 from tablekeeper.core.policy.kinds import API_GROUP_VERSION, CLUSTER_SCOPED
+from tablekeeper.core.policy.specs import PaimonBranchSpec, PaimonTagSpec
 from tests.support.k8s import REPO_ROOT, CRDValidator, merge_patch
 
 DATA = Path(__file__).parent / "data"

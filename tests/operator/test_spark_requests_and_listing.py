@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
+from tablekeeper.core.policy.specs.run import PaimonMaintenanceRunSpec
 from tablekeeper.operator.runs import spark as sparkruns
 from tablekeeper.operator.runs.report import from_artifact
 from tablekeeper.spark import job_request, result_artifact

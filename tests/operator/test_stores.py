@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
-from tablekeeper.core.storage.stores import connect
+from tablekeeper.core.policy.specs.run import PaimonMaintenanceRunSpec
+from tablekeeper.core.storage.connections import connect
 from tablekeeper.operator.runs import spark as sparkruns
 from tablekeeper.spark import dispatch, job_request, result_artifact
 from tests.operator.conftest import Harness, obj

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.core import table_options
+from tablekeeper.core.paimon import table_options
 from tablekeeper.core.paimon.table import open_table
 from tests.operator.conftest import Harness, basic_objects
 from tests.support import paimon as P

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import tags as core_tags
 from tablekeeper.core.paimon.table import open_table
+from tablekeeper.core.refs import tags as core_tags
 from tablekeeper.operator.main import FINALIZER
 from tests.operator.conftest import Harness, basic_objects, fast_config, obj
 from tests.support.k8s import eventually
@@ -157,7 +157,7 @@ async def test_branch_lifecycle_and_fork_point_protection(harness: Harness, ware
 
 
 async def test_branch_deleted_out_of_band_is_lost(harness: Harness, warehouse: Path) -> None:
-    from tablekeeper.core import branches
+    from tablekeeper.core.refs import branches
 
     await start(harness, warehouse)
     await harness.apply(tag("base", snapshotId=2))

@@ -13,10 +13,10 @@ import kopf
 import pytest
 
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core.policy import effective
+from tablekeeper.core.policy.effective import resolution, result
 from tablekeeper.core.policy.kinds import parse_spec
-from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
-from tablekeeper.core.policy.table import PaimonTableSpec
+from tablekeeper.core.policy.specs.run import PaimonMaintenanceRunSpec
+from tablekeeper.core.policy.specs.table import PaimonTableSpec
 from tablekeeper.operator import kopfcompat
 from tablekeeper.operator.cluster import view as cluster
 from tablekeeper.operator.runs import engines as run_engines
@@ -85,7 +85,7 @@ def test_render_writes_only_what_changed() -> None:
     (core_errors.SnapshotNotFoundError("no snapshot"), Reason.SNAPSHOT_NOT_FOUND, False),
     (core_errors.TagConflictError("moved"), Reason.ALREADY_EXISTS_DIFFERENT_SNAPSHOT, False),
     (core_errors.ProtectedObjectError("fork point"), Reason.PROTECTED_BY_BRANCH, False),
-    (effective.PolicyNotFoundError("gold"), Reason.POLICY_NOT_FOUND, False),
+    (result.PolicyNotFoundError("gold"), Reason.POLICY_NOT_FOUND, False),
     (core_errors.InvalidInputError("bad"), Reason.INVALID_SPEC, False),
     (RuntimeError("boom"), Reason.ENGINE_ERROR, True),
     (errors.OperatorError(Reason.NAMESPACE_NOT_ALLOWED, "no"), Reason.NAMESPACE_NOT_ALLOWED, False),
@@ -120,14 +120,14 @@ def test_the_oldest_wins_ties_by_namespace_and_name() -> None:
 # -- maintenance scheduling -------------------------------------------------------------------------
 
 def table_and_policy(schedule: str | None = "@every 1 h", **spec: Any) -> tuple[cluster.Obj, PaimonTableSpec,
-                                                                                effective.EffectivePolicy]:
+                                                                                result.EffectivePolicy]:
     raw: dict[str, Any] = {"database": "sales", "table": "orders",
                            "retention": {"snapshots": {"minRetained": 1, "maxRetained": 5}, "tags": {"state": "Disabled"}}, **spec}
     if schedule:
         raw["maintenance"] = {**raw.get("maintenance", {}), "schedule": schedule}
     table_spec = parse_spec("PaimonTable", raw, source="t")
     assert isinstance(table_spec, PaimonTableSpec)
-    policy = effective.resolve_effective_policy(effective.TableContext("orders", "sales", table_spec))
+    policy = resolution.resolve_effective_policy(result.TableContext("orders", "sales", table_spec))
     return obj("PaimonTable", "orders", raw), table_spec, policy
 
 

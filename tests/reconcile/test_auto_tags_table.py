@@ -10,9 +10,10 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from tablekeeper import reconcile
-from tablekeeper.core.paimon import sample_data
+from tablekeeper.core.paimon.pypaimon import sample_data
 from tablekeeper.core.paimon.table import open_table
-from tablekeeper.core.tag_auto import AutoTagRules, SnapshotPoint, TagPeriodHandler, TagPoint
+from tablekeeper.core.refs.tag_auto import AutoTagRules, SnapshotPoint, TagPoint
+from tablekeeper.core.refs.tag_periods import TagPeriodHandler
 from tablekeeper.reconcile import actions as A
 from tests.reconcile.test_tag_auto import JavaTagAutoCreation
 from tests.support import paimon as P

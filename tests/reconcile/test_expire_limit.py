@@ -17,7 +17,7 @@ import pytest
 from tablekeeper import reconcile
 from tablekeeper.cli import demo
 from tablekeeper.core.paimon.table import open_table
-from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
+from tablekeeper.core.policy.specs.run import PaimonMaintenanceRunSpec
 from tablekeeper.reconcile import actions as A
 from tablekeeper.spark import dispatch
 

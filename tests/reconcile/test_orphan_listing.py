@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tablekeeper import reconcile
 from tablekeeper.cli import demo
-from tablekeeper.core import orphans
+from tablekeeper.core.orphans import planning
 from tablekeeper.core.paimon.table import open_table
 from tablekeeper.reconcile import actions as A
 from tests.reconcile.test_planner import _manifests, _plan
@@ -19,8 +19,8 @@ from tests.support.paimon import snapshot_views
 
 def test_policy_listing_cleans_exactly_the_listed_orphans_in_process(demo_wh: Path, examples: Path) -> None:
     t = open_table(str(demo_wh), demo.ORDERS)
-    live = {f.path for f in orphans.plan_orphan_clean(
-        t, orphans.OrphanConfig(orphans.resolve_older_than(int(time.time() * 1000)))).files}
+    live = {f.path for f in planning.plan_orphan_clean(
+        t, planning.OrphanConfig(planning.resolve_older_than(int(time.time() * 1000)))).files}
     assert len(live) == 2  # the demo's planted orphans
     listed_orphan, unlisted_orphan = sorted(live)
     lines = ["key,size,last_modified"]

@@ -13,8 +13,8 @@ from tablekeeper import reconcile
 from tablekeeper.cli import demo
 from tablekeeper.core.paimon.table import open_table
 from tablekeeper.core.policy.schedule import Schedule
-from tablekeeper.core.policy.table import MaintenanceWindow
-from tablekeeper.core.tag_auto import SnapshotPoint
+from tablekeeper.core.policy.specs.table import MaintenanceWindow
+from tablekeeper.core.refs.tag_auto import SnapshotPoint
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.documents import parse_documents
 from tablekeeper.reconcile.observe import BranchState, TableState, TagState
@@ -435,7 +435,7 @@ def test_interrupted_branch_create_resumes() -> None:
 def test_failed_create_claims_nothing(demo_wh: Path, examples: Path) -> None:
     """Someone creates the tag at another snapshot between plan and apply: the create fails and
     tablekeeper records no ownership, so removing the manifest later never deletes their tag."""
-    from tablekeeper.core import tags as core_tags
+    from tablekeeper.core.refs import tags as core_tags
 
     store = reconcile.MemoryRecordStore()
     desired = demo.load_examples(examples, ("01", "02"), str(demo_wh))
@@ -475,7 +475,7 @@ def test_decoupled_changelog_is_expired_by_its_own_retention(demo_wh: Path, exam
 def test_plan_table_kinds_filter_plans_only_those(demo_wh: Path, examples: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A maintenance run of one type plans (and sizes) only its own kinds."""
-    from tablekeeper.core import orphans as core_orphans
+    from tablekeeper.core.orphans import planning as core_orphans
     from tablekeeper.reconcile import planner
 
     desired = demo.load_examples(examples, ("01", "02", "03", "04"), str(demo_wh))

@@ -10,7 +10,7 @@ import pytest
 import s3fs
 
 from tablekeeper import reconcile
-from tablekeeper.core.paimon import sample_data
+from tablekeeper.core.paimon.pypaimon import sample_data
 from tablekeeper.core.paimon.table import open_table
 from tablekeeper.core.storage import FileIO
 from tablekeeper.reconcile import actions as A

@@ -118,7 +118,7 @@ def test_failed_action_keeps_its_error(tmp_path: Path) -> None:
     now = datetime.now(UTC)
     plan = reconcile.plan(desired, now=now, store=store)
     # someone else creates 'x' at another snapshot between plan and apply
-    from tablekeeper.core import tags
+    from tablekeeper.core.refs import tags
 
     tags.create_tag(open_table(str(wh), "db.orders"), "x", snapshot_id=3)
     result = reconcile.apply(plan, store=store)

@@ -1,4 +1,4 @@
-"""Paimon's tag auto-creation and expiry rules (tablekeeper.core.tag_auto), pure.
+"""Paimon's tag auto-creation and expiry rules (tablekeeper.core.refs.tag_auto), pure.
 
 Vectors are ported from apache/paimon 5dacde516b: ``TagPeriodHandlerTest`` and
 ``TagAutoManagerTest`` (every commit there is a watermark commit; the expected tag names are
@@ -16,11 +16,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.tag_auto import (
-    LONG_MIN,
+from tablekeeper.core.refs.tag_auto import (
     AutoTagRules,
     SnapshotPoint,
-    TagPeriodHandler,
     TagPoint,
     extract_time,
     is_batch_tag,
@@ -29,6 +27,7 @@ from tablekeeper.core.tag_auto import (
     plan_batch_count_expiry,
     plan_ttl_expiry,
 )
+from tablekeeper.core.refs.tag_periods import LONG_MIN, TagPeriodHandler
 
 
 def utc_ms(text: str) -> int:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tablekeeper.core import execution, expire
+from tablekeeper.core.expire import planning
+from tablekeeper.core.plans import execution
 from tests.maintenance.helpers import append_table, handle, overwrite, rows, write
 
 NOW = 4_102_444_800_000  # 2100-01-01: every snapshot is old enough to expire
-EXPIRE_ALL_BUT_TWO = expire.ExpireConfig(retain_min=2, time_retained=timedelta(0), expire_limit=1000)
+EXPIRE_ALL_BUT_TWO = planning.ExpireConfig(retain_min=2, time_retained=timedelta(0), expire_limit=1000)
 
 
 def build_expired_tag(wh: str) -> None:
@@ -24,5 +25,5 @@ def build_expired_tag(wh: str) -> None:
     write(t, rows("a", 70))
     overwrite(t, rows("a", 80), {"dt": "a"})
     table = handle(wh)
-    result = execution.execute(expire.plan_expire(table, EXPIRE_ALL_BUT_TWO, NOW), table.file_io)
+    result = execution.execute(planning.plan_expire(table, EXPIRE_ALL_BUT_TWO, NOW), table.file_io)
     assert not result.failed

@@ -1,5 +1,5 @@
 """Changelog expiration beside concurrent changes (issue #12): the expiring ``changelog-N`` files
-are unpublished first, then the decision is made again and compared (core/expire_commit.py), as
+are unpublished first, then the decision is made again and compared (core/expire/commit.py), as
 for snapshots. A consumer that moves back after planning gets its changelogs written back with
 their files; a tag or branch created meanwhile is a root of the second decision; a crash at any
 phase is finished by a rerun. Afterwards every retained snapshot, tag, branch head and kept
@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.core import branches, execution, expire, expire_commit, seams, tags
+from tablekeeper.core.concurrency import seams
+from tablekeeper.core.expire import commit, planning
+from tablekeeper.core.plans import execution
+from tablekeeper.core.refs import branches, tags
 from tests.maintenance.helpers import (
     IDENT,
     append_table,
@@ -43,14 +46,14 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> str:
     for i in range(6):
         write(t, rows("a", 10 * i))
     h = handle(wh)
-    execution.execute(expire.plan_expire(h, expire.config_from_options(h.options()), NOW), h.file_io)
+    execution.execute(planning.plan_expire(h, planning.config_from_options(h.options()), NOW), h.file_io)
     assert h.changelog_ids() == [1, 2, 3, 4, 5]
     return wh
 
 
 def _run(wh: str) -> tuple[list[str], execution.ExecutionResult]:
     t = handle(wh)
-    made, result = expire_commit.run_expire_changelog(t, expire.changelog_config_from_options(t.options()), NOW)
+    made, result = commit.run_expire_changelog(t, planning.changelog_config_from_options(t.options()), NOW)
     return list(made.notes), result
 
 
@@ -82,7 +85,7 @@ def _assert_intact(wh: str) -> None:
     t = handle(wh)
     for cid in t.changelog_ids():
         read_changelog_rows(wh, IDENT, cid)  # every kept changelog still reads
-    assert not Path(expire_commit.intent_path(t, "changelogs")).exists()
+    assert not Path(commit.intent_path(t, "changelogs")).exists()
 
 
 @pytest.mark.parametrize("point", POINTS)

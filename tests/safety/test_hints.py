@@ -7,11 +7,13 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from tablekeeper.core import execution, expire, hint_writes, seams
+from tablekeeper.core.concurrency import hint_writes, seams
+from tablekeeper.core.expire import planning
+from tablekeeper.core.plans import execution
 from tests.maintenance.helpers import build_mixed, handle, run, table_root, views
 
 NOW = 4_102_444_800_000  # 2100-01-01: every snapshot is old
-ALL = expire.ExpireConfig(retain_min=2, time_retained=timedelta(0), expire_limit=1000)
+ALL = planning.ExpireConfig(retain_min=2, time_retained=timedelta(0), expire_limit=1000)
 
 
 def _earliest(wh: str) -> str:
@@ -23,18 +25,18 @@ def test_a_rerun_corrects_a_stale_earliest(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     build_mixed(wh)
     table = handle(wh)
-    plan = expire.plan_expire(table, ALL, NOW)
+    plan = planning.plan_expire(table, ALL, NOW)
     stale = _earliest(wh) if Path(table_root(wh), "snapshot", "EARLIEST").exists() else None
     crashed = type(plan)(plan.operation, plan.table, tuple(s for s in plan.steps
                                                            if not str(getattr(s, "path", "")).endswith("EARLIEST")))
     run(crashed, table)
     assert handle(wh).snapshot_ids() == [6, 7]
     Path(table_root(wh), "snapshot", "EARLIEST").write_text(stale or "1")
-    rerun = expire.plan_expire(handle(wh), ALL, NOW)
+    rerun = planning.plan_expire(handle(wh), ALL, NOW)
     assert [s.path for s in rerun.steps] == [f"{table_root(wh)}/snapshot/EARLIEST"], rerun.steps
     run(rerun, handle(wh))
     assert _earliest(wh) == "6"
-    assert expire.plan_expire(handle(wh), ALL, NOW).is_empty
+    assert planning.plan_expire(handle(wh), ALL, NOW).is_empty
 
 
 def test_a_late_plan_never_moves_earliest_backwards(tmp_path: Path) -> None:
@@ -42,8 +44,8 @@ def test_a_late_plan_never_moves_earliest_backwards(tmp_path: Path) -> None:
     wh = str(tmp_path / "wh")
     build_mixed(wh)
     before = views(wh)
-    small = expire.plan_expire(handle(wh), expire.ExpireConfig(retain_min=5, time_retained=timedelta(0)), NOW)
-    big = expire.plan_expire(handle(wh), ALL, NOW)
+    small = planning.plan_expire(handle(wh), planning.ExpireConfig(retain_min=5, time_retained=timedelta(0)), NOW)
+    big = planning.plan_expire(handle(wh), ALL, NOW)
     run(big, handle(wh))
     assert _earliest(wh) == "6"
     run(small, handle(wh))  # its EARLIEST (3) is planned below what is there now
@@ -108,7 +110,7 @@ def test_every_step_has_a_seam_point(tmp_path: Path) -> None:
     table = handle(wh)
     seen: list[str] = []
     with seams.installed(seen.append):
-        execution.execute(expire.plan_expire(table, ALL, NOW), table.file_io)
+        execution.execute(planning.plan_expire(table, ALL, NOW), table.file_io)
     assert seen[0] == "before:delete:data" and seen[-1] == "end"
     assert {"mid:delete:manifest", "before:delete:snapshot", "mid:delete:snapshot",
             "before:write:snapshot/EARLIEST"} <= set(seen)

@@ -1,5 +1,5 @@
 """Deterministic interleavings (issue #12): each destructive operation runs in this process with
-a test hook (core/seams.py) that injects one concurrent change at one phase boundary: a writer
+a test hook (core/concurrency/seams.py) that injects one concurrent change at one phase boundary: a writer
 commit (pypaimon), an expiration (as Paimon's own procedure would: no lease), a tag on the
 oldest snapshot (or on the tag being deleted), a branch from a tag, a consumer that moved back,
 or a crash (then the operation is rerun). For every pair (operation, change), at two boundaries
@@ -16,17 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.core import (
-    branches,
-    errors,
-    execution,
-    expire,
-    expire_commit,
-    orphans,
-    seams,
-    tag_deletion,
-    tags,
-)
+from tablekeeper.core import errors
+from tablekeeper.core.concurrency import seams
+from tablekeeper.core.expire import commit, planning
+from tablekeeper.core.orphans import planning as orphans
+from tablekeeper.core.plans import execution
+from tablekeeper.core.refs import branches, tag_deletion, tags
 from tests.maintenance.helpers import (
     DAY_MS,
     backdate_tree,
@@ -49,7 +44,7 @@ class Crash(Exception):
 
 
 def _expire(wh: str) -> None:
-    expire_commit.run_expire(handle(wh), EXPIRE_ALL_BUT_TWO, NOW)
+    commit.run_expire(handle(wh), EXPIRE_ALL_BUT_TWO, NOW)
 
 
 def _tag_delete(wh: str) -> None:
@@ -93,8 +88,8 @@ def _commit(wh: str) -> None:
 
 def _paimon_expire(wh: str) -> None:
     t = handle(wh)
-    config = expire.ExpireConfig(retain_min=1, time_retained=timedelta(0), expire_limit=1000)
-    execution.execute(expire.plan_expire(t, config, NOW), t.file_io)
+    config = planning.ExpireConfig(retain_min=1, time_retained=timedelta(0), expire_limit=1000)
+    execution.execute(planning.plan_expire(t, config, NOW), t.file_io)
 
 
 def _commit_then_expire(wh: str) -> None:

@@ -1,4 +1,4 @@
-"""The table maintenance lease (core/lease.py, issue #12): one tablekeeper maintainer per table.
+"""The table maintenance lease (core/concurrency/lease.py, issue #12): one tablekeeper maintainer per table.
 
 Local files and S3 (moto): exactly one of several racing acquirers wins; a holder blocks others
 (exit 2 naming the holder and its expiry from the CLI, ``--wait`` waits, ``apply -f`` and the
@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 
 from tablekeeper.cli.main import main
-from tablekeeper.core import errors, execution, expire, lease, seams
+from tablekeeper.core import errors
+from tablekeeper.core.concurrency import lease, seams
+from tablekeeper.core.expire import planning
+from tablekeeper.core.plans import execution
 from tablekeeper.core.storage import FileIO
 from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import classify
@@ -112,7 +115,7 @@ def test_a_lost_lease_stops_the_executor_at_the_next_phase(tmp_path: Path) -> No
     wh = str(tmp_path / "wh")
     build_mixed(wh)
     table = handle(wh)
-    plan = expire.plan_expire(table, expire.ExpireConfig(retain_min=2, time_retained=timedelta(0)), NOW)
+    plan = planning.plan_expire(table, planning.ExpireConfig(retain_min=2, time_retained=timedelta(0)), NOW)
     with lease.held(table.file_io, table.root, "expire") as mine:
         mine._lost = "simulated"
         with pytest.raises(errors.TableLockedError, match="lost"):

@@ -1,5 +1,5 @@
 """Deterministic interleavings for the Spark engine (issue #12): the Spark driver runs in this
-process, so core's seam points (core/seams.py) fire in it and a test hook injects one
+process, so core's seam points (core/concurrency/seams.py) fire in it and a test hook injects one
 concurrent change at one phase boundary of a Spark job, as tests/safety/test_interleavings.py
 does for the in-process engine. Afterwards every retained snapshot, tag and branch head reads
 through pypaimon and no file a retained root needs is missing; the run says what it did about
@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import expire_commit, seams
+from tablekeeper.core.concurrency import seams
+from tablekeeper.core.expire import commit
 from tablekeeper.spark import job, job_request, result_artifact
 from tests.maintenance.helpers import (
     handle,
@@ -108,7 +109,7 @@ def test_spark_expire_keeps_what_a_tag_created_after_planning_needs(spark: Any, 
     assert result.failed_count == 0
     assert any("left for orphan cleanup" in n for n in result.notes), result.notes
     t = handle(wh)
-    assert t.tag_exists("late") and not Path(expire_commit.intent_path(t)).exists()
+    assert t.tag_exists("late") and not Path(commit.intent_path(t)).exists()
     _assert_intact(wh)
 
 
@@ -138,6 +139,6 @@ def test_spark_expire_crash_then_rerun_finishes(spark: Any, templates: dict[str,
     result = job.run(spark, _expire_request(wh))
     assert result.failed_count == 0
     t = handle(wh)
-    assert len(t.snapshot_ids()) == 2 and not Path(expire_commit.intent_path(t)).exists()
+    assert len(t.snapshot_ids()) == 2 and not Path(commit.intent_path(t)).exists()
     assert t.read_hint("snapshot", "EARLIEST") == t.snapshot_ids()[0]
     _assert_intact(wh)

@@ -18,17 +18,12 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import (
-    branches,
-    errors,
-    execution,
-    expire,
-    expire_commit,
-    lease,
-    orphans,
-    retention_settings,
-    tag_deletion,
-)
+from tablekeeper.core import errors
+from tablekeeper.core.concurrency import lease
+from tablekeeper.core.expire import commit, planning, retention
+from tablekeeper.core.orphans import planning as orphans
+from tablekeeper.core.plans import execution
+from tablekeeper.core.refs import branches, tag_deletion
 from tests.maintenance.helpers import (
     DAY_MS,
     IDENT,
@@ -47,7 +42,7 @@ from tests.maintenance.helpers import (
 
 #: Seconds the writer commits for, per backend. The maintainer loop runs meanwhile.
 WRITER_SECONDS = {"local": 12.0, "s3": 8.0}
-EXPIRE = expire.ExpireConfig(retain_min=3, time_retained=timedelta(0), expire_limit=1000)
+EXPIRE = planning.ExpireConfig(retain_min=3, time_retained=timedelta(0), expire_limit=1000)
 
 
 def _key(r: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -113,9 +108,9 @@ def _maintain_once(wh: str, options: Mapping[str, str] | None, writer: Writer, n
     t = handle(wh, options=options)
     now = int(time.time() * 1000)
     with lease.held(t.file_io, t.root, "stress"):
-        expire_commit.run_expire(t, EXPIRE, now)
-        cconfig = expire.changelog_config(retention_settings.from_options(t.options()), t.options())
-        expire_commit.run_expire_changelog(t, cconfig, now)
+        commit.run_expire(t, EXPIRE, now)
+        cconfig = planning.changelog_config(retention.from_options(t.options()), t.options())
+        commit.run_expire_changelog(t, cconfig, now)
         plan = orphans.plan_orphan_clean(t, orphans.OrphanConfig(now - DAY_MS, processes=1))
         result = execution.execute(plan, t.file_io)
         assert not result.failed, result.failed

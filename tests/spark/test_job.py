@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import errors, expire_commit
+from tablekeeper.core import errors
+from tablekeeper.core.expire import commit
 from tablekeeper.spark import __main__ as spark_main
 from tablekeeper.spark import dispatch, job, job_request, result_artifact
 from tests.maintenance.helpers import (
@@ -268,7 +269,7 @@ def test_a_killed_job_leaves_metadata_intact_and_a_rerun_finishes(spark: Any, tw
     # files went until the fault: no manifest, index or hint was touched, a rerun resumes
     assert lost_data and all("/dt=" in n or "/snapshot/snapshot-" in n for n in lost)
     assert set(h.snapshot_ids()) < set(snapshots)
-    assert Path(expire_commit.intent_path(h)).exists()
+    assert Path(commit.intent_path(h)).exists()
     assert partial.planned_files == local.planned_files
     rerun = job.run(spark, request(spark_wh, "expire", **kw))
     assert rerun.planned_files == local.planned_files
@@ -335,12 +336,12 @@ def test_nothing_to_expire_is_planned_by_core_without_spark_stages(spark: Any, t
 
 
 def test_a_spark_run_takes_the_table_lease(spark: Any, two_copies: tuple[str, str]) -> None:
-    """One maintainer per table (core/lease.py, issue #12): a Spark run on a table another
+    """One maintainer per table (core/concurrency/lease.py, issue #12): a Spark run on a table another
     tablekeeper maintains fails with TableLocked naming the holder, having changed nothing; a
     dry run needs no lease; once the holder is done, the run goes ahead."""
     import threading
 
-    from tablekeeper.core import lease
+    from tablekeeper.core.concurrency import lease
 
     _local_wh, wh = two_copies
     h = handle(wh)

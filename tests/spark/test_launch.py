@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import errors, safety
-from tablekeeper.core.retention_settings import Retention, RetentionFlags, from_options
+from tablekeeper.core import errors
+from tablekeeper.core.expire.retention import Retention, RetentionFlags, from_options
+from tablekeeper.core.values import rails
 from tablekeeper.spark import (
     dispatch,
     engine_choice,
@@ -85,7 +86,7 @@ def test_run_names_are_short_unique_dns_labels() -> None:
     names = {run_names.run_name("prod/sales.orders", "clean-orphans") for _ in range(50)}
     assert len(names) == 50
     for name in names:
-        assert len(name) <= safety.SPARK_NAME_MAX
+        assert len(name) <= rails.SPARK_NAME_MAX
         assert name.startswith("tk-") and "-orp-" in name
         run_names.check_name(name)
     assert run_names.run_name("t", "expire", suffix="abcd") == run_names.run_name("t", "expire", suffix="abcd")
@@ -93,7 +94,7 @@ def test_run_names_are_short_unique_dns_labels() -> None:
     with pytest.raises(errors.InvalidInputError):
         run_names.run_name("t", "compact")
     with pytest.raises(errors.InvalidInputError):
-        run_names.check_name("x" * (safety.SPARK_NAME_MAX + 1))
+        run_names.check_name("x" * (rails.SPARK_NAME_MAX + 1))
 
 
 # -- request and argv -----------------------------------------------------------------------------------
@@ -117,7 +118,7 @@ def test_request_round_trips_through_the_command_line() -> None:
 
 
 @pytest.mark.parametrize("bad", [{"operation": "compact"}, {"batch_size": 0}, {"batches": 0},
-                                 {"batch_size": safety.DELETE_BATCH_MAX + 1}, {"parallelism": 0},
+                                 {"batch_size": rails.DELETE_BATCH_MAX + 1}, {"parallelism": 0},
                                  {"operation": "clean-orphans", "branch": "b1"},
                                  {"operation": "expire-changelog", "with_changelog": True},
                                  {"operation": "clean-orphans", "retention": Retention()}])
@@ -222,10 +223,10 @@ def test_result_artifact_round_trip_and_validation(tmp_path: Path) -> None:
     data = json.loads(path.read_text())
     assert data["kind"] == result_artifact.RESULT_KIND and data["schemaVersion"] == result_artifact.RESULT_SCHEMA_VERSION
     assert data["planned"]["totalFiles"] == 3 and data["executed"]["totalDeleted"] == 2
-    assert len(data["sample"]) == safety.STATUS_SAMPLE_MAX
+    assert len(data["sample"]) == rails.STATUS_SAMPLE_MAX
     back = result_artifact.read_result(str(path))
     assert back.planned_files == r.planned_files and back.missing == r.missing and back.failed_count == 1
-    assert back.details == {"end_exclusive": 7} and back.sample == r.sample[:safety.STATUS_SAMPLE_MAX]
+    assert back.details == {"end_exclusive": 7} and back.sample == r.sample[:rails.STATUS_SAMPLE_MAX]
     for broken in ({**data, "kind": "Other"}, {**data, "schemaVersion": 99}, {**data, "status": "Weird"},
                    {k: v for k, v in data.items() if k != "planned"}):
         path.write_text(json.dumps(broken))

@@ -1,5 +1,5 @@
 """No Paimon rule lives in tablekeeper/spark: the Spark job evaluates core's decisions
-(tablekeeper.core.decisions) and every module says which. These checks read the source, so a
+(tablekeeper.core.orphans.decision) and every module says which. These checks read the source, so a
 rule copied back into the Spark side fails here before it can drift from core's."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ RULE_FRAGMENTS = {
     r"""\.kind\s*==\s*0\b|entry\.kind\s*==""": "index/manifest entry kinds: core.root_metadata / manifests",
     r"""(adds|dels)\s*[><=]""": "live merge: manifests.merge_kinds",
     r"""_KEPT_NAMES""": "temp-file filter: decisions.is_candidate_name",
-    r"""\b(expire|orphans|plans|references|reachability|decisions)\._[a-z]""": "a private name of core",
+    r"""\b(expire|orphans|plans|reach|refs|partitions|concurrency|values|paimon|manifests|storage|policy|references|reachability|decisions)\._[a-z]""": "a private name of core",
 }
 
 

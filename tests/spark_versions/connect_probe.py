@@ -21,7 +21,7 @@ def where() -> dict[str, Any]:
     try:
         import tablekeeper.core.plans
 
-        info["tablekeeper"] = tablekeeper.core.plans.__file__
+        info["tablekeeper"] = tablekeeper.core.plans.plan.__file__
     except ImportError as e:
         info["tablekeeper"] = f"error: {type(e).__name__}: {e}"
     try:

@@ -18,12 +18,12 @@ from typing import Any
 MODULES = (
     "tablekeeper.core.plans",
     "tablekeeper.core.storage.fileio",
-    "tablekeeper.core.paimon.manifest_decoding",
+    "tablekeeper.core.paimon.manifests.decoding",
     "tablekeeper.spark.executor",
 )
 NATIVE = (
-    "tablekeeper.core._name_scan_native",
-    "tablekeeper.core.paimon._avro_native",
+    "tablekeeper.core.orphans._name_scan_native",
+    "tablekeeper.core.paimon.manifests._avro_native",
     "tablekeeper.core.storage._fs_native",
 )
 

@@ -47,7 +47,7 @@ def test_added_artifacts_are_importable_on_the_servers_executors(connect_server:
         assert side["probe"].startswith("error: ModuleNotFoundError"), side
     for side in report["after_arrow"] + report["after_pandas"]:
         assert side["python"] == executor_env.python
-        assert f"{Path(pyfiles_zip).name}/tablekeeper/core/plans.py" in side["tablekeeper"], side
+        assert f"{Path(pyfiles_zip).name}/tablekeeper/core/plans/plan.py" in side["tablekeeper"], side
         assert side["probe"] == "from-an-artifact", side
     assert len(report["after_arrow"]) == len(report["after_pandas"]) == 2
     # adding the same file again is accepted; another session of the server does not see them

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.core import safety
 from tablekeeper.core.errors import InvalidInputError
 from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, FileStatus, basename
+from tablekeeper.core.values import rails
 from tests.storage.conftest import Backend
 
 
@@ -368,7 +368,7 @@ def test_local_paths_accept_file_uris(tmp_path: Path) -> None:
 
 
 def test_batch_constant_is_the_s3_limit() -> None:
-    assert safety.DELETE_BATCH_MAX == 1000
+    assert rails.DELETE_BATCH_MAX == 1000
     assert basename("s3://b/k/x/") == "x"
 
 

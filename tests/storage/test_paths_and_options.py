@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tablekeeper.core.storage import FileIO, basename, join, parent, storage_options_from_paimon
+from tablekeeper.core.storage import FileIO, basename, join, parent
+from tablekeeper.core.storage.connections import storage_options_from_paimon
 
 
 def test_join_parent_basename() -> None:

@@ -11,7 +11,7 @@ import pytest
 import s3fs
 
 from tablekeeper.core import errors
-from tablekeeper.core.paimon.snapshot import Snapshot
+from tablekeeper.core.paimon.metadata.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table, open_table
 from tablekeeper.core.storage import FileIO
 from tests.support import paimon as tp

@@ -7,7 +7,7 @@ command runs through the CLI with ``--output json`` against a counting proxy on 
 by tablekeeper's own count (the JSON's ``requests``) and by the server. The server sees three
 requests more, the maintenance lease's release after the JSON was printed (GET, DeleteObjects,
 bounded LIST of ``.tablekeeper/``). ``expire-partitions`` commits through tablekeeper's own client
-(core/paimon/pypaimon_store_io.py), so pypaimon's requests are in tablekeeper's count too.
+(core/paimon/pypaimon/store_io.py), so pypaimon's requests are in tablekeeper's count too.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pytest
 from click.testing import CliRunner
 
 from tablekeeper.cli.main import cli
-from tablekeeper.core import request_minimum
+from tablekeeper.core.plans import request_minimum
 from tests.maintenance.helpers import plant, table_root
 from tests.support import s3 as s3support
 from tests.support.paimon import append_table, rows, write

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import s3fs
 
-from tablekeeper.core import safety
 from tablekeeper.core.storage import DeleteOutcome, FileIO
+from tablekeeper.core.values import rails
 from tests.support import s3 as s3support
 
 pytestmark = pytest.mark.s3
@@ -134,7 +134,7 @@ def test_delete_tree_removes_markers_too(s3: s3fs.S3FileSystem, s3_bucket: str, 
 # -- bulk delete -------------------------------------------------------------------------------
 def test_bulk_delete_splits_more_than_1000_keys_into_batches(
         s3: s3fs.S3FileSystem, s3_bucket: str, s3_io: FileIO, monkeypatch: pytest.MonkeyPatch) -> None:
-    n = safety.DELETE_BATCH_MAX + 205
+    n = rails.DELETE_BATCH_MAX + 205
     s3support.put_objects(s3_bucket, {f"big/data-{i:05d}.parquet": b"d" for i in range(n)})
     paths = [f"s3://{s3_bucket}/big/data-{i:05d}.parquet" for i in range(n)]
     paths.append(f"s3://{s3_bucket}/big/already-gone.parquet")

@@ -1,11 +1,12 @@
-"""The flat listing in segments (core/storage/segmented.py) on moto: exact LIST pages of a small
+"""The flat listing in segments (core/storage/backends/segmented.py) on moto: exact LIST pages of a small
 fixed prefix (20 keys a page), the same entries as the sequential listing, every key once."""
 
 from __future__ import annotations
 
 import pytest
 
-from tablekeeper.core.storage import FileIO, segmented
+from tablekeeper.core.storage import FileIO
+from tablekeeper.core.storage.backends import segmented
 from tests.support import s3 as s3support
 
 #: 10 partition directories of 30 files, manifest/ with 20 and snapshot/ with 5: 325 keys

@@ -11,10 +11,11 @@ import pytest
 
 from tablekeeper.cli.main import main as cli_main
 from tablekeeper.core.errors import InvalidInputError
-from tablekeeper.core.policy.catalog import PaimonCatalogSpec
+from tablekeeper.core.policy.specs.catalog import PaimonCatalogSpec
 from tablekeeper.core.storage import FileIO
+from tablekeeper.core.storage.connections import connect
 from tablekeeper.core.storage.secrets import is_secret_option, redact_options, redact_text
-from tablekeeper.core.storage.stores import Store, connect, store_of
+from tablekeeper.core.storage.stores import Store, store_of
 
 AZ_HOST = "acct.dfs.core.windows.net"
 

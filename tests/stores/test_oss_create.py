@@ -13,7 +13,7 @@ import pytest
 
 from tablekeeper.core.storage import FileIO
 from tablekeeper.core.storage.backends import object_store
-from tablekeeper.core.storage.oss_headers import FORBID_OVERWRITE
+from tablekeeper.core.storage.backends.oss_headers import FORBID_OVERWRITE
 from tests.support import stores as storesupport
 
 pytestmark = [pytest.mark.oss, pytest.mark.storage]

@@ -8,7 +8,7 @@ import pytest
 import s3fs
 
 from tablekeeper.core.storage import DeleteOutcome, FileIO
-from tablekeeper.core.storage.retry import RetryPolicy, UnreachableError, is_transient
+from tablekeeper.core.storage.layers.retry import RetryPolicy, UnreachableError, is_transient
 from tests.support import s3 as s3support
 from tests.support.faults import FaultPlan, fault_proxy
 

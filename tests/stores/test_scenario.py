@@ -7,7 +7,7 @@ libhdfs, OSS only virtual-hosted, GCS through pyarrow's client without ``fs.gs.*
 Azure). So the table is written by pypaimon locally and uploaded with the store's own client;
 after each step it is downloaded and read by pypaimon (the same bytes any reader gets). The
 partition drop commits through pypaimon on every store: on the non-S3 ones over tablekeeper's
-storage layer (``core/paimon/pypaimon_store_io.py``). The Spark engine on these stores:
+storage layer (``core/paimon/pypaimon/store_io.py``). The Spark engine on these stores:
 ``test_spark_stores.py``.
 """
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import fastavro
 
-from tablekeeper.core.paimon import avro_container
+from tablekeeper.core.paimon.manifests import avro_container
 
 __all__ = ["avro_long", "with_schema_json", "with_schema", "schema_of", "uncompressed", "records_of", "rewritten"]
 

@@ -12,8 +12,12 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import execution, expire, expire_commit, orphans, retention_settings, tag_deletion, trash
+from tablekeeper.core import trash
+from tablekeeper.core.expire import commit, planning, retention
+from tablekeeper.core.orphans import planning as orphans
 from tablekeeper.core.paimon.table import Table
+from tablekeeper.core.plans import execution
+from tablekeeper.core.refs import tag_deletion
 from tests.maintenance.helpers import Crash, backdate_tree, copy_tree, handle, plant, table_root, views
 
 NOW = 4_102_444_800_000  # 2100-01-01: every planted file is old enough
@@ -35,9 +39,9 @@ def _tag_delete(t: Table) -> None:
 
 
 def _expire(t: Table) -> None:
-    config = expire.expire_config(retention_settings.from_options(t.options(), retention_settings.RetentionFlags(
+    config = planning.expire_config(retention.from_options(t.options(), retention.RetentionFlags(
         retain_min=1, time_retained=timedelta(0))), t.options())
-    _, result = expire_commit.run_expire(t, config, NOW, lambda p: execution.execute(p, t.file_io, batch_size=1))
+    _, result = commit.run_expire(t, config, NOW, lambda p: execution.execute(p, t.file_io, batch_size=1))
     assert not result.failed
 
 

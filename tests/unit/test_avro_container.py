@@ -1,4 +1,4 @@
-"""The Avro container framing of :mod:`tablekeeper.core.paimon.avro_container` against fastavro,
+"""The Avro container framing of :mod:`tablekeeper.core.paimon.manifests.avro_container` against fastavro,
 the manifest payload reader built on it (and its fastavro fallback), and the names-only manifest
 list reader of :class:`Reachability` (including its appended-rows decoding) against the full
 manifest-list reader."""
@@ -20,10 +20,10 @@ import pytest
 import zstandard
 
 from tablekeeper.core import errors
-from tablekeeper.core.paimon import avro_container as ac
 from tablekeeper.core.paimon import manifests
+from tablekeeper.core.paimon.manifests import avro_container as ac
 from tablekeeper.core.paimon.table import Table, open_table
-from tablekeeper.core.reachability import Reachability
+from tablekeeper.core.reach.reachability import Reachability
 from tablekeeper.core.storage import FileIO, join
 from tests.support import paimon as tp
 

@@ -1,5 +1,5 @@
 """The native manifest-list programs' self-test without fastavro (issue 13, CLI start-up): its
-records are encoded by core/paimon/avro_encode.py, byte for byte what fastavro writes; the test
+records are encoded by core/paimon/manifests/self_test.py, byte for byte what fastavro writes; the test
 catches a decoder that builds other rows; and the names-only reader of orphan cleanup returns,
 natively, exactly what the generated Python decoder and fastavro's reader return on pypaimon-
 and Java-written lists (also from a start offset)."""
@@ -16,9 +16,10 @@ from typing import Any
 import fastavro
 import pytest
 
-from tablekeeper.core.paimon import avro_container, avro_encode, manifests
-from tablekeeper.core.paimon import manifest_decoding as md
-from tablekeeper.core.paimon import manifest_native as mn
+from tablekeeper.core.paimon import manifests
+from tablekeeper.core.paimon.manifests import avro_container, records, self_test
+from tablekeeper.core.paimon.manifests import decoding as md
+from tablekeeper.core.paimon.manifests import native as mn
 from tablekeeper.core.storage import FileIO
 from tests.support import paimon as tp
 
@@ -28,7 +29,7 @@ native = pytest.mark.skipif(mn._NATIVE is None, reason="the native decoder is no
 
 
 def _list_file() -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    return next((schema, records) for schema, records, kinds in md.self_test_files() if "list" in kinds)
+    return next((schema, records) for schema, records, kinds in self_test.self_test_files() if "list" in kinds)
 
 
 def test_encoding_equals_fastavro_byte_for_byte() -> None:
@@ -37,12 +38,12 @@ def test_encoding_equals_fastavro_byte_for_byte() -> None:
     for record in records:
         buf = io.BytesIO()
         fastavro.schemaless_writer(buf, parsed, record)
-        assert avro_encode.encode(schema, record) == buf.getvalue(), record
+        assert self_test.encode(schema, record) == buf.getvalue(), record
 
 
 def test_blocks_hold_every_record_in_order() -> None:
     schema, records = _list_file()
-    blocks = avro_encode.encode_blocks(schema, records, 23)
+    blocks = self_test.encode_blocks(schema, records, 23)
     assert [n for _b, n in blocks] == [23, 23, 14]
     stream = io.BytesIO(b"".join(b for b, _n in blocks))
     decoded = [fastavro.schemaless_reader(stream, fastavro.parse_schema(schema)) for _ in records]
@@ -51,16 +52,16 @@ def test_blocks_hold_every_record_in_order() -> None:
 
 def test_shapes_it_does_not_write_are_refused() -> None:
     with pytest.raises(ValueError, match="no encoding"):
-        avro_encode.encode({"type": "record", "name": "r", "fields": [
+        self_test.encode({"type": "record", "name": "r", "fields": [
             {"name": "m", "type": {"type": "map", "values": "string"}}]}, {"m": {}})
     with pytest.raises(ValueError, match="not \\[null, T\\]"):
-        avro_encode.encode({"type": "record", "name": "r", "fields": [
+        self_test.encode({"type": "record", "name": "r", "fields": [
             {"name": "u", "type": ["int", "string"]}]}, {"u": 1})
 
 
 @native
 def test_lists_self_test_passes_without_importing_fastavro() -> None:
-    code = ("import sys\nfrom tablekeeper.core.paimon import manifest_native as mn\n"
+    code = ("import sys\nfrom tablekeeper.core.paimon.manifests import native as mn\n"
             "assert mn.lists_usable() and mn._enabled is None\n"
             "assert 'fastavro' not in sys.modules, sorted(m for m in sys.modules if 'avro' in m)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
@@ -70,8 +71,8 @@ def test_lists_self_test_passes_without_importing_fastavro() -> None:
 @native
 def test_lists_self_test_catches_other_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     assert mn._lists_self_test()
-    row = md.list_row
-    monkeypatch.setattr(md, "list_row", lambda r: row(r)._replace(schema_id=row(r).schema_id + 1))
+    row = records.list_row
+    monkeypatch.setattr(records, "list_row", lambda r: row(r)._replace(schema_id=row(r).schema_id + 1))
     assert not mn._lists_self_test()
 
 

@@ -4,10 +4,11 @@ read none of its lists and no missing list of it aborts (Java deletes them)."""
 
 from __future__ import annotations
 
-from tablekeeper.core import decisions, expire_decisions
-from tablekeeper.core.decisions import ListRole
-from tablekeeper.core.expire_decisions import ReadOutcome, RootUse
-from tablekeeper.core.paimon.snapshot import Snapshot
+from tablekeeper.core.expire import decision
+from tablekeeper.core.expire.decision import ReadOutcome, RootUse
+from tablekeeper.core.paimon.metadata.snapshot import Snapshot
+from tablekeeper.core.reach import roles
+from tablekeeper.core.reach.roles import ListRole
 
 
 def _snap(changelog: str | None) -> Snapshot:
@@ -19,11 +20,11 @@ def _snap(changelog: str | None) -> Snapshot:
 
 
 def test_changelog_reads_by_producer() -> None:
-    assert decisions.changelog_reads(_snap("c"), "lookup")
-    assert decisions.changelog_reads(_snap(None), "none")
-    assert decisions.changelog_reads(_snap(None), " NONE ")
-    assert not decisions.changelog_reads(_snap(None), "lookup")
-    assert not decisions.changelog_reads(_snap(None), "full-compaction")
+    assert roles.changelog_reads(_snap("c"), "lookup")
+    assert roles.changelog_reads(_snap(None), "none")
+    assert roles.changelog_reads(_snap(None), " NONE ")
+    assert not roles.changelog_reads(_snap(None), "lookup")
+    assert not roles.changelog_reads(_snap(None), "full-compaction")
 
 
 def test_a_changelog_that_reads_nothing_reads_no_list() -> None:
@@ -31,7 +32,7 @@ def test_a_changelog_that_reads_nothing_reads_no_list() -> None:
     assert empty.entry_roles == frozenset() and empty.meta_lists == ()
     assert empty.meta_extra and not empty.strict_index
     for role in (ListRole.BASE, ListRole.DELTA, ListRole.CHANGELOG):
-        assert ReadOutcome.ABORT not in expire_decisions.judge_missing(empty, "list", role)
+        assert ReadOutcome.ABORT not in decision.judge_missing(empty, "list", role)
     reading = RootUse(_snap(None), log_keep=True)  # producer none: the changelog is the delta
     assert ListRole.DELTA in reading.entry_roles and reading.strict_index
-    assert ReadOutcome.ABORT in expire_decisions.judge_missing(reading, "list", ListRole.DELTA)
+    assert ReadOutcome.ABORT in decision.judge_missing(reading, "list", ListRole.DELTA)

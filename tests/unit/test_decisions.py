@@ -7,11 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tablekeeper.core import decisions, errors, expire_decisions, plans
-from tablekeeper.core.decisions import ListRole
-from tablekeeper.core.expire_decisions import ReadOutcome, RootUse
+from tablekeeper.core import errors
+from tablekeeper.core.expire import decision as expire_decisions
+from tablekeeper.core.expire.decision import ReadOutcome, RootUse
+from tablekeeper.core.orphans import decision
 from tablekeeper.core.paimon import manifests
-from tablekeeper.core.paimon.snapshot import Snapshot
+from tablekeeper.core.paimon.metadata.snapshot import Snapshot
+from tablekeeper.core.plans import plan
+from tablekeeper.core.reach.roles import ListRole
 
 
 def snap(sid: int = 1, *, changelog: bool = False) -> Snapshot:
@@ -38,7 +41,7 @@ def test_a_tag_protects_metadata_strictly_but_not_the_entries_it_does_not_read()
 
 
 def test_expiring_uses_tolerate_what_an_interrupted_run_deleted() -> None:
-    expiring = RootUse(snap(), cand_delta=plans.FileKind.DATA, cand_changelog=plans.FileKind.CHANGELOG_DATA,
+    expiring = RootUse(snap(), cand_delta=plan.FileKind.DATA, cand_changelog=plan.FileKind.CHANGELOG_DATA,
                        cand_meta=True, prev_tag=None)
     assert expire_decisions.judge_missing(expiring, "manifest", ListRole.DELTA) == {ReadOutcome.SKIP_DELTA}
     assert expire_decisions.judge_missing(expiring, "list", ListRole.CHANGELOG) == {ReadOutcome.SKIP_CHANGELOG}
@@ -47,7 +50,7 @@ def test_expiring_uses_tolerate_what_an_interrupted_run_deleted() -> None:
 
 
 def test_the_first_retained_snapshot_skips_a_cleaned_delta_manifest_but_not_its_list() -> None:
-    end = RootUse(snap(), keep_changelog=True, keep_meta=True, cand_delta=plans.FileKind.DATA)
+    end = RootUse(snap(), keep_changelog=True, keep_meta=True, cand_delta=plan.FileKind.DATA)
     assert expire_decisions.judge_missing(end, "manifest", ListRole.DELTA) == {ReadOutcome.SKIP_DELTA}
     assert ReadOutcome.ABORT in expire_decisions.judge_missing(end, "list", ListRole.DELTA)
 
@@ -106,22 +109,22 @@ def test_an_add_after_a_delete_of_the_same_identifier_is_corrupt_as_in_java() ->
 
 # -- orphan rules ----------------------------------------------------------------------------------
 def test_candidate_names_in_snapshot_directories_are_temp_files_only() -> None:
-    snapshot_dir = decisions.CandidateDir("/t/snapshot", plans.FileKind.OTHER, temp_prefix="snapshot-")
-    assert decisions.is_candidate_name(snapshot_dir, ".snapshot-3.tmp")
-    assert not decisions.is_candidate_name(snapshot_dir, "snapshot-3")
-    assert not decisions.is_candidate_name(snapshot_dir, "EARLIEST")
-    assert not decisions.is_candidate_name(snapshot_dir, "LATEST")
-    manifest_dir = decisions.CandidateDir("/t/manifest", plans.FileKind.MANIFEST)
-    assert decisions.is_candidate_name(manifest_dir, "manifest-list-x")
+    snapshot_dir = decision.CandidateDir("/t/snapshot", plan.FileKind.OTHER, temp_prefix="snapshot-")
+    assert decision.is_candidate_name(snapshot_dir, ".snapshot-3.tmp")
+    assert not decision.is_candidate_name(snapshot_dir, "snapshot-3")
+    assert not decision.is_candidate_name(snapshot_dir, "EARLIEST")
+    assert not decision.is_candidate_name(snapshot_dir, "LATEST")
+    manifest_dir = decision.CandidateDir("/t/manifest", plan.FileKind.MANIFEST)
+    assert decision.is_candidate_name(manifest_dir, "manifest-list-x")
 
 
 def test_a_missing_reference_aborts_only_under_a_root_that_still_exists() -> None:
-    assert decisions.missing_reference_aborts(True)
-    assert not decisions.missing_reference_aborts(False)
+    assert decision.missing_reference_aborts(True)
+    assert not decision.missing_reference_aborts(False)
 
 
 def test_directory_predicates_of_the_bucket_walk() -> None:
-    assert decisions.is_partition_dir("dt=2026-01-01")
-    assert not decisions.is_partition_dir("bucket-0")
-    assert decisions.is_bucket_dir("bucket-0")
-    assert not decisions.is_bucket_dir("dt=1")
+    assert decision.is_partition_dir("dt=2026-01-01")
+    assert not decision.is_partition_dir("bucket-0")
+    assert decision.is_bucket_dir("bucket-0")
+    assert not decision.is_bucket_dir("dt=1")

@@ -26,9 +26,10 @@ import fastavro
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.paimon import avro_container, manifests
-from tablekeeper.core.paimon import manifest_decoding as md
-from tablekeeper.core.paimon import manifest_native as mn
+from tablekeeper.core.paimon import manifests
+from tablekeeper.core.paimon.manifests import avro_container, compiled, self_test
+from tablekeeper.core.paimon.manifests import decoding as md
+from tablekeeper.core.paimon.manifests import native as mn
 from tablekeeper.core.storage import FileIO
 from tests.support import avro as A
 from tests.support import paimon as tp
@@ -57,7 +58,7 @@ def test_an_int64_min_array_block_count_is_refused_by_both_decoders() -> None:
     assert program is not None and decoder is not None
     with pytest.raises(mn.NativeBad):
         mn.decode_block(program, block, 1, [])
-    with pytest.raises(md.FastDecodeError):
+    with pytest.raises(compiled.FastDecodeError):
         decoder(io.BytesIO(block), 1, [].append)
     # a plain negative count (a block with its byte size: one item, the empty string) decodes ...
     ok = _block(A.avro_long(-1) + A.avro_long(1) + A.avro_long(0) + A.avro_long(0))
@@ -70,7 +71,7 @@ def test_an_int64_min_array_block_count_is_refused_by_both_decoders() -> None:
     wrong_size = _block(A.avro_long(-1) + A.avro_long(2) + A.avro_long(0) + A.avro_long(0))
     with pytest.raises(mn.NativeBad):
         mn.decode_block(program, wrong_size, 1, [])
-    with pytest.raises(md.FastDecodeError):
+    with pytest.raises(compiled.FastDecodeError):
         decoder(io.BytesIO(wrong_size), 1, [].append)
 
 
@@ -78,8 +79,8 @@ def test_a_manifest_list_with_an_int64_min_count_reads_as_fastavro_reads_it(tmp_
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """The public reader's verdict is fastavro's with and without the fast decoders (they refuse,
     fastavro judges): the same rows or the same FormatError either way."""
-    schema = md.self_test_files()[1][0]  # a manifest list's schema, _EXTRA_FILES last: [null, array]
-    record = {**md.self_test_files()[1][1][0], "_EXTRA_FILES": []}
+    schema = self_test.self_test_files()[1][0]  # a manifest list's schema, _EXTRA_FILES last: [null, array]
+    record = {**self_test.self_test_files()[1][1][0], "_EXTRA_FILES": []}
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, fastavro.parse_schema(schema), record)
     encoded = buf.getvalue()
@@ -116,7 +117,7 @@ def test_an_empty_program_with_a_huge_record_count_is_refused_at_once() -> None:
     code = textwrap.dedent("""
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-        from tablekeeper.core.paimon import manifest_native as mn
+        from tablekeeper.core.paimon.manifests import native as mn
         out = []
         try:
             mn._NATIVE.decode(b"", 0, 2**62, (), 0, (None,), -1, 0, mn.NativeBad, mn.NativeVersion, out)
@@ -156,7 +157,7 @@ def _field(schema: Any, name: str) -> dict[str, Any]:
     return next(f for f in schema["fields"] if isinstance(f, dict) and f.get("name") == name)
 
 
-def _last_field_a_string(data: bytes) -> bytes:  # manifest_decoding._has_named_reference: str.get
+def _last_field_a_string(data: bytes) -> bytes:  # avro_schema.has_named_reference: str.get
     schema = A.schema_of(data)
     schema["fields"][-1] = "oops"
     return A.with_schema(data, schema)
@@ -174,7 +175,7 @@ def _a_skipped_record_field_a_string(data: bytes) -> bytes:  # manifest_native._
     return A.with_schema(data, schema)
 
 
-def _deeply_nested(data: bytes) -> bytes:  # manifest_decoding._strip_logical_types: RecursionError
+def _deeply_nested(data: bytes) -> bytes:  # avro_schema.strip_logical_types: RecursionError
     return A.with_schema_json(data, _deep_json(A.schema_of(data)))
 
 
@@ -192,7 +193,7 @@ def _stats_without_min_values(data: bytes) -> bytes:  # manifest_decoding.simple
     return A.rewritten(data, edit, lambda r: r["_PARTITION_STATS"].pop("_MIN_VALUES"))
 
 
-def _a_field_without_a_name(data: bytes) -> bytes:  # manifest_decoding._derive_reader_schema: KeyError
+def _a_field_without_a_name(data: bytes) -> bytes:  # compiled.derive_reader_schema: KeyError
     schema = A.schema_of(data)
     schema["fields"].append({"type": "int"})
     return A.with_schema(data, schema)

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.durations import format_duration, parse_duration
-from tablekeeper.core.names import MAIN_BRANCH, validate_branch_name, validate_tag_name
+from tablekeeper.core.values.durations import format_duration, parse_duration
+from tablekeeper.core.values.names import MAIN_BRANCH, validate_branch_name, validate_tag_name
 
 
 # -- durations ---------------------------------------------------------------------------------
@@ -103,3 +103,12 @@ def test_tag_names_rejected(name: str) -> None:
 ])
 def test_tag_names_accepted(name: str) -> None:
     assert validate_tag_name(name) == name
+
+
+@pytest.mark.parametrize("text", ["9" * 40 + " d", "9" * 40, "P" + "9" * 30 + "D", "PT" + "9" * 400 + "S",
+                                  "1000000000 d"])
+def test_a_duration_beyond_timedeltas_range_is_one_typed_error(text: str) -> None:
+    """Found by fuzzing the CR specs: a huge number overflowed timedelta (an OverflowError escaped)."""
+    with pytest.raises(errors.InvalidDurationError, match="longer than any duration") as e:
+        parse_duration(text, field="snapshots.maxAge")
+    assert e.value.fix and "snapshots.maxAge" in e.value.message

@@ -1,4 +1,4 @@
-"""tablekeeper.core.forked_refs: manifests decoded by the forked helper are exactly what the
+"""tablekeeper.core.reach.forked_decode: manifests decoded by the forked helper are exactly what the
 sequential reader returns (pypaimon- and Java-written manifests), a manifest the helper cannot read
 is left to the sequential read (which raises as always), and an expiration plans the same with
 and without the helper."""
@@ -13,14 +13,16 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import errors, expire, forked_refs
+from tablekeeper.core import errors
+from tablekeeper.core.expire import planning
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon.table import open_table, open_table_path
-from tablekeeper.core.reachability import Reachability
+from tablekeeper.core.reach import forked_decode
+from tablekeeper.core.reach.reachability import Reachability
 from tablekeeper.core.storage import FileIO, join
 from tests.support import paimon as tp
 
-pytestmark = pytest.mark.skipif(not forked_refs.usable(FileIO.for_uri("/tmp")),
+pytestmark = pytest.mark.skipif(not forked_decode.usable(FileIO.for_uri("/tmp")),
                                 reason="the forked helper runs on Linux with two or more CPUs only")
 
 
@@ -31,8 +33,8 @@ def _manifest_names(manifest_dir: str) -> list[str]:
 
 def _decode_both_ways(file_io: FileIO, manifest_dir: str, names: list[str],
                       monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, list[manifests.FileRef]], int]:
-    monkeypatch.setattr(forked_refs, "MIN_MANIFESTS_TO_FORK", 1)
-    monkeypatch.setattr(forked_refs, "CLAIM_BATCH", 1)
+    monkeypatch.setattr(forked_decode, "MIN_MANIFESTS_TO_FORK", 1)
+    monkeypatch.setattr(forked_decode, "CLAIM_BATCH", 1)
     got: dict[str, list[manifests.FileRef]] = {}
     waited: list[bool] = []
 
@@ -42,7 +44,7 @@ def _decode_both_ways(file_io: FileIO, manifest_dir: str, names: list[str],
             time.sleep(0.5)
         got[name] = manifests.read_manifest_refs(file_io, join(manifest_dir, name))
 
-    handed = forked_refs.decode_shared(file_io, manifest_dir, names, decode_here, got.__setitem__)
+    handed = forked_decode.decode_shared(file_io, manifest_dir, names, decode_here, got.__setitem__)
     return got, handed
 
 
@@ -76,9 +78,9 @@ def test_a_manifest_the_helper_cannot_read_is_left_to_the_sequential_read(
         f.write(b"Obj\x01 not a manifest")
     names = [*good, "manifest-damaged-0", "manifest-missing-0"] * 10
     # the helper alone claims: this process's own decode is a no-op recording what it was given
-    monkeypatch.setattr(forked_refs, "MIN_MANIFESTS_TO_FORK", 1)
+    monkeypatch.setattr(forked_decode, "MIN_MANIFESTS_TO_FORK", 1)
     stored: dict[str, list[manifests.FileRef]] = {}
-    forked_refs.decode_shared(table.file_io, manifest_dir, names, lambda _name: None, stored.__setitem__)
+    forked_decode.decode_shared(table.file_io, manifest_dir, names, lambda _name: None, stored.__setitem__)
     assert "manifest-damaged-0" not in stored and "manifest-missing-0" not in stored
     with pytest.raises(errors.FormatError):
         manifests.read_manifest_refs(table.file_io, damaged)
@@ -94,10 +96,10 @@ def test_a_failing_helper_hands_back_nothing_and_the_caller_still_decodes_its_sh
     def crash(*_args: object) -> bytes:
         os._exit(3)
 
-    monkeypatch.setattr(forked_refs, "MIN_MANIFESTS_TO_FORK", 1)
-    monkeypatch.setattr(forked_refs, "_helper", crash)
+    monkeypatch.setattr(forked_decode, "MIN_MANIFESTS_TO_FORK", 1)
+    monkeypatch.setattr(forked_decode, "_helper", crash)
     decoded: list[str] = []
-    handed = forked_refs.decode_shared(table.file_io, manifest_dir, names, decoded.append, lambda *_: None)
+    handed = forked_decode.decode_shared(table.file_io, manifest_dir, names, decoded.append, lambda *_: None)
     assert handed == 0
     assert decoded, "the caller decoded nothing itself"
 
@@ -106,20 +108,20 @@ def test_an_expiration_plans_the_same_with_and_without_the_helper(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     tp.build_history(str(tmp_path), commits=14, primary_key=False)
     table = open_table(str(tmp_path), "db.orders")
-    config = expire.ExpireConfig(retain_min=2, retain_max=3, time_retained=timedelta(0), expire_limit=100)
+    config = planning.ExpireConfig(retain_min=2, retain_max=3, time_retained=timedelta(0), expire_limit=100)
     now_ms = int(time.time() * 1000)
     plans = {}
     shared: list[int] = []
-    decode_shared = forked_refs.decode_shared
+    decode_shared = forked_decode.decode_shared
 
     def counting(*args: Any, **kwargs: Any) -> int:
         shared.append(len(args[2]))
         return decode_shared(*args, **kwargs)
 
-    monkeypatch.setattr(forked_refs, "decode_shared", counting)
+    monkeypatch.setattr(forked_decode, "decode_shared", counting)
     for forked in (False, True):
-        monkeypatch.setattr(forked_refs, "MIN_MANIFESTS_TO_FORK", 1 if forked else 10**9)
-        plans[forked] = expire.plan_expire(table, config, now_ms, reach=Reachability(table))
+        monkeypatch.setattr(forked_decode, "MIN_MANIFESTS_TO_FORK", 1 if forked else 10**9)
+        plans[forked] = planning.plan_expire(table, config, now_ms, reach=Reachability(table))
     assert shared and shared[-1] > 1, "the expiration never offered its manifests to the helper"
     assert plans[True] == plans[False]
     assert any(step.files for step in plans[True].steps if hasattr(step, "files")), "nothing planned"
@@ -137,12 +139,12 @@ def test_meanwhile_runs_once_while_the_helper_decodes_and_not_without_a_helper(
     def decode_here(name: str) -> None:
         got[name] = manifests.read_manifest_refs(table.file_io, join(manifest_dir, name))
 
-    monkeypatch.setattr(forked_refs, "MIN_MANIFESTS_TO_FORK", 10**9)  # no helper: not run
-    forked_refs.decode_shared(table.file_io, manifest_dir, names, decode_here, got.__setitem__,
+    monkeypatch.setattr(forked_decode, "MIN_MANIFESTS_TO_FORK", 10**9)  # no helper: not run
+    forked_decode.decode_shared(table.file_io, manifest_dir, names, decode_here, got.__setitem__,
                               meanwhile=lambda: ran.append(1))
     assert ran == []
-    monkeypatch.setattr(forked_refs, "MIN_MANIFESTS_TO_FORK", 1)
-    forked_refs.decode_shared(table.file_io, manifest_dir, names, decode_here, got.__setitem__,
+    monkeypatch.setattr(forked_decode, "MIN_MANIFESTS_TO_FORK", 1)
+    forked_decode.decode_shared(table.file_io, manifest_dir, names, decode_here, got.__setitem__,
                               meanwhile=lambda: ran.append(1))
     assert ran == [1]
     assert set(got) == set(names)

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.paimon import hints, jackson
-from tablekeeper.core.paimon.consumer import Consumer
-from tablekeeper.core.paimon.schema import TableSchema
-from tablekeeper.core.paimon.snapshot import Snapshot
-from tablekeeper.core.paimon.tag import (
+from tablekeeper.core.paimon.metadata import hints, jackson
+from tablekeeper.core.paimon.metadata.consumer import Consumer
+from tablekeeper.core.paimon.metadata.schema import TableSchema
+from tablekeeper.core.paimon.metadata.snapshot import Snapshot
+from tablekeeper.core.paimon.metadata.tag import (
     Tag,
     decode_duration,
     decode_local_datetime,

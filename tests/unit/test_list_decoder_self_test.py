@@ -1,7 +1,7 @@
 """The manifest-list decoders can be trusted on their part of the self-test alone (issue 13, CLI
 start-up): orphan cleanup decodes lists only and never pays for the entry decoders' test; once
 the whole test ran, or a test forced a verdict, its verdict holds for lists too. The native
-list programs' part runs on records encoded without fastavro (core/paimon/avro_encode.py), so
+list programs' part runs on records encoded without fastavro (core/paimon/manifests/self_test.py), so
 orphan cleanup does not import fastavro at all; the generated Python decoders' part (machines
 without the native module) and fastavro's reader find the same orphans."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.core import orphans
-from tablekeeper.core.paimon import manifest_decoding, manifest_native
+from tablekeeper.core.orphans import planning
+from tablekeeper.core.paimon.manifests import decoding, native
 from tablekeeper.core.paimon.table import open_table
 from tests.support import paimon as P
 
@@ -25,26 +25,26 @@ def warehouse(tmp_path: Path) -> str:
 
 
 def _plan_paths(warehouse: str) -> list[str]:
-    plan = orphans.plan_orphan_clean(open_table(warehouse, "db.orders"),
-                                     orphans.OrphanConfig(int(time.time() * 1000) - 86_400_000, processes=1))
+    plan = planning.plan_orphan_clean(open_table(warehouse, "db.orders"),
+                                     planning.OrphanConfig(int(time.time() * 1000) - 86_400_000, processes=1))
     return [f.path for s in plan.steps for f in getattr(s, "files", ())]
 
 
 def test_orphan_planning_runs_only_the_list_self_test(warehouse: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(manifest_decoding, "_fast_enabled", None)
-    monkeypatch.setattr(manifest_decoding, "_fast_lists_enabled", None)
-    monkeypatch.setattr(manifest_native, "_enabled", None)
-    monkeypatch.setattr(manifest_native, "_lists_enabled", None)
+    monkeypatch.setattr(decoding, "_fast_enabled", None)
+    monkeypatch.setattr(decoding, "_fast_lists_enabled", None)
+    monkeypatch.setattr(native, "_enabled", None)
+    monkeypatch.setattr(native, "_lists_enabled", None)
     orphan = P.plant_orphan(Path(warehouse, "db.db", "orders"), "data-00000000-0000-0000-0000-000000000000-0.parquet")
     assert _plan_paths(warehouse) == [str(orphan)]
-    if manifest_native._NATIVE is not None:  # the native lists' test only
-        assert manifest_native._lists_enabled is True and manifest_native._enabled is None
-        assert manifest_decoding._fast_lists_enabled is None and manifest_decoding._fast_enabled is None
+    if native._NATIVE is not None:  # the native lists' test only
+        assert native._lists_enabled is True and native._enabled is None
+        assert decoding._fast_lists_enabled is None and decoding._fast_enabled is None
         # without the native module: the generated Python list decoders' test only
-        monkeypatch.setattr(manifest_native, "_enabled", False)
+        monkeypatch.setattr(native, "_enabled", False)
         assert _plan_paths(warehouse) == [str(orphan)]
-    assert manifest_decoding._fast_lists_enabled is True and manifest_decoding._fast_enabled is None
+    assert decoding._fast_lists_enabled is True and decoding._fast_enabled is None
     # the fastavro.reader path (compiled decoders off) finds the same orphans
-    monkeypatch.setattr(manifest_decoding, "_fast_enabled", False)
-    assert manifest_decoding.fast_lists_usable() is False
+    monkeypatch.setattr(decoding, "_fast_enabled", False)
+    assert decoding.fast_lists_usable() is False
     assert _plan_paths(warehouse) == [str(orphan)]

@@ -24,7 +24,8 @@ def test_local_delete_outcomes(tmp_path: Path) -> None:
 
 
 def test_the_executor_deletes_local_files_in_one_thread_and_counts_as_before(tmp_path: Path) -> None:
-    from tablekeeper.core import execution, plans
+    from tablekeeper.core.plans import execution
+    from tablekeeper.core.plans import plan as plans
 
     io = FileIO.for_uri(str(tmp_path))
     assert execution.default_parallelism(io) == 1

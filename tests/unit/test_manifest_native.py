@@ -1,4 +1,4 @@
-"""tablekeeper.core.paimon.manifest_native: the native manifest decoder returns exactly what the
+"""tablekeeper.core.paimon.manifests.native: the native manifest decoder returns exactly what the
 generated Python decoders and fastavro's reader return (every decoder kind, on pypaimon- and
 Java-written manifests and manifest lists), hands damaged files to fastavro's reader (same
 errors as before), reports unknown versions as before, declines shapes it cannot express, and an
@@ -16,12 +16,14 @@ from typing import Any
 import fastavro
 import pytest
 
-from tablekeeper.core import errors, expire
-from tablekeeper.core.paimon import avro_container, manifests
-from tablekeeper.core.paimon import manifest_decoding as md
-from tablekeeper.core.paimon import manifest_native as mn
+from tablekeeper.core import errors
+from tablekeeper.core.expire import planning
+from tablekeeper.core.paimon import manifests
+from tablekeeper.core.paimon.manifests import avro_container, compiled, fastavro_reader, self_test
+from tablekeeper.core.paimon.manifests import decoding as md
+from tablekeeper.core.paimon.manifests import native as mn
 from tablekeeper.core.paimon.table import open_table, open_table_path
-from tablekeeper.core.reachability import Reachability
+from tablekeeper.core.reach.reachability import Reachability
 from tablekeeper.core.storage import FileIO, join
 from tests.support import paimon as tp
 
@@ -50,8 +52,8 @@ def _three_ways(path: str, kinds: tuple[str, ...]) -> None:
         native = mn.decode(program, data)
         decoder = info.decoder(kind)
         assert decoder is not None
-        python = md.decode_compiled(decoder, container.data)
-        reader = md.decode_by_reader(kind, data, info)
+        python = compiled.decode_compiled(decoder, container.data)
+        reader = fastavro_reader.decode_by_reader(kind, data, info)
         assert native == python == reader
         assert native is not None and [type(r) for r in native] == [type(r) for r in reader]
 
@@ -110,7 +112,7 @@ def _outcome(path: str) -> Any:
 @pytest.mark.parametrize("delta", [1, -1])
 def test_a_block_with_a_wrong_record_count_is_judged_by_fastavro_as_before(
         tmp_path: Path, delta: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    schema, records, _kinds = md.self_test_files()[0]
+    schema, records, _kinds = self_test.self_test_files()[0]
     buf = io.BytesIO()
     fastavro.writer(buf, fastavro.parse_schema(schema), records[:5], codec="null")
     data = buf.getvalue()
@@ -164,11 +166,11 @@ def test_shapes_it_cannot_express_compile_to_none() -> None:
 def test_an_expiration_plans_the_same_with_and_without_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tp.build_history(str(tmp_path), commits=14, primary_key=False)
     table = open_table(str(tmp_path), "db.orders")
-    config = expire.ExpireConfig(retain_min=2, retain_max=3, time_retained=timedelta(0), expire_limit=100)
+    config = planning.ExpireConfig(retain_min=2, retain_max=3, time_retained=timedelta(0), expire_limit=100)
     now_ms = int(time.time() * 1000)
-    with_native = expire.plan_expire(table, config, now_ms, reach=Reachability(table))
+    with_native = planning.plan_expire(table, config, now_ms, reach=Reachability(table))
     monkeypatch.setattr(mn, "_enabled", False)
-    without = expire.plan_expire(table, config, now_ms, reach=Reachability(table))
+    without = planning.plan_expire(table, config, now_ms, reach=Reachability(table))
     assert with_native == without
     assert any(step.files for step in with_native.steps if hasattr(step, "files")), "nothing planned"
 
@@ -176,11 +178,11 @@ def test_an_expiration_plans_the_same_with_and_without_it(tmp_path: Path, monkey
 def test_a_java_table_plans_the_same_with_and_without_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     warehouse = tp.extract_java_fixture(tmp_path)
     table = open_table_path(str(warehouse / "default.db" / tp.JAVA_TABLES[0]))
-    config = expire.ExpireConfig(retain_min=1, retain_max=1, time_retained=timedelta(0), expire_limit=100)
+    config = planning.ExpireConfig(retain_min=1, retain_max=1, time_retained=timedelta(0), expire_limit=100)
     now_ms = int(time.time() * 1000)
-    with_native = expire.plan_expire(table, config, now_ms, reach=Reachability(table))
+    with_native = planning.plan_expire(table, config, now_ms, reach=Reachability(table))
     monkeypatch.setattr(mn, "_enabled", False)
-    assert expire.plan_expire(table, config, now_ms, reach=Reachability(table)) == with_native
+    assert planning.plan_expire(table, config, now_ms, reach=Reachability(table)) == with_native
 
 
 def test_a_version_that_is_not_an_int_is_a_version_mismatch_as_in_python() -> None:
@@ -194,6 +196,6 @@ def test_a_version_that_is_not_an_int_is_a_version_mismatch_as_in_python() -> No
     assert program is not None and decoder is not None
     with pytest.raises(mn.NativeVersion) as native:
         mn.decode(program, buf.getvalue())
-    with pytest.raises(md.VersionMismatch) as python:
-        md.decode_compiled(decoder, buf.getvalue())
+    with pytest.raises(compiled.VersionMismatch) as python:
+        compiled.decode_compiled(decoder, buf.getvalue())
     assert native.value.version == python.value.version == "2"

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import execution, plans
+from tablekeeper.core.plans import execution
+from tablekeeper.core.plans import plan as plans
 from tablekeeper.core.storage import DeleteOutcome, FileIO
 from tablekeeper.core.storage import native_unlink as nu
 

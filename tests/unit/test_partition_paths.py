@@ -21,13 +21,14 @@ from hypothesis import strategies as st
 from pypaimon.schema.data_types import AtomicType, DataField
 from pypaimon.table.row.generic_row import GenericRow, GenericRowSerializer
 
-from tablekeeper.core import errors, expire
+from tablekeeper.core import errors
+from tablekeeper.core.expire import planning
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon import partition_paths as pp
-from tablekeeper.core.paimon.pypaimon_adapter import PartitionPathResolver
-from tablekeeper.core.paimon.schema import TableSchema
+from tablekeeper.core.paimon.metadata.schema import TableSchema
+from tablekeeper.core.paimon.pypaimon.adapter import PartitionPathResolver
 from tablekeeper.core.paimon.table import open_table, open_table_path
-from tablekeeper.core.reachability import Reachability
+from tablekeeper.core.reach.reachability import Reachability
 from tests.support import paimon as tp
 
 ROOT = "/wh/db.db/t"
@@ -180,12 +181,12 @@ def test_covered_tables_never_build_pypaimon_s_factory(tmp_path: Path) -> None:
     assert [fresh.file_paths(r) for r in refs] and fresh._factory is None
 
 
-def _plans_equal_without_renderer(table: Any, config: expire.ExpireConfig, monkeypatch: pytest.MonkeyPatch) -> Any:
+def _plans_equal_without_renderer(table: Any, config: planning.ExpireConfig, monkeypatch: pytest.MonkeyPatch) -> Any:
     now_ms = int(time.time() * 1000)
-    fast = expire.plan_expire(table, config, now_ms, reach=Reachability(table))
+    fast = planning.plan_expire(table, config, now_ms, reach=Reachability(table))
     with monkeypatch.context() as m:
         m.setattr(pp.PartitionRenderer, "of", classmethod(lambda cls, schema: None))
-        assert expire.plan_expire(table, config, now_ms, reach=Reachability(table)) == fast
+        assert planning.plan_expire(table, config, now_ms, reach=Reachability(table)) == fast
     return fast
 
 
@@ -195,7 +196,7 @@ def test_an_expiration_plans_the_same_without_pypaimon(tmp_path: Path, monkeypat
     for i, dt in enumerate(["2026-01-01", "a b/c:d", "x=%y", "", "日本", "2026-01-01", "a b/c:d", ""] * 2):
         tp.overwrite(t, tp.rows(dt, i * 10, 2), {"dt": dt})
     table = open_table(str(tmp_path), "db.orders")
-    config = expire.ExpireConfig(retain_min=2, retain_max=3, time_retained=timedelta(0), expire_limit=100)
+    config = planning.ExpireConfig(retain_min=2, retain_max=3, time_retained=timedelta(0), expire_limit=100)
     plan = _plans_equal_without_renderer(table, config, monkeypatch)
     data = [f.path for step in plan.steps for f in getattr(step, "files", ()) if "/bucket-" in f.path]
     assert {p.split("/dt=", 1)[1].split("/", 1)[0] for p in data} >= {"a b%2Fc%3Ad", "x%3D%25y", "日本"}
@@ -206,7 +207,7 @@ def test_a_java_table_plans_the_same_without_pypaimon(tmp_path: Path, monkeypatc
     warehouse = tp.extract_java_fixture(tmp_path)
     for name in tp.JAVA_TABLES:
         table = open_table_path(str(warehouse / "default.db" / name))
-        config = expire.ExpireConfig(retain_min=1, retain_max=1, time_retained=timedelta(0), expire_limit=100)
+        config = planning.ExpireConfig(retain_min=1, retain_max=1, time_retained=timedelta(0), expire_limit=100)
         _plans_equal_without_renderer(table, config, monkeypatch)
         resolver = PartitionPathResolver(table)
         reach = Reachability(table)

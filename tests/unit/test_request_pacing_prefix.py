@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from tablekeeper.core.storage import FileIO
-from tablekeeper.core.storage import requests as rq
+from tablekeeper.core.storage.layers import requests as rq
 from tablekeeper.spark import request_tally
 from tests.unit import test_storage_requests
 

@@ -6,9 +6,10 @@ from datetime import timedelta
 
 import pytest
 
-from tablekeeper.core import errors, expire, expire_batches
+from tablekeeper.core import errors
+from tablekeeper.core.expire import batches, planning
+from tablekeeper.core.expire.retention import INT_MAX, Retention, RetentionFlags, from_options, from_policy
 from tablekeeper.core.policy.duration_field import Duration
-from tablekeeper.core.retention_settings import INT_MAX, Retention, RetentionFlags, from_options, from_policy
 
 
 def test_paimon_defaults_and_options() -> None:
@@ -42,7 +43,7 @@ def test_flags_win_and_unset_changelog_values_follow_the_resolved_snapshot_value
 def test_the_decoupled_rule(changelog: dict[str, str], decoupled: bool) -> None:
     r = from_options({"snapshot.num-retained.max": "50", **changelog})
     assert r.changelog_decoupled is decoupled
-    assert expire.expire_config(r, {}).changelog_decoupled is decoupled
+    assert planning.expire_config(r, {}).changelog_decoupled is decoupled
 
 
 @pytest.mark.parametrize("bad, error", [
@@ -68,7 +69,7 @@ def test_policy_values_and_the_json_form() -> None:
     assert (r.retain_min, r.retain_max, r.expire_limit, r.changelog_retain_min) == (2, INT_MAX, 1, 6)
     assert r.changelog_decoupled
     # the changelog config carries the policy's limit (issue #11: not the table option's)
-    assert expire.changelog_config(r, {"snapshot.expire.limit": "50"}).expire_limit == 1
+    assert planning.changelog_config(r, {"snapshot.expire.limit": "50"}).expire_limit == 1
     assert Retention.from_dict(r.to_dict()) == r
     assert r.to_dict()["snapshots"] == {"minRetained": 2, "maxAge": "1 h", "expireLimit": 1,
                                         "cleanEmptyDirectories": False}
@@ -81,10 +82,10 @@ def test_policy_values_and_the_json_form() -> None:
 
 def test_one_batch_loop() -> None:
     counts = iter([2, 2, 1, 0, 5])
-    assert expire_batches.run_batches(lambda n: next(counts), 10) == expire_batches.Batches(4, 5)  # stops after 0
-    assert expire_batches.run_batches(lambda n: 3, 2) == expire_batches.Batches(2, 6)  # at most max_batches
-    assert expire_batches.run_batches(lambda n: None, 5) == expire_batches.Batches(0, 0)  # nothing to do
-    assert expire_batches.run_batches(lambda n: 3, 5, dry_run=True) == expire_batches.Batches(1, 3)
+    assert batches.run_batches(lambda n: next(counts), 10) == batches.Batches(4, 5)  # stops after 0
+    assert batches.run_batches(lambda n: 3, 2) == batches.Batches(2, 6)  # at most max_batches
+    assert batches.run_batches(lambda n: None, 5) == batches.Batches(0, 0)  # nothing to do
+    assert batches.run_batches(lambda n: 3, 5, dry_run=True) == batches.Batches(1, 3)
     order: list[str] = []
 
     def snapshots(n: int) -> int:
@@ -94,7 +95,7 @@ def test_one_batch_loop() -> None:
     def changelog(n: int) -> int | None:
         order.append(f"c{n}")
         return None
-    first, second = expire_batches.run_with_changelog(snapshots, changelog, changelog_due=True, max_batches=5)
-    assert order == ["s1", "s2", "s3", "c1"] and first == expire_batches.Batches(3, 2)
-    assert second == expire_batches.Batches(0, 0)
-    assert expire_batches.run_with_changelog(snapshots, changelog, changelog_due=False, max_batches=1)[1] is None
+    first, second = batches.run_with_changelog(snapshots, changelog, changelog_due=True, max_batches=5)
+    assert order == ["s1", "s2", "s3", "c1"] and first == batches.Batches(3, 2)
+    assert second == batches.Batches(0, 0)
+    assert batches.run_with_changelog(snapshots, changelog, changelog_due=False, max_batches=1)[1] is None

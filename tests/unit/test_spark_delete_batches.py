@@ -52,15 +52,15 @@ def test_each_batch_is_one_delete_call_and_outcomes_are_summed(tmp_path: Path, m
     gone = str(tmp_path / "p=1/bucket-0/data-gone.parquet")
     rows = [(p, "data", 3, p.rsplit("/", 1)[0], 0, n // 3) for n, p in enumerate([*files, gone])]
     calls: list[list[str]] = []
-    from tablekeeper.core import execution
+    from tablekeeper.core import plans  # the executor takes delete_batch from the package
 
-    real = execution.delete_batch
+    real = plans.delete_batch
 
     def spy(io: object, paths: list[str]) -> object:
         calls.append(list(paths))
         return real(io, paths)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(execution, "delete_batch", spy)
+    monkeypatch.setattr(plans, "delete_batch", spy)
     spec = {"storage": {"uri": str(tmp_path), "options": {}}, "batch_size": 3}
     out = list(tasks.delete_files(spec, iter([_batch(tasks.BATCHED_FIELDS, rows)])))
     assert [len(c) for c in calls] == [3, 3, 1]  # batches 0, 1, 2 across three directories

@@ -1,4 +1,4 @@
-"""Request accounting and pacing (core/storage/requests.py): counted by kind, paced by a token
+"""Request accounting and pacing (core/storage/layers/requests.py): counted by kind, paced by a token
 bucket on an injected clock (waits are counted, never measured), shown in the CLI's JSON, the
 operator's run status and the Prometheus counter."""
 
@@ -17,7 +17,7 @@ from prometheus_client import REGISTRY
 from tablekeeper.cli.main import cli
 from tablekeeper.core import errors
 from tablekeeper.core.storage import FileIO
-from tablekeeper.core.storage import requests as rq
+from tablekeeper.core.storage.layers import requests as rq
 from tablekeeper.operator.runs import controller as runs
 from tablekeeper.operator.runs.report import RunReport
 from tests.support.paimon import append_table, rows, write

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.paimon.snapshot import Snapshot
+from tablekeeper.core.paimon.metadata.snapshot import Snapshot
 from tablekeeper.core.paimon.table import Table, open_table, open_table_path, table_path
 from tests.support import paimon as tp
 

@@ -10,7 +10,7 @@ directory names (issue 13: a third of the peer table's planning). Why it cannot 
 rules: it renders only what it is sure of and answers ``None`` for everything else (any other
 type, an option it does not parse exactly as pypaimon does, a root or path directory that
 pypaimon would normalise, partition bytes it would not decode byte for byte as pypaimon does),
-and :class:`~tablekeeper.core.paimon.pypaimon_adapter.PartitionPathResolver` then asks pypaimon,
+and :class:`~tablekeeper.core.paimon.pypaimon.adapter.PartitionPathResolver` then asks pypaimon,
 which stays the reference. ``tests/unit/test_partition_paths.py`` compares the two over generated
 values of every covered type (escaping-worthy characters, unicode, nulls, empty and whitespace
 strings, negative numbers, minima and maxima, both legacy settings) and on Java-written tables.
@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from datetime import date, timedelta
 from typing import Final
 
-from tablekeeper.core.paimon.schema import TableSchema
+from tablekeeper.core.paimon.metadata import TableSchema
 
 __all__ = ["PartitionRenderer", "renders_under"]
 

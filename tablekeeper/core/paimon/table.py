@@ -12,15 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tablekeeper.core import errors, names
-from tablekeeper.core.paimon import hints, layout
-from tablekeeper.core.paimon.schema import TableSchema
-from tablekeeper.core.paimon.snapshot import Snapshot
-from tablekeeper.core.paimon.tag import Tag
+from tablekeeper.core import errors, values
+from tablekeeper.core.paimon import layout, metadata
+from tablekeeper.core.paimon.metadata import Snapshot, TableSchema, Tag
 from tablekeeper.core.storage import FileIO, join
 
 if TYPE_CHECKING:  # read by expirations only: imported by :meth:`Table.consumers`
-    from tablekeeper.core.paimon.consumer import Consumer
+    from tablekeeper.core.paimon.metadata import Consumer
 
 __all__ = ["Table", "open_table", "open_table_path", "table_path"]
 
@@ -101,7 +99,7 @@ class Table:
         """The same table on another branch (which must exist)."""
         if branch == layout.MAIN:
             return Table(self.file_io, self.root, layout.MAIN, self.identifier)
-        names.validate_branch_name(branch)
+        values.validate_branch_name(branch)
         other = Table(self.file_io, self.root, branch, self.identifier)
         if not self.file_io.is_dir(other.branch_path):
             raise errors.BranchNotFoundError(
@@ -168,13 +166,13 @@ class Table:
 
     def read_hint(self, kind: str, name: str) -> int | None:
         try:
-            return hints.decode_hint(self.file_io.read_bytes(join(self.dir(kind), name)))
+            return metadata.decode_hint(self.file_io.read_bytes(join(self.dir(kind), name)))
         except FileNotFoundError:
             return None
 
     def latest_snapshot_id(self) -> int | None:
         """Java's findLatest: trust LATEST only if LATEST+1 does not exist."""
-        hint = self.read_hint(layout.SNAPSHOT_DIR, hints.LATEST)
+        hint = self.read_hint(layout.SNAPSHOT_DIR, metadata.LATEST)
         if hint is not None and self.snapshot_exists(hint) and not self.snapshot_exists(hint + 1):
             return hint
         ids = self.snapshot_ids()
@@ -182,7 +180,7 @@ class Table:
 
     def earliest_snapshot_id(self) -> int | None:
         """Java's findEarliest: trust EARLIEST only if that snapshot exists."""
-        hint = self.read_hint(layout.SNAPSHOT_DIR, hints.EARLIEST)
+        hint = self.read_hint(layout.SNAPSHOT_DIR, metadata.EARLIEST)
         if hint is not None and self.snapshot_exists(hint):
             return hint
         ids = self.snapshot_ids()
@@ -279,7 +277,7 @@ class Table:
 
     # -- consumers ----------------------------------------------------------------------
     def consumers(self) -> list[Consumer]:
-        from tablekeeper.core.paimon.consumer import Consumer
+        from tablekeeper.core.paimon.metadata import Consumer
 
         out = []
         for status in self.file_io.list_dir(self.dir(layout.CONSUMER_DIR)):

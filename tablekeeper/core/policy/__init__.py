@@ -1,67 +1,39 @@
-"""Policy models: the specs of tablekeeper's CRDs and YAML manifests (catalogs, tables, tags,
-branches, retention policies, maintenance runs), the Paimon duration and schedule types, and
-effective-policy resolution with a per-field source.
+"""Policy: the specs of tablekeeper's CRDs and YAML manifests (``specs``) and their field types,
+which value applies to a table and from where (``effective``), the kinds and the spec errors;
+what a value does is for the packages that maintain tables (docs/policy.md)."""
 
-Modules, one concept each: :mod:`duration_field` (``Duration``), :mod:`schedule` (``Schedule``),
-:mod:`selectors` (label selectors), :mod:`catalog`, :mod:`table`, :mod:`tag`, :mod:`branch`,
-:mod:`retention`, :mod:`policy`, :mod:`run`, :mod:`effective` (resolution), :mod:`validation`
-(errors and human-readable reports), :mod:`kinds` (kind -> spec model). See docs/policy.md.
-"""
+# isort: skip_file
+from typing import TYPE_CHECKING
 
-from tablekeeper.core.policy.branch import BranchTTL, PaimonBranchSpec
-from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec, PaimonCatalogSpec
-from tablekeeper.core.policy.common import CatalogRef, ObjectReference, SpecModel
-from tablekeeper.core.policy.duration_field import Duration, to_timedelta
-from tablekeeper.core.policy.effective import (
-    ClusterPolicy,
-    EffectivePolicy,
-    NamespacedPolicy,
-    PolicyNotFoundError,
-    TableContext,
-    resolve_effective_policy,
-)
-from tablekeeper.core.policy.kinds import API_GROUP_VERSION, SPEC_MODELS, parse_spec
-from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, PaimonRetentionPolicySpec
-from tablekeeper.core.policy.retention import RetentionSpec
-from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
-from tablekeeper.core.policy.schedule import Schedule
-from tablekeeper.core.policy.table import PaimonTableSpec
-from tablekeeper.core.policy.tag import PaimonTagSpec
-from tablekeeper.core.policy.validation import (
-    InvalidSpecError,
-    UnsafeSpecError,
-    as_spec_error,
-    format_validation_error,
-)
+from tablekeeper.core import lazy
 
-__all__ = [
-    "API_GROUP_VERSION",
-    "SPEC_MODELS",
-    "BranchTTL",
-    "CatalogRef",
-    "ClusterPaimonCatalogSpec",
-    "ClusterPaimonRetentionPolicySpec",
-    "ClusterPolicy",
-    "Duration",
-    "EffectivePolicy",
-    "InvalidSpecError",
-    "NamespacedPolicy",
-    "ObjectReference",
-    "PaimonBranchSpec",
-    "PaimonCatalogSpec",
-    "PaimonMaintenanceRunSpec",
-    "PaimonRetentionPolicySpec",
-    "PaimonTableSpec",
-    "PaimonTagSpec",
-    "PolicyNotFoundError",
-    "RetentionSpec",
-    "Schedule",
-    "SpecModel",
-    "TableContext",
-    "UnsafeSpecError",
-    "as_spec_error",
-    "format_validation_error",
-    "parse_spec",
-    "resolve_effective_policy",
-    "to_timedelta",
-]
+_PUBLIC = {"CatalogRef": "common", "NAMESPACE_NAME_PATTERN": "common", "OBJECT_NAME_PATTERN": "common",
+    "ObjectReference": "common", "SpecModel": "common", "TimeZoneName": "common", "Duration": "duration_field",
+    "to_timedelta": "duration_field", "cluster_source": "effective", "ClusterPolicy": "effective",
+    "EffectivePolicy": "effective", "namespaced_source": "effective", "NamespacedPolicy": "effective",
+    "policy_ref_source": "effective", "PolicyNotFoundError": "effective", "resolve_effective_policy": "effective",
+    "TableContext": "effective", "API_GROUP": "kinds", "API_GROUP_VERSION": "kinds", "API_VERSION": "kinds",
+    "CLUSTER_SCOPED": "kinds", "parse_spec": "kinds", "SPEC_MODELS": "kinds", "MACROS": "schedule",
+    "MIN_INTERVAL": "schedule", "Schedule": "schedule", "LabelSelector": "selectors",
+    "LabelSelectorRequirement": "selectors", "as_spec_error": "validation", "format_validation_error": "validation",
+    "InvalidSpecError": "validation", "UnsafeSpecError": "validation"}
+__all__ = sorted(_PUBLIC)
+
+if TYPE_CHECKING:
+    from .common import (CatalogRef as CatalogRef, NAMESPACE_NAME_PATTERN as NAMESPACE_NAME_PATTERN,
+        OBJECT_NAME_PATTERN as OBJECT_NAME_PATTERN, ObjectReference as ObjectReference, SpecModel as SpecModel,
+        TimeZoneName as TimeZoneName)
+    from .duration_field import Duration as Duration, to_timedelta as to_timedelta
+    from .effective import (cluster_source as cluster_source, ClusterPolicy as ClusterPolicy,
+        EffectivePolicy as EffectivePolicy, namespaced_source as namespaced_source,
+        NamespacedPolicy as NamespacedPolicy, policy_ref_source as policy_ref_source,
+        PolicyNotFoundError as PolicyNotFoundError, resolve_effective_policy as resolve_effective_policy,
+        TableContext as TableContext)
+    from .kinds import (API_GROUP as API_GROUP, API_GROUP_VERSION as API_GROUP_VERSION, API_VERSION as API_VERSION,
+        CLUSTER_SCOPED as CLUSTER_SCOPED, parse_spec as parse_spec, SPEC_MODELS as SPEC_MODELS)
+    from .schedule import MACROS as MACROS, MIN_INTERVAL as MIN_INTERVAL, Schedule as Schedule
+    from .selectors import LabelSelector as LabelSelector, LabelSelectorRequirement as LabelSelectorRequirement
+    from .validation import (as_spec_error as as_spec_error, format_validation_error as format_validation_error,
+        InvalidSpecError as InvalidSpecError, UnsafeSpecError as UnsafeSpecError)
+else:
+    __getattr__, __dir__ = lazy.public_names(__name__, _PUBLIC)

@@ -3,7 +3,7 @@
 One grammar for CRDs, YAML manifests and Paimon table options (operator-design.md §3,
 "Durations"): a whole number, an optional single space and one unit of ``ms``, ``s``, ``min``,
 ``h`` or ``d``. The value is kept exactly as written (so manifests round-trip unchanged and can
-be written to Paimon options as is) and parsed by :func:`tablekeeper.core.durations.parse_duration`.
+be written to Paimon options as is) and parsed by :func:`tablekeeper.core.values.durations.parse_duration`.
 
 Compare amounts with :meth:`Duration.to_timedelta`; ordering operators on ``Duration`` raise
 ``TypeError`` because string order ('10 min' < '9 min') is never what is meant. Equality stays
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from tablekeeper.core import durations, errors
+from tablekeeper.core import errors, values
 from tablekeeper.core.policy.common import PatternString
 
 __all__ = ["Duration", "DURATION_PATTERN", "to_timedelta"]
@@ -39,7 +39,7 @@ class Duration(PatternString):
             raise errors.InvalidDurationError(f"{value!r} is not a duration string", fix=_FIX)
         if not _DURATION_RE.match(value):
             raise errors.InvalidDurationError(f"{value!r} is not a duration in Paimon syntax", fix=_FIX)
-        durations.parse_duration(value)  # the single parser; cannot fail after the pattern
+        values.parse_duration(value)  # the single parser; cannot fail after the pattern
         return super().__new__(cls, value)
 
     @classmethod
@@ -51,11 +51,11 @@ class Duration(PatternString):
         """
         if value < timedelta(0):
             raise errors.InvalidDurationError(f"negative duration {value}", fix="use a positive duration")
-        return cls(durations.format_duration(value))
+        return cls(values.format_duration(value))
 
     def to_timedelta(self) -> timedelta:
         """The amount of time this duration stands for."""
-        return durations.parse_duration(self)
+        return values.parse_duration(self)
 
     def _no_order(self, other: object) -> bool:
         raise TypeError("Durations are not ordered as strings; compare .to_timedelta() values")

@@ -9,13 +9,17 @@ from typing import Any
 from pydantic import ValidationError
 
 from tablekeeper.core import errors
-from tablekeeper.core.policy.branch import PaimonBranchSpec
-from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec, PaimonCatalogSpec
 from tablekeeper.core.policy.common import SpecModel
-from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, PaimonRetentionPolicySpec
-from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
-from tablekeeper.core.policy.table import PaimonTableSpec
-from tablekeeper.core.policy.tag import PaimonTagSpec
+from tablekeeper.core.policy.specs import (
+    ClusterPaimonCatalogSpec,
+    ClusterPaimonRetentionPolicySpec,
+    PaimonBranchSpec,
+    PaimonCatalogSpec,
+    PaimonMaintenanceRunSpec,
+    PaimonRetentionPolicySpec,
+    PaimonTableSpec,
+    PaimonTagSpec,
+)
 from tablekeeper.core.policy.validation import as_spec_error
 
 __all__ = ["API_GROUP", "API_VERSION", "API_GROUP_VERSION", "SPEC_MODELS", "CLUSTER_SCOPED", "parse_spec"]

@@ -1,42 +1,34 @@
-"""The storage contract tablekeeper relies on, met on local disk, S3, OSS, HDFS, GCS and Azure. The
-only place in tablekeeper that imports storage SDKs.
+"""The storage contract (:class:`FileIO`), met on local disk, S3, OSS, HDFS, GCS and Azure: one
+backend per store, the layers they share, which store a URI names and how Paimon's options
+reach it. The only place that imports storage SDKs. It decides how a file is read, listed,
+written and deleted, and what that costs; Paimon's layout is ``paimon``'s."""
 
-Paths are plain strings: absolute local paths without a scheme, or ``scheme://authority/key``.
-Every backend's "not found" is mapped to ``FileNotFoundError``; mtimes are UTC epoch ms.
+# isort: skip_file
+from typing import TYPE_CHECKING
 
-Modules: :mod:`.fileio` (:class:`FileIO`: the contract, and the layers every store shares),
-:mod:`.backends` (one implementation per store: local, S3 and OSS, GCS, Azure, HDFS),
-:mod:`.views` (one decision's answers), :mod:`.read_cache` (immutable files kept, reads ahead),
-:mod:`.calls` (the path of every request), :mod:`.requests` (counted and paced), :mod:`.retry`
-(transient failures and backoff), :mod:`.stores` (schemes and Paimon option names -> fsspec
-arguments), :mod:`.secrets` (which options are credentials, masking), :mod:`.segmented` (the
-flat listing of a large S3/OSS prefix in segments listed at once), :mod:`.native_unlink` (local
-batch deletes, in the optional C module ``_fs_native`` when it was built).
-"""
+from tablekeeper.core import lazy
 
-from __future__ import annotations
+_PUBLIC = {"storage_options_from_paimon": "connections", "DeleteOutcome": "entries", "DeleteResult": "entries",
+    "FileStatus": "entries", "ListedEntry": "entries", "FileIO": "fileio", "pacing_from_options": "layers",
+    "PACING_OPTION": "layers", "plus": "layers", "process_snapshot": "layers", "RequestKind": "layers",
+    "since": "layers", "MAX_THREADS": "native_unlink", "NATIVE_THREADS": "native_unlink",
+    "native_usable": "native_unlink", "basename": "paths", "join": "paths", "parent": "paths",
+    "is_secret_option": "secrets", "executor_credential_env": "stores", "split_scheme": "stores", "Store": "stores",
+    "store_of": "stores"}
+__all__ = sorted(_PUBLIC)
 
-from collections.abc import Mapping
-from typing import Any
-
-from tablekeeper.core.storage.fileio import DeleteOutcome, DeleteResult, FileIO, FileStatus, ListedEntry
-from tablekeeper.core.storage.paths import basename, join, parent
-from tablekeeper.core.storage.stores import s3_kwargs
-
-__all__ = [
-    "FileStatus",
-    "ListedEntry",
-    "DeleteOutcome",
-    "DeleteResult",
-    "FileIO",
-    "join",
-    "parent",
-    "basename",
-    "storage_options_from_paimon",
-]
-
-
-def storage_options_from_paimon(options: Mapping[str, str]) -> dict[str, Any]:
-    """Translate Paimon/pypaimon S3 option names (``s3.endpoint``, ``fs.s3a.access-key``,
-    ``fs.s3.accessKeyId`` ...) into s3fs keyword arguments."""
-    return s3_kwargs(options)
+if TYPE_CHECKING:
+    from .connections import storage_options_from_paimon as storage_options_from_paimon
+    from .entries import (DeleteOutcome as DeleteOutcome, DeleteResult as DeleteResult, FileStatus as FileStatus,
+        ListedEntry as ListedEntry)
+    from .fileio import FileIO as FileIO
+    from .layers import (pacing_from_options as pacing_from_options, PACING_OPTION as PACING_OPTION, plus as plus,
+        process_snapshot as process_snapshot, RequestKind as RequestKind, since as since)
+    from .native_unlink import (MAX_THREADS as MAX_THREADS, NATIVE_THREADS as NATIVE_THREADS,
+        native_usable as native_usable)
+    from .paths import basename as basename, join as join, parent as parent
+    from .secrets import is_secret_option as is_secret_option
+    from .stores import (executor_credential_env as executor_credential_env, split_scheme as split_scheme,
+        Store as Store, store_of as store_of)
+else:
+    __getattr__, __dir__ = lazy.public_names(__name__, _PUBLIC)

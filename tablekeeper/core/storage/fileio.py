@@ -28,23 +28,29 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from tablekeeper.core.storage.backends import StoreIO, implementation
-from tablekeeper.core.storage.calls import Calls
+from tablekeeper.core.storage.connections import Connection, connect
 from tablekeeper.core.storage.entries import DeleteOutcome, DeleteResult, FileStatus, ListedEntry
-from tablekeeper.core.storage.read_cache import ReadCache
-from tablekeeper.core.storage.requests import Pacer, RequestKind, RequestLayer, pacing_from_options
-from tablekeeper.core.storage.stores import SCHEMES, Connection, Store, connect, split_scheme
-from tablekeeper.core.storage.views import Views
+from tablekeeper.core.storage.layers import (
+    Calls,
+    Pacer,
+    ReadCache,
+    RequestKind,
+    RequestLayer,
+    Views,
+    pacing_from_options,
+)
+from tablekeeper.core.storage.stores import SCHEMES, Store, split_scheme
 
 if TYPE_CHECKING:  # fsspec (with asyncio and importlib.metadata) is imported for remote stores only
     import fsspec
 
-    from tablekeeper.core.storage import retry as retries
+    from tablekeeper.core.storage import layers
 
-__all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult", "FileIO"]
+__all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult", "FileIO", "CommitGuard"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -66,6 +72,31 @@ def _changes_view(method: Callable[Concatenate[FileIO, P], R]) -> Callable[Conca
             self._views.changed(paths)
 
     return changing
+
+
+class CommitGuard(Protocol):
+    """A catalog's commit lock as the store sees it (``core.catalogs`` builds one): which paths are
+    commits (snapshot, tag, branch and schema files of one table) and the lock held around them.
+    ``held`` is reentrant, so a multi-file commit may hold it across all its writes."""
+
+    def covers(self, path: str) -> bool: ...
+
+    def held(self) -> AbstractContextManager[None]: ...
+
+
+def _commits(method: Callable[Concatenate[FileIO, P], R]) -> Callable[Concatenate[FileIO, P], R]:
+    """A write or rename: when a catalog lock is attached (:attr:`FileIO.commit_guard`) and the
+    path is one of its table's commit files, the write happens while the lock is held. This is the
+    one seam every commit tablekeeper makes passes through (tags, branches, snapshots, hints)."""
+    @functools.wraps(method)
+    def committing(self: FileIO, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        guard = self.commit_guard
+        if guard is not None and any(isinstance(a, str) and guard.covers(a) for a in args[:2]):
+            with guard.held():
+                return method(self, *args, **kwargs)
+        return method(self, *args, **kwargs)
+
+    return committing
 
 
 def _default_connection(scheme: str) -> Connection:
@@ -92,7 +123,7 @@ class FileIO:
     (:meth:`exists`) and ``file_exists(will_read=True)`` in a view (:meth:`read_bytes`)."""
 
     def __init__(self, scheme: str, fs: fsspec.AbstractFileSystem | None, connection: Connection | None = None,
-                 retry: retries.RetryPolicy | None = None, requests: RequestLayer | None = None,
+                 retry: layers.RetryPolicy | None = None, requests: RequestLayer | None = None,
                  http_counted: bool = False) -> None:
         self.scheme = scheme
         self.connection = connection or _default_connection(scheme)
@@ -103,10 +134,12 @@ class FileIO:
         self.backend: StoreIO = implementation(self.store)(self.connection, self._calls, fs)
         self._cache = ReadCache()
         self._views = Views()
+        #: the catalog's commit lock for the table this FileIO opened (None: no catalog lock)
+        self.commit_guard: CommitGuard | None = None
 
     @classmethod
     def for_uri(cls, uri: str, options: Mapping[str, Any] | None = None,
-                retry: retries.RetryPolicy | None = None) -> FileIO:
+                retry: layers.RetryPolicy | None = None) -> FileIO:
         """A FileIO for the store behind ``uri``. ``options`` are Paimon-style option names
         (``s3.endpoint``, ``fs.oss.endpoint``, ``fs.azure.account.key.<account>...`` ...) or raw
         fsspec keyword arguments (keys without dots). Bad input (an unknown scheme, missing
@@ -133,12 +166,12 @@ class FileIO:
         self._calls.requests = layer
 
     @property
-    def retry(self) -> retries.RetryPolicy:
+    def retry(self) -> layers.RetryPolicy:
         """The retry policy of this FileIO's requests (:mod:`.retry`)."""
         return self._calls.retry
 
     @retry.setter
-    def retry(self, policy: retries.RetryPolicy) -> None:
+    def retry(self, policy: layers.RetryPolicy) -> None:
         self._calls.retry = policy
 
     @property
@@ -279,7 +312,7 @@ class FileIO:
     def immutable_reads(self, max_bytes: int = 512 << 20) -> Iterator[None]:
         """Within the block, a UUID-named manifest, manifest list or index manifest is fetched
         once and its bytes reused (up to ``max_bytes`` in all): an expiration plans twice (plan,
-        then verify after unpublishing, core/expire_commit.py) and would otherwise GET every
+        then verify after unpublishing, core/expire/commit.py) and would otherwise GET every
         manifest twice. Only those names: they are never rewritten, so the bytes cannot be stale
         (a file deleted meanwhile still has the content every root that names it relies on).
         Schema files too: Paimon commits ``schema-N`` create-if-absent and never rewrites it.
@@ -296,7 +329,7 @@ class FileIO:
         as at one moment anyway, so reading the same snapshot, tag, schema or hint again inside
         it buys no safety, only requests (the expiration used to GET each expiring snapshot and
         every tag four times). The phases that must see the table as it is *now* (the verify
-        plans of core/expire_commit.py and core/tag_deletion.py) open a view of their own. Any
+        plans of core/expire/commit.py and core/refs/tag_deletion.py) open a view of their own. Any
         write, rename or delete through this FileIO empties the view (answers start over)."""
         with self._views.open():
             yield
@@ -343,6 +376,7 @@ class FileIO:
         return self.read_bytes(path).decode("utf-8")
 
     # -- writing ---------------------------------------------------------------------------
+    @_commits
     @_changes_view
     def write_new(self, path: str, data: bytes | str) -> None:
         """Create ``path`` atomically; ``FileExistsError`` if it is already there (the existing
@@ -360,6 +394,7 @@ class FileIO:
         """
         self.backend.write_new(path, _payload(data))
 
+    @_commits
     @_changes_view
     def overwrite(self, path: str, data: bytes | str) -> None:
         """Replace ``path`` (hint files): temp + ``os.replace`` locally, a plain PUT elsewhere."""
@@ -370,6 +405,7 @@ class FileIO:
         bytes: no re-serialisation)."""
         self.write_new(dst, self.read_bytes(src))
 
+    @_commits
     @_changes_view
     def rename(self, src: str, dst: str) -> None:
         """Rename a file or a directory; ``FileExistsError`` when ``dst`` exists.

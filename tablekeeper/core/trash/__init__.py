@@ -10,7 +10,7 @@ What this package decides, and nowhere else:
 - **how** a file moves (:meth:`FileIO.move_file`): local disk and HDFS one rename, object stores
   a server-side copy then a delete;
 - **when** a window is open: :func:`keeping` opens one for a command, and every plan executed
-  inside it (``core/execution.py``, the Spark delete stage, branch drop) moves instead of
+  inside it (``core/plans/execution.py``, the Spark delete stage, branch drop) moves instead of
   deleting, whatever planned it;
 - **how** a run is undone (:func:`undo`): every file back to its place, referenced files before
   the files naming them, a place holding different bytes refused before anything moves, then the
@@ -18,46 +18,23 @@ What this package decides, and nowhere else:
 - **when** a run is purged (:func:`purge`): after its window, or older than asked.
 """
 
-from __future__ import annotations
+# isort: skip_file
+from typing import TYPE_CHECKING
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from tablekeeper.core import lazy
 
-from tablekeeper.core.trash.context import KEEP_OPTION, active
+_PUBLIC = {"active": "context", "KEEP_OPTION": "context", "list_runs": "layout", "state_of": "layout",
+    "trash_root": "layout", "keeping": "moves", "move_batch": "moves", "move_files": "moves", "resumed": "moves",
+    "TrashRun": "moves", "purge": "purging", "undo": "restore", "keep_window": "window"}
+__all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:
-    from tablekeeper.core.trash.layout import (
-        TRASH_DIR,
-        RunRecord,
-        RunState,
-        list_runs,
-        read_run,
-        state_of,
-        trash_root,
-    )
-    from tablekeeper.core.trash.moves import TrashRun, keeping, move_batch, move_files, resumed
-    from tablekeeper.core.trash.purging import PurgeResult, purge
-    from tablekeeper.core.trash.restore import UndoResult, undo
-    from tablekeeper.core.trash.window import keep_window
-
-__all__ = ["TRASH_DIR", "RunRecord", "RunState", "list_runs", "read_run", "state_of", "trash_root", "TrashRun",
-           "active", "keeping", "resumed", "move_batch", "move_files", "PurgeResult", "purge", "UndoResult", "undo",
-           "KEEP_OPTION", "keep_window"]
-
-#: Where each public name lives: loaded on first use, so that every plan's execution can ask
-#: :func:`active` without loading the trash's code (start-up of a local command).
-_HOMES = {
-    **dict.fromkeys(("TRASH_DIR", "RunRecord", "RunState", "list_runs", "read_run", "state_of", "trash_root"),
-                    "layout"),
-    **dict.fromkeys(("TrashRun", "keeping", "resumed", "move_batch", "move_files"), "moves"),
-    **dict.fromkeys(("PurgeResult", "purge"), "purging"),
-    **dict.fromkeys(("UndoResult", "undo"), "restore"),
-    **dict.fromkeys(("keep_window",), "window"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    from .context import active as active, KEEP_OPTION as KEEP_OPTION
+    from .layout import list_runs as list_runs, state_of as state_of, trash_root as trash_root
+    from .moves import (keeping as keeping, move_batch as move_batch, move_files as move_files, resumed as resumed,
+        TrashRun as TrashRun)
+    from .purging import purge as purge
+    from .restore import undo as undo
+    from .window import keep_window as keep_window
+else:
+    __getattr__, __dir__ = lazy.public_names(__name__, _PUBLIC)

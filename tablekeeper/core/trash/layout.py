@@ -18,7 +18,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tablekeeper.core import lease
+from tablekeeper.core import concurrency
 from tablekeeper.core.storage import FileIO, join
 
 __all__ = ["TRASH_DIR", "RunRecord", "RunState", "MovedFile", "trash_root", "run_dir", "files_dir", "moves_dir",
@@ -72,7 +72,7 @@ class MovedFile:
 
 
 def trash_root(table_root: str) -> str:
-    return join(table_root, lease.LEASE_DIR, TRASH_DIR)
+    return join(table_root, concurrency.LEASE_DIR, TRASH_DIR)
 
 
 def run_dir(table_root: str, run_id: str) -> str:

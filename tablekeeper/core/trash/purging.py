@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tablekeeper.core import safety
+from tablekeeper.core import values
 from tablekeeper.core.storage import DeleteOutcome, FileIO
 from tablekeeper.core.trash import layout
 
@@ -59,8 +59,8 @@ def purge(io: FileIO, table_root: str, now_ms: int, older_than_ms: int | None = 
             pass
         paths = [s.path for s in files]
         sizes = {s.path: s.size for s in stored}
-        for start in range(0, len(paths), safety.DELETE_BATCH_MAX):
-            for r in io.delete_files(paths[start:start + safety.DELETE_BATCH_MAX]):
+        for start in range(0, len(paths), values.DELETE_BATCH_MAX):
+            for r in io.delete_files(paths[start:start + values.DELETE_BATCH_MAX]):
                 if r.outcome is DeleteOutcome.FAILED:
                     result.failed += 1
                 elif r.path in sizes:

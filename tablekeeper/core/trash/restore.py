@@ -20,9 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tablekeeper.core import errors
-from tablekeeper.core.paimon import hints
-from tablekeeper.core.paimon import layout as paimon_layout
+from tablekeeper.core import errors, paimon
 from tablekeeper.core.storage import FileIO, basename, join, parent
 from tablekeeper.core.trash import layout
 from tablekeeper.core.trash.moves import same_file
@@ -56,9 +54,9 @@ def _rank(moved: layout.MovedFile) -> tuple[int, int, str]:
     if moved.kind == "manifest":
         sub = 2 if name.startswith("index-manifest-") else 1 if name.startswith("manifest-list-") else 0
     kind = moved.kind if moved.kind in RESTORE_ORDER else "other"
-    if name in (hints.EARLIEST, hints.LATEST):
+    if name in (paimon.EARLIEST, paimon.LATEST):
         kind = "hint"
-    elif name.startswith(paimon_layout.SCHEMA_PREFIX) and basename(parent(moved.relative)) == paimon_layout.SCHEMA_DIR:
+    elif name.startswith(paimon.SCHEMA_PREFIX) and basename(parent(moved.relative)) == paimon.SCHEMA_DIR:
         kind = "schema"
     return RESTORE_ORDER.index(kind), sub, moved.relative
 
@@ -139,13 +137,13 @@ def _earliest_hints(io: FileIO, root: str, moved: list[layout.MovedFile]) -> lis
     """Point EARLIEST of every snapshot or changelog directory the run touched at the oldest id
     of the unbroken run ending at the latest id there; returns the hints rewritten."""
     dirs = sorted({parent(m.relative) for m in moved if m.kind in ("snapshot", "changelog-meta")
-                   or basename(parent(m.relative)) in (paimon_layout.SNAPSHOT_DIR, paimon_layout.CHANGELOG_DIR)})
+                   or basename(parent(m.relative)) in (paimon.SNAPSHOT_DIR, paimon.CHANGELOG_DIR)})
     written: list[str] = []
     for rel in dirs:
         directory = join(root, rel)
-        prefix = paimon_layout.CHANGELOG_PREFIX if basename(rel) == paimon_layout.CHANGELOG_DIR \
-            else paimon_layout.SNAPSHOT_PREFIX
-        ids = sorted(i for i in (paimon_layout.parse_versioned_name(s.name, prefix)
+        prefix = paimon.CHANGELOG_PREFIX if basename(rel) == paimon.CHANGELOG_DIR \
+            else paimon.SNAPSHOT_PREFIX
+        ids = sorted(i for i in (paimon.parse_versioned_name(s.name, prefix)
                                  for s in io.list_dir(directory) if not s.is_dir) if i is not None)
         if not ids:
             continue
@@ -153,12 +151,12 @@ def _earliest_hints(io: FileIO, root: str, moved: list[layout.MovedFile]) -> lis
         present = set(ids)
         while oldest - 1 in present:
             oldest -= 1
-        path = join(directory, hints.EARLIEST)
+        path = join(directory, paimon.EARLIEST)
         try:
             current = int(io.read_text(path).strip())
         except (FileNotFoundError, ValueError):
             current = None
         if current is None or current > oldest or current not in present:
             io.overwrite(path, str(oldest))
-            written.append(f"{rel}/{hints.EARLIEST}={oldest}")
+            written.append(f"{rel}/{paimon.EARLIEST}={oldest}")
     return written

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import timedelta
 
-from tablekeeper.core import durations, errors
+from tablekeeper.core import errors, values
 from tablekeeper.core.trash.context import KEEP_OPTION
 
 __all__ = ["KEEP_OPTION", "keep_window"]
@@ -18,7 +18,7 @@ def keep_window(flag: str | None, table_options: Mapping[str, str]) -> timedelta
     text, field = (flag, "--keep-deleted") if flag is not None else (table_options.get(KEEP_OPTION), KEEP_OPTION)
     if text is None:
         return None
-    window = durations.parse_duration(text, field=field)
+    window = values.parse_duration(text, field=field)
     if window <= timedelta(0):
         raise errors.InvalidInputError(f"{field} must be a positive duration, not {text!r}",
                                        fix="give e.g. '7 d', or leave it out to delete for good")

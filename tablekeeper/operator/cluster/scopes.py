@@ -32,15 +32,16 @@ from datetime import datetime
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core import timestamps
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.table import Table, table_path
-from tablekeeper.core.policy import effective
-from tablekeeper.core.policy.branch import PaimonBranchSpec
-from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec
-from tablekeeper.core.policy.common import SpecModel
-from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, PaimonRetentionPolicySpec
-from tablekeeper.core.policy.tag import PaimonTagSpec
+from tablekeeper.core import paimon, values
+from tablekeeper.core.paimon import Table, table_path
+from tablekeeper.core.policy import SpecModel, effective
+from tablekeeper.core.policy.specs import (
+    ClusterPaimonCatalogSpec,
+    ClusterPaimonRetentionPolicySpec,
+    PaimonBranchSpec,
+    PaimonRetentionPolicySpec,
+    PaimonTagSpec,
+)
 from tablekeeper.operator.cluster.view import (
     NamespaceLabels,
     Obj,
@@ -125,7 +126,7 @@ def members(view: View, table: Obj, kind: str) -> tuple[Member, ...]:
                 branch_name = branch_name_of(obj, parsed_spec)
                 parsed.append((obj, parsed_spec, branch_name, branch_name, None))
         except core_errors.InvalidInputError as e:
-            parsed.append((obj, None, None, layout.MAIN, Failure(Reason.INVALID_SPEC, e.message, False)))
+            parsed.append((obj, None, None, paimon.MAIN, Failure(Reason.INVALID_SPEC, e.message, False)))
     contenders = [(o, n, b) for o, s, n, b, f in parsed if f is None and not o.unmanaged]
     won = winners((o for o, _, _ in contenders),
                           lambda o: next(((b, n) if kind == "PaimonTag" else n
@@ -186,7 +187,7 @@ def records_of(scope: Scope) -> TableRecords:
         assert isinstance(m.spec, PaimonBranchSpec)
         records = records.with_branch(m.name, BranchRecord(
             m.obj.ref, deletion_policy(m.spec, scope.default_deletion_policy),
-            timestamps.parse_rfc3339_ms(status.get("createTime")) or 0, status.get("forkTag"),
+            values.parse_rfc3339_ms(status.get("createTime")) or 0, status.get("forkTag"),
             bool(status.get("expired")), bool(status.get("createPending"))))
     for m in scope.tags:
         status = m.obj.status
@@ -195,7 +196,7 @@ def records_of(scope: Scope) -> TableRecords:
         assert isinstance(m.spec, PaimonTagSpec)
         records = records.with_tag(m.branch, m.name, TagRecord(
             m.obj.ref, int(status["snapshotId"]), deletion_policy(m.spec, scope.default_deletion_policy),
-            bool(status.get("expired")), timestamps.parse_rfc3339_ms(status.get("expireTime"))))
+            bool(status.get("expired")), values.parse_rfc3339_ms(status.get("expireTime"))))
     return records
 
 

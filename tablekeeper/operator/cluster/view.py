@@ -24,13 +24,16 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core.policy.branch import PaimonBranchSpec
-from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec, PaimonCatalogSpec
-from tablekeeper.core.policy.common import SpecModel
-from tablekeeper.core.policy.kinds import CLUSTER_SCOPED, parse_spec
-from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, PaimonRetentionPolicySpec
-from tablekeeper.core.policy.table import PaimonTableSpec
-from tablekeeper.core.policy.tag import PaimonTagSpec
+from tablekeeper.core.policy import CLUSTER_SCOPED, SpecModel, parse_spec
+from tablekeeper.core.policy.specs import (
+    ClusterPaimonCatalogSpec,
+    ClusterPaimonRetentionPolicySpec,
+    PaimonBranchSpec,
+    PaimonCatalogSpec,
+    PaimonRetentionPolicySpec,
+    PaimonTableSpec,
+    PaimonTagSpec,
+)
 from tablekeeper.operator.status import markers
 from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import OperatorError

@@ -16,10 +16,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from tablekeeper.core import timestamps
-from tablekeeper.core.branches import fork_tag_name
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.policy.branch import PaimonBranchSpec
+from tablekeeper.core import paimon, values
+from tablekeeper.core.policy.specs import PaimonBranchSpec
+from tablekeeper.core.refs import fork_tag_name
 from tablekeeper.operator.cluster.scopes import Member, ScopePlan, StatusRecordStore
 from tablekeeper.operator.cluster.view import Obj, View
 from tablekeeper.operator.controllers.children import (
@@ -104,7 +103,7 @@ async def _reconcile_branch(rt: Runtime, view: View, ctx: ChildContext[PaimonBra
             return _branch_ready(plan, member, plan.records, previous_origin(obj), now)
         change = creates[0]
         if (isinstance(change, A.CreateBranch) and change.from_tag is not None
-                and change.from_tag not in plan.state.branch_tags(layout.MAIN)):
+                and change.from_tag not in plan.state.branch_tags(paimon.MAIN)):
             return failed_outcome(rt, obj, Failure(Reason.TAG_NOT_FOUND, f"waiting for tag {change.from_tag!r} to be "
                                                                          "created (declared by a PaimonTag)", True),
                                   now, retry=retry, backoff_limit=None)
@@ -118,7 +117,7 @@ async def _reconcile_branch(rt: Runtime, view: View, ctx: ChildContext[PaimonBra
             fork = (fork_tag_name(name, change.from_snapshot_id)
                     if isinstance(change, A.CreateBranch) and change.from_snapshot_id is not None else None)
             out.fields.update(owned=True, branchName=name, createPending=True if isinstance(change, A.CreateBranch)
-                              else None, createTime=timestamps.rfc3339_ms(timestamps.epoch_ms(now)),
+                              else None, createTime=values.rfc3339_ms(values.epoch_ms(now)),
                               forkTag=fork, table=table_fields(ctx.table.scope.table),
                               origin=Reason.ADOPTED if adopt else Reason.CREATED)
             come_back(rt, out, ctx.phase)
@@ -159,7 +158,7 @@ def _branch_record_fields(member: Member) -> Callable[[TableRecords], dict[str, 
         if rec is None or rec.resource != member.obj.ref:
             return {"owned": False}
         return {"owned": True, "branchName": member.name, "createPending": rec.pending or None,
-                "createTime": timestamps.rfc3339_ms(rec.created_ms) if rec.created_ms else None,
+                "createTime": values.rfc3339_ms(rec.created_ms) if rec.created_ms else None,
                 "forkTag": rec.fork_tag, "expired": rec.expired or None}
     return fields_of
 
@@ -175,9 +174,9 @@ def _branch_ready(plan: ScopePlan, member: Member, records: TableRecords, reason
                             now)
     created = rec.created_ms if rec is not None and rec.created_ms else (current.created_ms if current else None)
     outcome.fields.update(
-        owned=True, branchName=name, createPending=None, createTime=timestamps.rfc3339_ms(created), origin=reason,
+        owned=True, branchName=name, createPending=None, createTime=values.rfc3339_ms(created), origin=reason,
         forkTag=rec.fork_tag if rec else None, basedOnTag=spec.from_tag,
         forkSnapshotId=current.fork_snapshot_id if current else None,
-        lastWriteTime=timestamps.rfc3339_ms(current.latest_commit_ms) if current else None,
+        lastWriteTime=values.rfc3339_ms(current.latest_commit_ms) if current else None,
         expired=None, failures=None, lastError=None, table=table_fields(plan.scope.table))
     return outcome

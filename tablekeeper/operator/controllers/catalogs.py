@@ -14,8 +14,8 @@ import asyncio
 from datetime import datetime
 
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core.policy import effective
-from tablekeeper.core.policy.catalog import PaimonCatalogSpec
+from tablekeeper.core import policy
+from tablekeeper.core.policy.specs import PaimonCatalogSpec
 from tablekeeper.core.storage import FileIO
 from tablekeeper.operator import metrics
 from tablekeeper.operator.cluster.view import CatalogInfo, Obj, View, parse
@@ -83,8 +83,8 @@ async def reconcile_catalog(rt: Runtime, obj: Obj, *, retry: int | None = None) 
 
 def _labels_of(obj: Obj) -> set[str]:
     if obj.kind == "ClusterPaimonRetentionPolicy":
-        return {effective.cluster_source(obj.name)}
-    return {effective.namespaced_source(obj.namespace or "", obj.name), effective.policy_ref_source(obj.name)}
+        return {policy.cluster_source(obj.name)}
+    return {policy.namespaced_source(obj.namespace or "", obj.name), policy.policy_ref_source(obj.name)}
 
 
 async def reconcile_policy(rt: Runtime, view: View, obj: Obj) -> Outcome:

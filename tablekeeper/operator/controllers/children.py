@@ -39,8 +39,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core.policy.branch import PaimonBranchSpec
-from tablekeeper.core.policy.tag import PaimonTagSpec
+from tablekeeper.core.policy.specs import PaimonBranchSpec, PaimonTagSpec
 from tablekeeper.operator import metrics, persistence
 from tablekeeper.operator.cluster.scopes import Member, ScopePlan, StatusRecordStore
 from tablekeeper.operator.cluster.view import Obj, TableInfo, View, parse

@@ -32,8 +32,7 @@ from typing import Any
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core import table_options, timestamps
-from tablekeeper.core.paimon import layout
+from tablekeeper.core import paimon, values
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.operator import metrics
 from tablekeeper.operator.cluster.scopes import ScopePlan, StatusRecordStore
@@ -72,14 +71,14 @@ def _newer(version: str, than: str | None) -> bool:
 
 def table_stats(state: TableState) -> dict[str, Any]:
     """``status.table``: counts and times of the main branch."""
-    snaps = state.branch_snapshots(layout.MAIN)
-    out: dict[str, Any] = {"snapshotCount": len(snaps), "tagCount": len(state.branch_tags(layout.MAIN)),
+    snaps = state.branch_snapshots(paimon.MAIN)
+    out: dict[str, Any] = {"snapshotCount": len(snaps), "tagCount": len(state.branch_tags(paimon.MAIN)),
                            "branchCount": len(state.branches),
                            "writeOnly": str(state.options.get("write-only", "false")).lower() == "true"}
     if snaps:
         out.update(latestSnapshotId=snaps[-1].id, earliestSnapshotId=snaps[0].id,
-                   earliestSnapshotTime=timestamps.rfc3339_ms(snaps[0].time_millis),
-                   lastCommitTime=timestamps.rfc3339_ms(snaps[-1].time_millis))
+                   earliestSnapshotTime=values.rfc3339_ms(snaps[0].time_millis),
+                   lastCommitTime=values.rfc3339_ms(snaps[-1].time_millis))
     return out
 
 
@@ -193,7 +192,7 @@ async def _enforce_table_options(rt: Runtime, obj: Obj, table: TableContext, pla
         raise OperatorError(failure.reason, f"writing table options failed: {failure.message}",
                             temporary=failure.temporary)
     if result.results and result.results[0].status == "applied":
-        drift = obj.status.get("appliedTableOptionsHash") == table_options.options_hash(applied)
+        drift = obj.status.get("appliedTableOptionsHash") == paimon.options_hash(applied)
         if drift:
             was = ", ".join(f"{k}={v if v is not None else 'unset'}" for k, v in change.previous.items())
             out.event("Normal", Reason.DRIFT_CORRECTED, f"table options changed out of band ({was}); "
@@ -322,7 +321,7 @@ async def _reconcile(rt: Runtime, view: View, obj: Obj, now: datetime) -> TableO
         table=stats, maintenance=decision.maintenance, lastMaintenanceTime=decision.last_maintenance_time,
         writerTimeZone=plan.target.writer_zone, lastError=None,
         appliedTableOptions=applied_options or None,
-        appliedTableOptionsHash=table_options.options_hash(applied_options) if applied_options else None)
+        appliedTableOptionsHash=paimon.options_hash(applied_options) if applied_options else None)
     if plan.target.writer_zone is None and rt.first_time(obj.uid, Reason.TIME_ZONE_UNSET):
         out.event("Normal", Reason.TIME_ZONE_UNSET, "no writer time zone (spec.timeZone or the catalog's "
                                                    "writerTimeZone): tag TTLs and partition times use a 12 h margin")

@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from tablekeeper.core import timestamps
-from tablekeeper.core.policy.tag import PaimonTagSpec
+from tablekeeper.core import values
+from tablekeeper.core.policy.specs import PaimonTagSpec
 from tablekeeper.operator.cluster.scopes import Member, ScopePlan
 from tablekeeper.operator.cluster.view import Obj, View
 from tablekeeper.operator.controllers.children import (
@@ -144,8 +144,8 @@ def _tag_ready(plan: ScopePlan, member: Member, records: TableRecords, reason: s
     outcome.fields.update(
         owned=True, tagName=name, branch=member.branch,
         snapshotId=tag.snapshot_id if tag else (rec.snapshot_id if rec else None),
-        snapshotCommitTime=timestamps.rfc3339_ms(tag.snapshot_time_ms) if tag else None,
+        snapshotCommitTime=values.rfc3339_ms(tag.snapshot_time_ms) if tag else None,
         createTime=tag.create_time.strftime("%Y-%m-%dT%H:%M:%S") if tag and tag.create_time else None,
-        expireTime=timestamps.rfc3339_ms(expire_ms), forkPointOf=list(forks) or None, expired=None, origin=reason,
+        expireTime=values.rfc3339_ms(expire_ms), forkPointOf=list(forks) or None, expired=None, origin=reason,
         failures=None, lastError=None, table=table_fields(plan.scope.table))
     return outcome

@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tablekeeper.core.policy.kinds import API_GROUP
+from tablekeeper.core.policy import API_GROUP
 from tablekeeper.operator.crds.kinds import GENERATOR_COMMAND, build_crds, crd_filename, render_crd
 from tablekeeper.operator.crds.reference import render_reference
 from tablekeeper.operator.crds.schema import CRDGenerationError

@@ -11,8 +11,7 @@ from typing import Any, Literal
 
 import yaml
 
-from tablekeeper.core.policy.common import SpecModel
-from tablekeeper.core.policy.kinds import API_GROUP, API_VERSION, CLUSTER_SCOPED, SPEC_MODELS
+from tablekeeper.core.policy import API_GROUP, API_VERSION, CLUSTER_SCOPED, SPEC_MODELS, SpecModel
 from tablekeeper.operator.crds import validations
 from tablekeeper.operator.crds.schema import CRDGenerationError, ordered, spec_schema
 

@@ -15,8 +15,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from tablekeeper.core.policy.common import SpecModel
-from tablekeeper.core.policy.kinds import SPEC_MODELS
+from tablekeeper.core.policy import SPEC_MODELS, SpecModel
 from tablekeeper.operator.crds import validations
 
 __all__ = ["CRDGenerationError", "spec_schema", "model_classes", "walk_types", "Translator", "ordered"]

@@ -27,26 +27,29 @@ from typing import Any, get_args
 
 from pydantic.fields import FieldInfo
 
-from tablekeeper.core import safety
-from tablekeeper.core.policy import schedule as schedule_mod
-from tablekeeper.core.policy.branch import BranchTTL, PaimonBranchSpec
-from tablekeeper.core.policy.catalog import PaimonCatalogSpec
-from tablekeeper.core.policy.common import SpecModel, TimeZoneName
-from tablekeeper.core.policy.duration_field import Duration
-from tablekeeper.core.policy.policy import DurationBound, IntBound
-from tablekeeper.core.policy.retention import (
+from tablekeeper.core import policy, values
+from tablekeeper.core.policy import Duration, LabelSelector, LabelSelectorRequirement, SpecModel, TimeZoneName
+from tablekeeper.core.policy.specs import (
+    RESERVED_TAG_NAMES,
+    BranchTTL,
     ChangelogRetention,
     ConsumerRetention,
+    DurationBound,
+    IntBound,
+    MaintenanceSpec,
+    MaintenanceWindow,
     OrphanFileCleanup,
+    PaimonBranchSpec,
+    PaimonCatalogSpec,
+    PaimonMaintenanceRunSpec,
+    PaimonTableSpec,
+    PaimonTagSpec,
     PartitionRetention,
+    RollbackTarget,
     SnapshotRetention,
     TagAutoCreate,
     TagRetention,
 )
-from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec, RollbackTarget
-from tablekeeper.core.policy.selectors import LabelSelector, LabelSelectorRequirement
-from tablekeeper.core.policy.table import MaintenanceSpec, MaintenanceWindow, PaimonTableSpec
-from tablekeeper.core.policy.tag import RESERVED_TAG_NAMES, PaimonTagSpec
 
 __all__ = [
     "Rule",
@@ -140,7 +143,7 @@ def _matches(regex: str) -> str:
     return f"self.matches({_cel_string(regex)})"
 
 
-# --- names (tablekeeper.core.names, tag.check_tag_name) -------------------------------------------
+# --- names (tablekeeper.core.values.names, tag.check_tag_name) -------------------------------------------
 
 _CONTROL = r"[\x00-\x1f]"
 
@@ -201,12 +204,12 @@ def _min_le_max(low: str, high: str, what: str) -> Rule:
 
 _POSITIVE_DURATION = Rule("!" + _matches(r"^0+ ?[a-z]+$"), "must be longer than 0")
 _ORPHAN_FLOOR = Rule(
-    _matches(duration_at_least_regex(safety.ORPHAN_AGE_FLOOR)),
-    f"must be at least the orphan-cleanup safety floor '{Duration.from_timedelta(safety.ORPHAN_AGE_FLOOR)}': "
+    _matches(duration_at_least_regex(values.ORPHAN_AGE_FLOOR)),
+    f"must be at least the orphan-cleanup safety floor '{Duration.from_timedelta(values.ORPHAN_AGE_FLOOR)}': "
     "younger files may belong to commits in flight",
 )
-_MIN_INTERVAL = duration_at_least_regex(schedule_mod.MIN_INTERVAL)[1:-1]
-_MACROS = ", ".join(_cel_string(name) for name in sorted(schedule_mod.MACROS))
+_MIN_INTERVAL = duration_at_least_regex(policy.MIN_INTERVAL)[1:-1]
+_MACROS = ", ".join(_cel_string(name) for name in sorted(policy.MACROS))
 _SCHEDULE_RULES = (
     Rule(
         "!self.startsWith('@every') || " + _matches("^@every (" + _MIN_INTERVAL + ")$"),
@@ -214,7 +217,7 @@ _SCHEDULE_RULES = (
     ),
     Rule(
         f"!self.startsWith('@') || self.startsWith('@every') || self in [{_MACROS}]",
-        "unknown schedule macro: use one of " + ", ".join(sorted(schedule_mod.MACROS)) + " or '@every <duration>'",
+        "unknown schedule macro: use one of " + ", ".join(sorted(policy.MACROS)) + " or '@every <duration>'",
     ),
 )
 _IDENTIFIER = Rule(

@@ -22,8 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
-from tablekeeper.core.policy.table import PaimonTableSpec
+from tablekeeper.core.policy.specs import PaimonMaintenanceRunSpec, PaimonTableSpec
 from tablekeeper.operator.cluster.view import Obj, View, parse
 from tablekeeper.operator.context import TableContext, child_context
 from tablekeeper.operator.runtime import Runtime

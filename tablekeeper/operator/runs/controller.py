@@ -31,8 +31,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core import timestamps
-from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
+from tablekeeper.core import values
+from tablekeeper.core.policy.specs import PaimonMaintenanceRunSpec
 from tablekeeper.operator import kopfcompat, metrics
 from tablekeeper.operator.cluster.scopes import ScopePlan
 from tablekeeper.operator.cluster.view import Obj, View, parse
@@ -78,7 +78,7 @@ def _finished(obj: Obj, now: datetime, ok: bool, reason: str, message: str, *, s
     """The terminal status; ``status.result`` is ``report.to_status()`` (with ``rendered`` and no
     report: an empty result)."""
     out = Outcome(generation=obj.generation)
-    out.fields.update(phase="Succeeded" if ok else "Failed", completionTime=timestamps.rfc3339(now), message=message,
+    out.fields.update(phase="Succeeded" if ok else "Failed", completionTime=values.rfc3339(now), message=message,
                       duration=duration_text((now - started).total_seconds()) if started else None)
     if report is not None or rendered:
         out.fields["result"] = report.to_status() if report is not None else {}
@@ -114,7 +114,7 @@ async def start_run(rt: Runtime, view: View, obj: Obj, *, retry: int) -> Outcome
         return _finished(obj, now, False, Reason.INVALID_SPEC, e.message, started=None)
     out = Outcome(labels=_labels(obj, spec))
     ctx = await run_context.resolve(rt, view, obj, spec)
-    created = timestamps.parse_rfc3339(obj.created) or now
+    created = values.parse_rfc3339(obj.created) or now
     if now - created > timedelta(seconds=ctx.deadline_seconds):
         result = _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "never started within activeDeadlineSeconds",
                            started=None)
@@ -145,7 +145,7 @@ async def start_run(rt: Runtime, view: View, obj: Obj, *, retry: int) -> Outcome
         engine, note = engines.select(ctx.engine, spark_enabled=rt.config.spark.enabled, run_type=spec.type)
         engine_name = engine.name
     out.generation = obj.generation
-    out.fields.update(phase="Running", startTime=timestamps.rfc3339(now), engine=engine_name,
+    out.fields.update(phase="Running", startTime=values.rfc3339(now), engine=engine_name,
                       attempts=int(obj.status.get("attempts") or 0) + 1, message=note or "running")
     out.conditions = [
         conditions.condition(conditions.COMPLETE, False, Reason.RUNNING, note, generation=obj.generation, now=now),
@@ -170,7 +170,7 @@ async def execute_run(rt: Runtime, view: View, obj: Obj, *, retry: int) -> Outco
     if spark.Ref.of(obj.status) is not None:
         return Outcome()  # launched: the periodic check observes it (and enforces the deadline)
     ctx = await run_context.resolve(rt, view, obj, spec)
-    started = timestamps.parse_rfc3339(obj.status.get("startTime")) or now
+    started = values.parse_rfc3339(obj.status.get("startTime")) or now
     if now - started > timedelta(seconds=ctx.deadline_seconds):
         _release(rt, ctx)
         return _finished(obj, now, False, Reason.DEADLINE_EXCEEDED, "activeDeadlineSeconds exceeded", started=started)
@@ -304,7 +304,7 @@ async def check_run(rt: Runtime, view: View, obj: Obj) -> Outcome | None:
     ref = spark.Ref.of(obj.status)
     if phase in TERMINAL:
         claims.release(rt, obj, spec.table_ref.name)
-        done = timestamps.parse_rfc3339(obj.status.get("completionTime"))
+        done = values.parse_rfc3339(obj.status.get("completionTime"))
         ttl = spec.ttl_seconds_after_finished
         if ttl is not None and done is not None and now - done >= timedelta(seconds=ttl):
             if ref is not None and ref.namespace != obj.namespace:  # not garbage-collected with the run
@@ -313,7 +313,7 @@ async def check_run(rt: Runtime, view: View, obj: Obj) -> Outcome | None:
             return None
         return Outcome()
     ctx = run_context.of_view(view, obj, spec)
-    started = timestamps.parse_rfc3339(obj.status.get("startTime")) or timestamps.parse_rfc3339(obj.created)
+    started = values.parse_rfc3339(obj.status.get("startTime")) or values.parse_rfc3339(obj.created)
     if ref is not None and phase == "Running":
         return await _check_launched(rt, view, ctx, ref, started or now)
     if started is not None and now - started > timedelta(seconds=ctx.deadline_seconds):

@@ -16,8 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from tablekeeper import reconcile
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.storage import requests as storage_requests
+from tablekeeper.core import paimon, storage
 from tablekeeper.operator.cluster import scopes
 from tablekeeper.operator.runs import verbs
 from tablekeeper.operator.runs.report import RunReport
@@ -57,7 +56,7 @@ class InProcessEngine:
         result = self._run(request)
         if result.report is None:
             return result
-        made = storage_requests.since(before, io.requests.counts.snapshot())
+        made = storage.since(before, io.requests.counts.snapshot())
         return replace(result, report=replace(result.report, storage_requests=made))
 
     def _run(self, request: RunRequest) -> RunResult:
@@ -67,7 +66,7 @@ class InProcessEngine:
         kinds = RUN_KINDS.get(spec.type)
         if kinds is None:
             return RunResult(False, Reason.NOT_SUPPORTED, f"run type {spec.type} is not implemented by the operator yet")
-        if spec.branch != layout.MAIN:
+        if spec.branch != paimon.MAIN:
             return RunResult(False, Reason.NOT_SUPPORTED, "maintenance of branches other than main is not "
                                                           "implemented yet")
         plan = scopes.plan_scope(request.scope, request.opener, request.now)

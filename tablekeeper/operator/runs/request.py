@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from tablekeeper import reconcile
-from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
+from tablekeeper.core.policy.specs import PaimonMaintenanceRunSpec
 from tablekeeper.operator.cluster import scopes
 from tablekeeper.operator.runs.report import RunReport
 

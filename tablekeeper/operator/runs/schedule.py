@@ -28,10 +28,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from tablekeeper.core import timestamps
+from tablekeeper.core import values
+from tablekeeper.core.policy import Schedule
 from tablekeeper.core.policy.effective import EffectivePolicy
-from tablekeeper.core.policy.schedule import Schedule
-from tablekeeper.core.policy.table import PaimonTableSpec
+from tablekeeper.core.policy.specs import PaimonTableSpec
 from tablekeeper.operator.cluster.view import Obj
 from tablekeeper.operator.status import markers
 from tablekeeper.operator.status.outcome import Event
@@ -189,12 +189,12 @@ def decide(table: Obj, spec: PaimonTableSpec, policy: EffectivePolicy, runs: Seq
             entry.pop("nextRunTime", None)
             entry.pop("schedule", None)
         else:
-            if entry.get("schedule") != str(sched) or not timestamps.parse_rfc3339(entry.get("nextRunTime")):
-                last = timestamps.parse_rfc3339(entry.get("lastRunTime"))
+            if entry.get("schedule") != str(sched) or not values.parse_rfc3339(entry.get("nextRunTime")):
+                last = values.parse_rfc3339(entry.get("lastRunTime"))
                 base = _next_after(sched, last, spec) if last is not None else now
-                entry["nextRunTime"] = timestamps.rfc3339(base + timedelta(seconds=rng.uniform(0, jitter)))
+                entry["nextRunTime"] = values.rfc3339(base + timedelta(seconds=rng.uniform(0, jitter)))
                 entry["schedule"] = str(sched)
-            nxt = timestamps.parse_rfc3339(entry.get("nextRunTime"))
+            nxt = values.parse_rfc3339(entry.get("nextRunTime"))
             window = spec.maintenance.window if spec.maintenance is not None else None
             if nxt is not None and now >= nxt and (window is None or schedules.in_window(window, now)):
                 due.append(job)
@@ -212,7 +212,7 @@ def decide(table: Obj, spec: PaimonTableSpec, policy: EffectivePolicy, runs: Seq
             decision.clear_run_now = True
             decision.create = run_body(table, spec, requested, run_name(table, requested, rng), "Manual")
             entry = decision.maintenance[requested.key]
-            entry.update(state="Running", lastRunRef=decision.create["metadata"]["name"], lastRunTime=timestamps.rfc3339(now))
+            entry.update(state="Running", lastRunRef=decision.create["metadata"]["name"], lastRunTime=values.rfc3339(now))
             decision.events.append(Event("Normal", "MaintenanceRequested",
                                          f"{requested.run_type} requested by tablekeeper.io/run-now: run "
                                          f"{decision.create['metadata']['name']}"))
@@ -223,8 +223,8 @@ def decide(table: Obj, spec: PaimonTableSpec, policy: EffectivePolicy, runs: Seq
         entry = decision.maintenance[job.key]
         sched = schedule_of(job, spec, policy)
         assert sched is not None
-        entry.update(state="Running", lastRunRef=decision.create["metadata"]["name"], lastRunTime=timestamps.rfc3339(now),
-                     nextRunTime=timestamps.rfc3339(_next_after(sched, now, spec) + timedelta(seconds=rng.uniform(0, jitter))))
+        entry.update(state="Running", lastRunRef=decision.create["metadata"]["name"], lastRunTime=values.rfc3339(now),
+                     nextRunTime=values.rfc3339(_next_after(sched, now, spec) + timedelta(seconds=rng.uniform(0, jitter))))
         decision.events.append(Event("Normal", "MaintenanceScheduled",
                                      f"{job.run_type} due by schedule {sched}: run {decision.create['metadata']['name']}"))
 

@@ -52,11 +52,8 @@ from typing import Any
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core import retention_settings
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.policy.catalog import ClusterPaimonCatalogSpec
-from tablekeeper.core.policy.run import PaimonMaintenanceRunSpec
-from tablekeeper.core.policy.table import PaimonTableSpec
+from tablekeeper.core import expire, paimon
+from tablekeeper.core.policy.specs import ClusterPaimonCatalogSpec, PaimonMaintenanceRunSpec, PaimonTableSpec
 from tablekeeper.core.storage import join
 from tablekeeper.operator import kopfcompat
 from tablekeeper.operator.cluster.scopes import Scope, ScopePlan
@@ -184,7 +181,7 @@ def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: s
     if operation == "expire":
         extra["batches"] = reconcile.ReconcileConfig().max_batches  # as many batches as an in-process run
     if operation == "expire" and v:
-        extra["retention"] = retention_settings.from_policy(v)  # what the planner plans ExpireSnapshots with
+        extra["retention"] = expire.from_policy(v)  # what the planner plans ExpireSnapshots with
         if v.get("changelog.state") != "Disabled":
             extra["with_changelog"] = True
     elif operation == "clean-orphans" and v.get("orphanFiles.olderThan") is not None:
@@ -221,7 +218,7 @@ def wants_spark(config: SparkConfig, requested: str | None, spec: PaimonMaintena
     """Whether a run may go to Spark: Spark runs are on, the engine is not ``Python``, and the job
     does the run's type (on ``main``; the job's orphan cleanup covers the whole table)."""
     return (config.enabled and requested not in (None, "Python") and spec.type in SPARK_RUN_TYPES
-            and spec.branch == layout.MAIN)
+            and spec.branch == paimon.MAIN)
 
 
 async def auto_engine(rt: Runtime) -> str:

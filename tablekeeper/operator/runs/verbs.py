@@ -1,5 +1,5 @@
 """Imperative branch verbs as ``PaimonMaintenanceRun`` types (operator-design.md §4.4, §4.6):
-``FastForward`` merges a branch into main with :func:`tablekeeper.core.branches.fast_forward`;
+``FastForward`` merges a branch into main with :func:`tablekeeper.core.refs.branches.fast_forward`;
 ``Rollback`` and ``Compact`` end ``NotSupported`` with the reason in the message.
 
 - FastForward is refused for a branch whose PaimonBranch is ``protected`` (``BranchProtected``;
@@ -16,9 +16,9 @@
 
 from __future__ import annotations
 
-from tablekeeper.core import branches
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core.policy.branch import PaimonBranchSpec
+from tablekeeper.core import refs
+from tablekeeper.core.policy.specs import PaimonBranchSpec
 from tablekeeper.operator.cluster import scopes
 from tablekeeper.operator.runs.report import RunReport
 from tablekeeper.operator.runs.request import RunRequest, RunResult
@@ -59,7 +59,7 @@ def run_verb(request: RunRequest) -> RunResult:
                          f"branch {name!r} does not exist in {request.scope.location.identifier}")
     dry_run = bool(spec.parameters.dry_run)
     try:
-        change = branches.fast_forward(plan.table, name, dry_run=dry_run)
+        change = refs.fast_forward(plan.table, name, dry_run=dry_run)
     except core_errors.TablekeeperError as e:
         failure = classify(e)
         reason = Reason.NOT_SUPPORTED if isinstance(e, core_errors.DivergedBranchError) else failure.reason

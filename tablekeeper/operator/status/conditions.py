@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
-from tablekeeper.core import timestamps
+from tablekeeper.core import values
 
 __all__ = [
     "READY",
@@ -145,7 +145,7 @@ def condition(type_: str, status: Status | bool, reason: str, message: str = "",
     if isinstance(status, bool):
         status = "True" if status else "False"
     out: dict[str, Any] = {"type": type_, "status": status, "reason": reason, "message": message[:32768],
-                           "lastTransitionTime": timestamps.rfc3339(now)}
+                           "lastTransitionTime": values.rfc3339(now)}
     if generation is not None:
         out["observedGeneration"] = int(generation)
     return out

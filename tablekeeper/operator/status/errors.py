@@ -38,8 +38,7 @@ from dataclasses import dataclass
 import kopf
 
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core.policy import effective
-from tablekeeper.core.policy.validation import InvalidSpecError, UnsafeSpecError
+from tablekeeper.core.policy import InvalidSpecError, UnsafeSpecError, effective
 from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.reconcile.applier import ActionResult
 
@@ -102,7 +101,7 @@ def classify(error: BaseException) -> Failure:
     """The condition reason and retry decision for ``error``."""
     if isinstance(error, OperatorError):
         return Failure(error.reason, error.message, error.temporary)
-    if isinstance(error, core_errors.TableLockedError):  # another maintainer's lease (core/lease.py)
+    if isinstance(error, core_errors.TableLockedError):  # another maintainer's lease (core/concurrency/lease.py)
         return Failure(Reason.TABLE_LOCKED, _message(error), True)
     if isinstance(error, core_errors.ConcurrentModificationError):
         return Failure(Reason.RECONCILE_ERROR, _message(error), True, short=True)

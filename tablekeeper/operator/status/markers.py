@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tablekeeper.core.policy.kinds import API_GROUP
+from tablekeeper.core.policy import API_GROUP
 
 __all__ = [
     "API_GROUP",

@@ -13,7 +13,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from tablekeeper.core import errors, safety, seams, trash
+from tablekeeper.core import concurrency, errors, trash, values
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import result_artifact
 from tablekeeper.spark.deletes import executor as tasks
@@ -45,7 +45,7 @@ def record_planned(ctx: RunContext, planned: DataFrame) -> Stages:
     for kind, n in files.items():
         ctx.result.planned_files[kind] = ctx.result.planned_files.get(kind, 0) + n
         ctx.result.planned_bytes[kind] = ctx.result.planned_bytes.get(kind, 0) + nbytes[kind]
-    room = safety.STATUS_SAMPLE_MAX - len(ctx.result.sample)
+    room = values.STATUS_SAMPLE_MAX - len(ctx.result.sample)
     if room > 0 and files:
         ctx.result.sample.extend(r["path"] for r in planned.select("path").limit(room).collect())
     return dict(sorted(stages.items()))
@@ -65,7 +65,7 @@ def delete_stages(ctx: RunContext, planned: DataFrame, stages: Stages, spec: Map
         kept.record({"operation": ctx.request.operation, "table": ctx.request.table, "engine": "spark",
                      "files": dict(ctx.result.planned_files), "bytes": dict(ctx.result.planned_bytes)})
     for stage, per_task in stages.items():
-        seams.point(f"before:spark-delete:{stage}")  # core's re-checks and the lease run here
+        concurrency.point(f"before:spark-delete:{stage}")  # core's re-checks and the lease run here
         offsets: dict[str, int] = {}
         total = 0
         for pid in sorted(per_task):
@@ -113,7 +113,7 @@ def _add_summary(result: result_artifact.RunResult, rows: Iterable[Any]) -> None
             result.unsized[kind] = result.unsized.get(kind, 0) + int(r["unsized"])
         result.failed_count += int(r["failed"])
         for line in r["failure_sample"] or ():
-            if len(result.failure_sample) < safety.STATUS_SAMPLE_MAX:
+            if len(result.failure_sample) < values.STATUS_SAMPLE_MAX:
                 path, _, error = line.partition(": ")
                 result.failure_sample.append({"path": path, "error": error})
 

@@ -1,6 +1,6 @@
 """Executor-side functions of the deletes by stage (:mod:`tablekeeper.spark.deletes.driver`):
 every planned file removed in bulk batches the way core's executor removes them
-(``execution.delete_batch``, sizes by ``execution.stat_sizes``), and the directories the deletes
+(``plans.delete_batch``, sizes by ``plans.stat_sizes``), and the directories the deletes
 may have emptied (``decisions.may_empty``), non-recursively. Deletions return one summary row per
 (stage, kind) per partition (counts, bytes, <= 20 failure samples), never paths. No rule of core's
 decisions is stated here; the shape of every function is that of :mod:`tablekeeper.spark.executor`.
@@ -95,14 +95,14 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     """Delete rows with their batch (:func:`number_batches`; sorted by batch within the
     partition) -> summary rows.
 
-    Each batch is one bulk request (one DeleteObjects on S3, through ``execution.delete_batch``
+    Each batch is one bulk request (one DeleteObjects on S3, through ``plans.delete_batch``
     as in process: no parent listing first), up to ``spec["delete_threads"]`` batches at once
     on object stores. Missing files count as ``missing`` where the store tells them apart (a
     retried task, or an earlier crashed run; S3 reports a key already gone as deleted);
     failures are counted and sampled, never raised: deletion is best effort (style.md §2.3)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tablekeeper.core import execution, trash
+    from tablekeeper.core import plans, trash
     from tablekeeper.core.storage import DeleteOutcome
 
     io = file_io(spec["storage"])
@@ -134,7 +134,7 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     def delete(chunk: list[tuple[str, str, int | None, int]]) -> list[DeleteResult]:
         if kept is not None:  # a trash window: moved (core/trash), as core's executor moves them
             return trash.move_batch(kept, [(p, kind, size) for p, kind, size, _ in chunk])
-        return execution.delete_batch(io, [x[0] for x in chunk])
+        return plans.delete_batch(io, [x[0] for x in chunk])
 
     def sized(chunk: list[tuple[str, str, int | None, int]]) -> list[tuple[str, str, int | None, int]]:
         """The chunk with the sizes the plan could not tell taken from a stat (core's
@@ -142,7 +142,7 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
         unsized = [x[0] for x in chunk if x[2] is None]
         if not unsized:
             return chunk
-        found = dict(zip(unsized, execution.stat_sizes(io, unsized), strict=True))
+        found = dict(zip(unsized, plans.stat_sizes(io, unsized), strict=True))
         out: list[tuple[str, str, int | None, int]] = []
         for path, kind, size, stage in chunk:
             if size is None:
@@ -150,7 +150,7 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                 if got is None:
                     totals.setdefault((stage, kind), [0, 0, 0, 0, [], 0])[1] += 1
                     continue
-                size = None if got == execution.SIZE_UNKNOWN else got
+                size = None if got == plans.SIZE_UNKNOWN else got
             out.append((path, kind, size, stage))
         return out
 
@@ -214,13 +214,13 @@ def remove_emptied_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatc
     """(bucket dir, files listed there, files deleted there) -> as :func:`remove_empty_dirs`,
     for the directories the deletes may have emptied (``decisions.may_empty``; the others are not
     checked: a check is a request on an object store)."""
-    from tablekeeper.core import decisions
+    from tablekeeper.core import orphans
 
     io = file_io(spec["storage"])
     depth = int(spec.get("depth") or 0)
     removed = sum(_remove_upwards(io, directory, depth)
                   for directory, listed, deleted in rows_of(batches, ("dir", "listed", "deleted"))
-                  if decisions.may_empty(int(listed or 0), int(deleted or 0)))
+                  if orphans.may_empty(int(listed or 0), int(deleted or 0)))
     out = Rows(REMOVED_FIELDS)
     out.add(removed)
     yield out.take()

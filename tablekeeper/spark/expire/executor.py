@@ -108,10 +108,9 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     root's lists (each list read once per run by the driver's list cache, whichever roots share
     it); index manifests are read here.
     """
-    from tablekeeper.core import errors, root_metadata
-    from tablekeeper.core.decisions import ListRole
-    from tablekeeper.core.paimon import manifests
-    from tablekeeper.core.paimon.snapshot import Snapshot
+    from tablekeeper.core import errors, reach
+    from tablekeeper.core.paimon import Snapshot, manifests
+    from tablekeeper.core.reach import ListRole
 
     io = file_io(spec["storage"])
     manifest_dir, stats_dir = spec["manifest_dir"], spec["statistics_dir"]
@@ -139,29 +138,29 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
             else:
                 contents.setdefault(item["list_name"], []).append(_ListedManifest(
                     item["manifest_name"], int(item["manifest_size"] or 0), tuple(item["extra_files"] or ())))
-        for role, name in root_metadata.lists_of(snap, need_entries | meta_roles):
+        for role, name in reach.lists_of(snap, need_entries | meta_roles):
             if name in failed:
                 out.add(rid, "error", role.value, name, *blank, None, *failed[name])
                 read[role] = None
             else:
                 read[role] = contents.get(name, [])
-        for role, _name in root_metadata.lists_of(snap, need_entries):
+        for role, _name in reach.lists_of(snap, need_entries):
             for pos, meta in enumerate(read.get(role) or ()):
                 out.add(rid, "manifest", role.value, meta.file_name, *blank, pos, None, None)
         if not meta_roles and not meta_extra:
             return
         rows: list[tuple[Any, ...]] = []
 
-        def meta_row(ref: root_metadata.MetaRef) -> None:
+        def meta_row(ref: reach.MetaRef) -> None:
             rows.append((rid, "meta", None, None, ref.path, ref.kind, ref.size, stage_of(ref.kind, ref.path), None,
                          None, None, None, None, None, None))
 
-        for role, name in root_metadata.lists_of(snap, meta_roles):
+        for role, name in reach.lists_of(snap, meta_roles):
             if failed.get(name, ("",))[0] != "missing":  # (a list already gone is not reported)
-                meta_row(root_metadata.list_file(manifest_dir, snap, role, name))
-            for ref in root_metadata.list_contents(manifest_dir, read.get(role) or ()):
+                meta_row(reach.list_file(manifest_dir, snap, role, name))
+            for ref in reach.list_contents(manifest_dir, read.get(role) or ()):
                 meta_row(ref)
-        index_file = root_metadata.index_manifest_file(manifest_dir, snap) if meta_extra else None
+        index_file = reach.index_manifest_file(manifest_dir, snap) if meta_extra else None
         if index_file is not None and index_manifest:
             try:
                 entries = manifests.read_index_manifest(io, index_file.path)
@@ -169,12 +168,12 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
             except (FileNotFoundError, errors.FormatError) as e:
                 error(ListRole.INDEX.value, index_manifest, e)
                 entries = []
-            for entry in root_metadata.added_index_entries(entries):
+            for entry in reach.added_index_entries(entries):
                 key = index_key(entry.file_name, entry.external_path, entry.partition, entry.bucket)
                 rows.append((rid, "index", None, entry.file_name, key, "index", int(entry.file_size),
                              stage_of("index", key), bytes(entry.partition), int(entry.bucket), entry.index_type,
                              entry.external_path, None, None, None))
-        stats_file = root_metadata.statistics_file(stats_dir, snap) if meta_extra else None
+        stats_file = reach.statistics_file(stats_dir, snap) if meta_extra else None
         if stats_file is not None:
             meta_row(stats_file)
         for r in rows:
@@ -187,11 +186,11 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
 def effective_deletions(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(rid, file key, the kinds of its entries within that root's delta) -> the keys the delta
     really deletes (``expire_decisions.effective_deletions``)."""
-    from tablekeeper.core import expire_decisions
+    from tablekeeper.core import expire
 
     def one(row: tuple[Any, ...], out: Rows) -> None:
         rid, partition, bucket, file_name, kinds = row
-        if expire_decisions.effective_deletions(kinds):
+        if expire.effective_deletions(kinds):
             out.add(rid, partition, bucket, file_name)
 
     return map_rows(batches, ("rid", "partition", "bucket", "file_name", "kinds"), KEYED_FIELDS, one)

@@ -20,12 +20,11 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from tablekeeper.core import errors, expire_decisions, guarantees, plans, root_metadata
-from tablekeeper.core.decisions import ListRole
-from tablekeeper.core.expire_decisions import ReadOutcome, RootUse
-from tablekeeper.core.paimon import layout, manifests
-from tablekeeper.core.paimon.pypaimon_adapter import PartitionPathResolver
-from tablekeeper.core.paimon.table import Table
+from tablekeeper.core import errors, expire, paimon, plans, reach
+from tablekeeper.core.expire import ReadOutcome, RootUse
+from tablekeeper.core.paimon import Table, manifests
+from tablekeeper.core.paimon.pypaimon import PartitionPathResolver
+from tablekeeper.core.reach import ListRole
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark.deletes.executor import DELETE_FIELDS
 from tablekeeper.spark.expire import executor as tasks
@@ -108,7 +107,7 @@ class _Judgement:
     skip_delta: set[int] = field(default_factory=set)
     skip_changelog: set[int] = field(default_factory=set)
     broken_tags: dict[int, tuple[str, str]] = field(default_factory=dict)  # tag_live rid -> (what, file)
-    ignored: list[guarantees.IgnoredReference] = field(default_factory=list)
+    ignored: list[reach.IgnoredReference] = field(default_factory=list)
     #: expiring deltas an earlier interrupted run removed (not those Paimon deleted by design)
     cleaned_before: set[int] = field(default_factory=set)
 
@@ -116,10 +115,10 @@ class _Judgement:
         """``file`` (a list or index manifest of ``role``, ``what`` = ``list``; or a manifest of
         the list ``via_list``, ``what`` = ``manifest``) that ``use`` reads is missing."""
         list_role = ListRole(role)
-        outcomes = expire_decisions.judge_missing(use, what, list_role)
+        outcomes = expire.judge_missing(use, what, list_role)
         described = _described(what, list_role, via_list)
         if ReadOutcome.ABORT in outcomes:
-            raise expire_decisions.abort_unreadable_protection(use, described, file)
+            raise expire.abort_unreadable_protection(use, described, file)
         if ReadOutcome.DANGLING in outcomes and use.protects:  # (an expiring root's are no news)
             self.ignored.append(use.ignored(list_role, file, via_list))
         if ReadOutcome.BREAKS_TAG in outcomes:
@@ -136,7 +135,7 @@ def _described(what: str, role: ListRole, via_list: str | None) -> str:
     """What a missing file is to its root (as refusals say it)."""
     if role == ListRole.INDEX:
         return "its index manifest"
-    reference = guarantees.list_reference(role)
+    reference = reach.list_reference(role)
     return f"a manifest of its {reference} {via_list}:" if what == "manifest" else f"its {reference}"
 
 
@@ -165,14 +164,14 @@ _KEY = ("partition", "bucket", "file_name")
 
 
 def plan_expiration(ctx: RunContext, reads: ManifestReads, table: Table,
-                    decision: expire_decisions.ExpirationDecision) -> tuple[DataFrame, dict[str, Any]]:
+                    decision: expire.ExpirationDecision) -> tuple[DataFrame, dict[str, Any]]:
     """Distributed evaluation of ``decision``'s roots; returns (planned delete rows, spec),
     materialised, not yet counted (``deletes.record_planned``)."""
     by_rid = dict(enumerate(decision.roots))
-    main = table.on_branch(layout.MAIN)
+    main = table.on_branch(paimon.MAIN)
     resolver = reads.resolver(main)
     spec = ctx.spec(main, index_file_in_data_file_dir=resolver.index_file_in_data_file_dir,
-                    statistics_dir=main.shared_dir(layout.STATISTICS_DIR))
+                    statistics_dir=main.shared_dir(paimon.STATISTICS_DIR))
     roots = _Roots(ctx, reads, spec, by_rid,
                    F.broadcast(ctx.df([_use_row(rid, u) for rid, u in by_rid.items()], _USE_FIELDS)), _Judgement())
     expanded, root_manifests = _expand(roots)
@@ -198,7 +197,7 @@ def _expand(roots: _Roots) -> tuple[DataFrame, DataFrame]:
                             u.meta_extra))
     # the lists every root needs, each read once per run (reads.lists), handed to its roots
     wanted = [(rid, name) for rid, u in by_rid.items()
-              for _role, name in root_metadata.lists_of(u.snapshot, {*u.entry_roles, *u.meta_lists})]
+              for _role, name in reach.lists_of(u.snapshot, {*u.entry_roles, *u.meta_lists})]
 
     def expand() -> DataFrame:
         lists = roots.reads.lists({name for _rid, name in wanted}, roots.spec)
@@ -277,7 +276,7 @@ def _protected(roots: _Roots, root_manifests: DataFrame, candidates: DataFrame) 
     for rid, (what, file) in judged.broken_tags.items():  # only previous tags still in use matter
         tag = by_rid[rid]
         if any(u.cand_delta and r not in judged.skip_delta and u.prev_tag == tag.sid for r, u in by_rid.items()):
-            raise expire_decisions.abort_unreadable_protection(tag, what, file)
+            raise expire.abort_unreadable_protection(tag, what, file)
     keep_entries = keep_manifests.join(entries_b.filter(is_null("error_kind")), "manifest_name")
     # core's merge (manifests.merge_kinds) per identifier, entries in manifest-list order
     ident = ["rid", "partition", "bucket", "level", "file_name", "ident_x"]
@@ -353,10 +352,10 @@ def _report(roots: _Roots) -> None:
         note = f"deltas of snapshots {skipped[:10]} already cleaned by an earlier run"
         if note not in result.notes:
             result.notes.append(note)
-    for note in guarantees.notes_of(judged.ignored):
+    for note in reach.notes_of(judged.ignored):
         if note not in result.notes:
             result.notes.append(note)
-    result.details["ignoredReferences"] = guarantees.details_of(judged.ignored)
+    result.details["ignoredReferences"] = reach.details_of(judged.ignored)
 
 
 def _without(df: DataFrame, role: ListRole, rids: set[int]) -> DataFrame:
@@ -377,5 +376,5 @@ def _judge_manifest_errors(judged: _Judgement, by_rid: Mapping[int, RootUse], us
     for use in uses.filter(F.col("manifest_name").isin(names)).select("rid", "list_role", "manifest_name") \
             .distinct().collect():
         rid, role = int(use["rid"]), use["list_role"]
-        via = dict(root_metadata.lists_of(by_rid[rid].snapshot, [ListRole(role)])).get(ListRole(role))
+        via = dict(reach.lists_of(by_rid[rid].snapshot, [ListRole(role)])).get(ListRole(role))
         judged.missing(rid, by_rid[rid], "manifest", role, use["manifest_name"], via)

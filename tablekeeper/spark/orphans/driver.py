@@ -34,10 +34,9 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from tablekeeper.core import decisions, errors, guarantees, inventory, orphans, plans, references, seams, timestamps
-from tablekeeper.core.decisions import ListRole
-from tablekeeper.core.paimon import layout
-from tablekeeper.core.paimon.table import Table, open_table
+from tablekeeper.core import concurrency, errors, orphans, paimon, plans, reach, values
+from tablekeeper.core.paimon import Table, open_table
+from tablekeeper.core.reach import ListRole
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import run_steps
 from tablekeeper.spark.deletes import driver as deletes
@@ -58,8 +57,8 @@ def clean_orphans(ctx: RunContext) -> None:
     """``orphans.decide_orphan_clean``, evaluated distributed: candidates, the used set, the
     anti-join, then (unless a dry run) the deletes by stage and the emptied directories."""
     request, result = ctx.request, ctx.result
-    main = open_table(request.warehouse, request.table, options=request.storage_options()).on_branch(layout.MAIN)
-    now = request.now_ms if request.now_ms is not None else timestamps.now_ms()
+    main = open_table(request.warehouse, request.table, options=request.storage_options()).on_branch(paimon.MAIN)
+    now = request.now_ms if request.now_ms is not None else values.now_ms()
     io = main.file_io
     with io.one_view():  # branches, options, schema: each read once (FileIO.one_view), as in process
         decision = orphans.decide_orphan_clean(main, orphans.OrphanConfig(run_steps.orphan_threshold(request, now)))
@@ -78,23 +77,23 @@ def clean_orphans(ctx: RunContext) -> None:
                                                   "listing candidate files")
     else:
         cands, n_candidates, n_buckets = _listed_candidates(ctx, main, decision, spec)
-    seams.point("orphans:listed")
+    concurrency.point("orphans:listed")
 
     # 2. the used set, read in executors, scoped to candidate names (roots enumerated now, after
     #    the listing, as core does); then core's loop over roots that appeared while listed
     #    ones vanished unwalked (``orphans.cover_vanished_roots``), each pass walked here too
     with io.one_view():  # opened after the candidate listing, as in process
         enumerated = orphans.enumerate_roots(main)
-    seams.point("orphans:roots-listed")
-    names = {r.path: guarantees.RootName(guarantees.root_kind(r.kind, r.branch), r.branch, r.name)
+    concurrency.point("orphans:roots-listed")
+    names = {r.path: reach.RootName(reach.root_kind(r.kind, r.branch), r.branch, r.name)
              for r in enumerated}
     roots = [(r.path, r.kind, r.branch) for r in enumerated]
-    ignored: list[guarantees.IgnoredReference] = []
+    ignored: list[reach.IgnoredReference] = []
     used, walked, vanished = _used_set(ctx, io, roots, cands, spec, names, ignored)
     seen = set(walked)
     passes = 0
 
-    def walk(fresh: list[references.Root]) -> bool:
+    def walk(fresh: list[orphans.Root]) -> bool:
         nonlocal used, passes
         passes += 1
         names.update({path: root for _branch, path, _snap, root in fresh})
@@ -104,12 +103,12 @@ def clean_orphans(ctx: RunContext) -> None:
         return gone
 
     orphans.cover_vanished_roots(main, seen, vanished, walk)
-    result.notes.extend(guarantees.notes_of(ignored))
-    result.details["ignoredReferences"] = guarantees.details_of(ignored)
+    result.notes.extend(reach.notes_of(ignored))
+    result.details["ignoredReferences"] = reach.details_of(ignored)
     if passes:
         result.notes.append(f"roots vanished while they were walked: listed again {passes} time(s), "
                             f"{len(seen) - len(walked)} new root(s) walked")
-    seams.point("orphans:walked")
+    concurrency.point("orphans:walked")
 
     # 3. orphans = candidates - used, by name
     orphan_df = planning(lambda: ctx.keep(cands.join(used.distinct(), "name", "left_anti")), "the anti-join")
@@ -137,7 +136,7 @@ def clean_orphans(ctx: RunContext) -> None:
     result.timings["deleteSeconds"] = round(time.perf_counter() - t1, 3)
 
 
-def _listed_candidates(ctx: RunContext, main: Table, decision: decisions.OrphanCleanDecision,
+def _listed_candidates(ctx: RunContext, main: Table, decision: orphans.OrphanCleanDecision,
                        spec: Mapping[str, Any]) -> tuple[DataFrame, int, int]:
     """The candidates of a store whose directories are real (local disk, HDFS), listed per
     directory in executors: the decision's candidate directories and the bucket directories of
@@ -152,7 +151,7 @@ def _listed_candidates(ctx: RunContext, main: Table, decision: decisions.OrphanC
             walks.append((root, 0))
         else:
             walks.extend((s.path, depth - 1) for s in io.list_dir(root)
-                         if s.is_dir and decisions.is_partition_dir(s.name))
+                         if s.is_dir and orphans.is_partition_dir(s.name))
     buckets = planning(lambda: ctx.keep(ctx.io(ctx.df(walks, tasks.WALK_FIELDS), tasks.expand_bucket_dirs,
                                                tasks.DIR_FIELDS, spec)), "listing bucket directories")
     listing_df = buckets.select("dir", F.lit(None).cast("string").alias("temp_prefix"),
@@ -164,7 +163,7 @@ def _listed_candidates(ctx: RunContext, main: Table, decision: decisions.OrphanC
     return cands, cands.count(), n_buckets
 
 
-def _flat_candidates(ctx: RunContext, main: Table, decision: decisions.OrphanCleanDecision
+def _flat_candidates(ctx: RunContext, main: Table, decision: orphans.OrphanCleanDecision
                      ) -> tuple[DataFrame, int, int]:
     """The candidates of an object store, as in process: ``orphans.list_candidates`` within
     ``FileIO.flat_listing`` of the table's prefix (``ceil(objects / 1000)`` LIST pages, the
@@ -176,7 +175,7 @@ def _flat_candidates(ctx: RunContext, main: Table, decision: decisions.OrphanCle
     return _candidate_rows(ctx, decision, found), found.count, len(found.bucket_dirs)
 
 
-def _candidate_rows(ctx: RunContext, decision: decisions.OrphanCleanDecision,
+def _candidate_rows(ctx: RunContext, decision: orphans.OrphanCleanDecision,
                     found: orphans.CandidateListing) -> DataFrame:
     """Listed candidates (entries with their status) as candidate rows, materialised."""
     kind_of = {d.path: d.kind.value for d in decision.listings}
@@ -185,12 +184,12 @@ def _candidate_rows(ctx: RunContext, decision: decisions.OrphanCleanDecision,
         for e in entries:
             assert e.status is not None  # a listing of an object store or an inventory carries both
             parent = e.path.rsplit("/", 1)[0]
-            kind = decisions.bucket_file_kind(e.name, decision.changelog_prefixes).value if data else kind_of[parent]
+            kind = orphans.bucket_file_kind(e.name, decision.changelog_prefixes).value if data else kind_of[parent]
             rows.append((e.name, e.path, e.status.size, e.status.mtime_ms, parent, kind, ex.stage_of(kind, e.path)))
     return ctx.keep(ctx.df(rows, tasks.CANDIDATE_FIELDS))
 
 
-def _inventory_candidates(ctx: RunContext, main: Table, decision: decisions.OrphanCleanDecision
+def _inventory_candidates(ctx: RunContext, main: Table, decision: orphans.OrphanCleanDecision
                           ) -> tuple[DataFrame, int, int]:
     """The candidates among a storage inventory's files (``request.listing``), read and validated
     by the driver exactly as in process (``inventory.load_for_table``, ``inventory.check_listing``,
@@ -198,9 +197,9 @@ def _inventory_candidates(ctx: RunContext, main: Table, decision: decisions.Orph
     newer than the threshold is); their number and the number of bucket directories they are in."""
     request = ctx.request
     assert request.listing is not None
-    listed = inventory.load_for_table(request.listing, main.file_io, main.root, orphans.listing_roots(main),
+    listed = orphans.load_for_table(request.listing, main.file_io, main.root, orphans.listing_roots(main),
                                       request.storage_options())
-    inventory.check_listing(listed, main.root, decision.older_than_ms)
+    orphans.check_listing(listed, main.root, decision.older_than_ms)
     found = orphans.listed_candidates(decision, listed)
     ctx.result.notes.append(f"candidates from the storage inventory {request.listing} "
                             f"({len(listed.files)} file(s) of the table listed there)")
@@ -208,7 +207,7 @@ def _inventory_candidates(ctx: RunContext, main: Table, decision: decisions.Orph
 
 
 def _used_set(ctx: RunContext, io: Any, roots: list[tuple[str, str, str]], cands: DataFrame, spec: Mapping[str, Any],
-              names: Mapping[str, guarantees.RootName], ignored: list[guarantees.IgnoredReference]
+              names: Mapping[str, reach.RootName], ignored: list[reach.IgnoredReference]
               ) -> tuple[DataFrame, set[orphans.RootKey], bool]:
     """The names ``roots`` (path, kind, branch) use among the candidates, read in executors; the
     keys of the roots read (``orphans.root_key``); and whether some root vanished before it was
@@ -255,7 +254,7 @@ def _used_set(ctx: RunContext, io: Any, roots: list[tuple[str, str, str]], cands
 
 
 def _judge_orphan_errors(ctx: RunContext, io: Any, problems: Sequence[Any], refs: DataFrame, lists: DataFrame,
-                         names: Mapping[str, guarantees.RootName], ignored: list[guarantees.IgnoredReference]
+                         names: Mapping[str, reach.RootName], ignored: list[reach.IgnoredReference]
                          ) -> bool:
     """Core's rules on the files the roots' reads missed: unreadable metadata aborts; a missing
     file is ignored where the root names it by a reference Paimon lets dangle
@@ -278,27 +277,27 @@ def _judge_orphan_errors(ctx: RunContext, io: Any, problems: Sequence[Any], refs
     through = refs.filter(F.col("name").isin(sorted({*wanted, *owners})) & F.col("what").isin("list", "index")) \
         .select("root_path", "what", "name", "role", "rule").distinct().collect()
     lists_named = sorted({r["name"] for r in through if r["role"] == ListRole.CHANGELOG.value})
-    copied = guarantees.copied_lists(
+    copied = reach.copied_lists(
         (names[r["root_path"]], r["name"]) for r in refs.filter(
             (F.col("role") == ListRole.CHANGELOG.value) & F.col("name").isin(lists_named)).select(
             "root_path", "name").distinct().collect() if r["root_path"] in names)
     vanished = False
     for r in through:
         root = names.get(r["root_path"])
-        rule = guarantees.RULES[int(r["rule"])]
+        rule = reach.RULES[int(r["rule"])]
         files = [(r["name"], None)] if r["name"] in missing else [(m, r["name"]) for m in sorted(owners.get(r["name"], ()))]
         for file, via in files:
             if root is not None and rule.dangles(copied=r["name"] in copied):
-                ignored.append(guarantees.IgnoredReference(root, guarantees.list_reference(ListRole(r["role"])), file,
+                ignored.append(reach.IgnoredReference(root, reach.list_reference(ListRole(r["role"])), file,
                                                            rule, via))
-            elif decisions.missing_reference_aborts(io.exists(r["root_path"])):
-                what = (f"a manifest of its {guarantees.list_reference(ListRole(r['role']))} {via}:" if via
-                        else f"its {guarantees.list_reference(ListRole(r['role']))}")
+            elif orphans.missing_reference_aborts(io.exists(r["root_path"])):
+                what = (f"a manifest of its {reach.list_reference(ListRole(r['role']))} {via}:" if via
+                        else f"its {reach.list_reference(ListRole(r['role']))}")
                 if root is None:
                     raise errors.IncompleteProtectionSetError(
                         f"orphan cleanup: {r['root_path']} names {what} {file}, which is missing (nothing was deleted)",
                         fix=f"restore {file} and rerun")
-                raise guarantees.missing_kept_file(root, what, file, operation="orphan cleanup")
+                raise reach.missing_kept_file(root, what, file, operation="orphan cleanup")
             else:
                 vanished = True
     if vanished:

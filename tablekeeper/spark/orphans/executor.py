@@ -37,17 +37,17 @@ USED_FIELDS: Fields = (("source", "string"), ("name", "string"), ("error_kind", 
 def expand_bucket_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(dir, depth) -> every bucket directory ``depth`` partition levels below ``dir`` (the walk
     of ``orphans.list_candidates``, by ``decisions.is_partition_dir`` / ``is_bucket_dir``)."""
-    from tablekeeper.core import decisions
+    from tablekeeper.core import orphans
 
     io = file_io(spec["storage"])
 
     def one(row: tuple[Any, ...], out: Rows) -> None:
         level = [row[0]]
         for _ in range(int(row[1])):
-            level = [s.path for d in level for s in io.list_dir(d) if s.is_dir and decisions.is_partition_dir(s.name)]
+            level = [s.path for d in level for s in io.list_dir(d) if s.is_dir and orphans.is_partition_dir(s.name)]
         for d in level:
             for s in io.list_dir(d):
-                if s.is_dir and decisions.is_bucket_dir(s.name):
+                if s.is_dir and orphans.is_bucket_dir(s.name):
                     out.add(s.path)
 
     return map_rows(batches, ("dir", "depth"), DIR_FIELDS, one)
@@ -56,7 +56,7 @@ def expand_bucket_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch
 def list_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(dir, temp prefix, kind) of a ``decisions.CandidateDir`` -> its candidate files
     (``decisions.is_candidate_name``) older than ``spec["older_than_ms"]``."""
-    from tablekeeper.core import decisions, plans
+    from tablekeeper.core import orphans, plans
 
     io = file_io(spec["storage"])
     threshold = int(spec["older_than_ms"])
@@ -64,11 +64,11 @@ def list_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
 
     def one(row: tuple[Any, ...], out: Rows) -> None:
         directory, temp_prefix, kind = row
-        candidate_dir = decisions.CandidateDir(directory, plans.FileKind(kind), temp_prefix)
+        candidate_dir = orphans.CandidateDir(directory, plans.FileKind(kind), temp_prefix)
         for s in io.list_dir(directory):
-            if s.is_dir or s.mtime_ms >= threshold or not decisions.is_candidate_name(candidate_dir, s.name):
+            if s.is_dir or s.mtime_ms >= threshold or not orphans.is_candidate_name(candidate_dir, s.name):
                 continue
-            found = decisions.bucket_file_kind(s.name, changelog_prefixes).value if kind == "data" else kind
+            found = orphans.bucket_file_kind(s.name, changelog_prefixes).value if kind == "data" else kind
             out.add(s.name, s.path, s.size, s.mtime_ms, s.path.rsplit("/", 1)[0], found, stage_of(found, s.path))
 
     return map_rows(batches, ("dir", "temp_prefix", "kind"), CANDIDATE_FIELDS, one)
@@ -81,25 +81,24 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
     each with the index in ``guarantees.RULES`` of the rule that says whether Paimon keeps it
     (the driver judges a missing one by it). A root that vanished yields nothing (concurrent
     expiration: nothing to protect); an unreadable one a ``root`` error row."""
-    from tablekeeper.core import decisions, errors, guarantees
-    from tablekeeper.core.decisions import ListRole
-    from tablekeeper.core.paimon.snapshot import Snapshot
-    from tablekeeper.core.paimon.tag import Tag
+    from tablekeeper.core import errors, orphans, reach
+    from tablekeeper.core.paimon import Snapshot, Tag
+    from tablekeeper.core.reach import ListRole
 
     io = file_io(spec["storage"])
     producer = spec.get("changelog_producer", "none")
 
-    def rule(kind: guarantees.RootKind, snap: Snapshot, role: ListRole) -> int:
-        found = guarantees.rule_for(kind, guarantees.list_reference(role),
-                                    reads_delta=guarantees.reads_delta(kind, snap, producer))
-        return guarantees.RULES.index(found)
+    def rule(kind: reach.RootKind, snap: Snapshot, role: ListRole) -> int:
+        found = reach.rule_for(kind, reach.list_reference(role),
+                                    reads_delta=reach.reads_delta(kind, snap, producer))
+        return reach.RULES.index(found)
 
     def one(row: tuple[Any, ...], out: Rows) -> None:
         path, kind, branch = row
         try:
             data = io.read_bytes(path)
         except FileNotFoundError:
-            if decisions.missing_reference_aborts(root_exists=False):
+            if orphans.missing_reference_aborts(root_exists=False):
                 raise
             return  # the root vanished since it was enumerated: it protects nothing
         try:
@@ -110,7 +109,7 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
         except (errors.FormatError, ValueError, KeyError, TypeError) as e:
             out.add(path, "root", path.rsplit("/", 1)[-1], None, None, "format", f"{type(e).__name__}: {e}")
             return
-        root_kind = guarantees.root_kind(kind, branch)
+        root_kind = reach.root_kind(kind, branch)
         for role, name in ((ListRole.BASE, snap.base_manifest_list), (ListRole.DELTA, snap.delta_manifest_list),
                            (ListRole.CHANGELOG, snap.changelog_manifest_list)):
             if name:

@@ -9,27 +9,24 @@ from typing import Any
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.policy import (
-    ClusterPaimonRetentionPolicySpec,
+from tablekeeper.core.policy import ObjectReference, UnsafeSpecError
+from tablekeeper.core.policy.effective.leaves import BUILTIN_DEFAULTS, LEAF_PATHS, RETENTION_LEAVES
+from tablekeeper.core.policy.effective.resolution import resolve_effective_policy
+from tablekeeper.core.policy.effective.result import (
     ClusterPolicy,
+    EffectivePolicy,
     NamespacedPolicy,
-    ObjectReference,
+    PolicyNotFoundError,
+    TableContext,
+)
+from tablekeeper.core.policy.specs import (
+    ClusterPaimonRetentionPolicySpec,
     PaimonRetentionPolicySpec,
     PaimonTableSpec,
-    PolicyNotFoundError,
     RetentionSpec,
-    TableContext,
-    UnsafeSpecError,
-    resolve_effective_policy,
 )
-from tablekeeper.core.policy.effective import (
-    BUILTIN_DEFAULTS,
-    LEAF_PATHS,
-    RETENTION_LEAVES,
-    EffectivePolicy,
-)
-from tablekeeper.core.policy.policy import DurationBound, IntBound, RetentionConstraints
-from tablekeeper.core.policy.retention import PAIMON_OPTIONS
+from tablekeeper.core.policy.specs.policy import DurationBound, IntBound, RetentionConstraints
+from tablekeeper.core.policy.specs.retention import PAIMON_OPTIONS
 from tablekeeper.core.policy.validation import InvalidSpecError
 
 NS = "sales"

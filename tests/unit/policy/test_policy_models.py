@@ -10,24 +10,21 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from tablekeeper.core import errors
-from tablekeeper.core.policy import (
-    SPEC_MODELS,
+from tablekeeper.core.policy import SPEC_MODELS, Duration, Schedule, to_timedelta
+from tablekeeper.core.policy.common import SpecModel
+from tablekeeper.core.policy.duration_field import DURATION_PATTERN
+from tablekeeper.core.policy.selectors import LabelSelector
+from tablekeeper.core.policy.specs import (
     ClusterPaimonCatalogSpec,
-    Duration,
     PaimonBranchSpec,
     PaimonCatalogSpec,
     PaimonMaintenanceRunSpec,
     PaimonTableSpec,
     PaimonTagSpec,
     RetentionSpec,
-    Schedule,
-    to_timedelta,
 )
-from tablekeeper.core.policy.catalog import AllowedNamespaces, normalize_warehouse
-from tablekeeper.core.policy.common import SpecModel
-from tablekeeper.core.policy.duration_field import DURATION_PATTERN
-from tablekeeper.core.policy.policy import ClusterPaimonRetentionPolicySpec, IntBound
-from tablekeeper.core.policy.selectors import LabelSelector
+from tablekeeper.core.policy.specs.catalog import AllowedNamespaces, normalize_warehouse
+from tablekeeper.core.policy.specs.policy import ClusterPaimonRetentionPolicySpec, IntBound
 
 
 def error_of(model: type[BaseModel], data: Any) -> dict[str, Any]:

@@ -10,14 +10,12 @@ from pydantic import BaseModel, ValidationError
 from tablekeeper.core import errors
 from tablekeeper.core.policy import (
     InvalidSpecError,
-    PaimonCatalogSpec,
-    PaimonTableSpec,
-    PaimonTagSpec,
     UnsafeSpecError,
     as_spec_error,
     format_validation_error,
     parse_spec,
 )
+from tablekeeper.core.policy.specs import PaimonCatalogSpec, PaimonTableSpec, PaimonTagSpec
 from tablekeeper.core.policy.validation import format_path
 
 SOURCE = "tables/orders.yaml"
@@ -85,7 +83,7 @@ def test_unknown_field_without_model_still_has_a_fix() -> None:
 
 def test_unknown_field_lists_allowed_fields_in_nested_lists() -> None:
     data = {"selector": {"tableSelector": {"matchExpressions": [{"key": "a", "operator": "Exists", "valuse": []}]}}}
-    from tablekeeper.core.policy import PaimonRetentionPolicySpec
+    from tablekeeper.core.policy.specs import PaimonRetentionPolicySpec
 
     text = report(PaimonRetentionPolicySpec, data, model=PaimonRetentionPolicySpec)
     assert "selector.tableSelector.matchExpressions[0].valuse" in text

@@ -1,39 +1,17 @@
-"""One implementation of the storage contract per store, each in its own module:
+"""One implementation of the storage contract per store: local disk (``os``), and on fsspec
+the object stores (S3 and OSS, GCS, Azure) and HDFS (WebHDFS). :mod:`.by_store` picks
+the class for a store, importing only its module."""
 
-- :mod:`.local` (``os``), and on fsspec (:mod:`.fsspec_io`, with :mod:`.remote_deletes`):
-- :mod:`.object_store` (prefixes, markers, conditional uploads, flat listings), under it
-  :mod:`.s3` (S3 and OSS), :mod:`.gcs`, :mod:`.azure`;
-- :mod:`.hdfs` (WebHDFS, real directories).
+# isort: skip_file
+from typing import TYPE_CHECKING
 
-:func:`implementation` is the one place that picks the class for a store; a module is imported
-only when its store is used (a local command never imports fsspec)."""
+from tablekeeper.core import lazy
 
-from __future__ import annotations
+_PUBLIC = {"StoreIO": "base", "implementation": "by_store"}
+__all__ = sorted(_PUBLIC)
 
-from tablekeeper.core.storage.backends.base import StoreIO
-from tablekeeper.core.storage.stores import Store
-
-__all__ = ["StoreIO", "implementation"]
-
-
-def implementation(store: Store) -> type[StoreIO]:
-    """The class that serves ``store``."""
-    if store is Store.LOCAL:
-        from tablekeeper.core.storage.backends.local import LocalIO
-
-        return LocalIO
-    if store in (Store.S3, Store.OSS):
-        from tablekeeper.core.storage.backends.s3 import S3IO
-
-        return S3IO
-    if store is Store.GCS:
-        from tablekeeper.core.storage.backends.gcs import GcsIO
-
-        return GcsIO
-    if store is Store.AZURE:
-        from tablekeeper.core.storage.backends.azure import AzureIO
-
-        return AzureIO
-    from tablekeeper.core.storage.backends.hdfs import HdfsIO
-
-    return HdfsIO
+if TYPE_CHECKING:
+    from .base import StoreIO as StoreIO
+    from .by_store import implementation as implementation
+else:
+    __getattr__, __dir__ = lazy.public_names(__name__, _PUBLIC)

@@ -22,10 +22,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tablekeeper.core import errors
-from tablekeeper.core.storage.calls import Calls
+from tablekeeper.core.storage.connections import Connection
 from tablekeeper.core.storage.entries import DeleteOutcome, DeleteResult, FileStatus, ListedEntry
-from tablekeeper.core.storage.requests import RequestLayer
-from tablekeeper.core.storage.stores import Connection
+from tablekeeper.core.storage.layers import Calls, RequestLayer
 
 if TYPE_CHECKING:
     import fsspec

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tablekeeper.core import errors
 from tablekeeper.core.storage.backends import remote_deletes
 from tablekeeper.core.storage.backends.base import StoreIO
+from tablekeeper.core.storage.connections import Connection
 from tablekeeper.core.storage.entries import DeleteResult, FileStatus
-from tablekeeper.core.storage.requests import RequestKind, RequestLayer
-from tablekeeper.core.storage.stores import Connection
+from tablekeeper.core.storage.layers import RequestKind, RequestLayer
 
 if TYPE_CHECKING:
     import fsspec

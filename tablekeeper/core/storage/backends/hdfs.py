@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tablekeeper.core.storage.backends.fsspec_io import FsspecIO
-from tablekeeper.core.storage.requests import RequestKind
+from tablekeeper.core.storage.layers import RequestKind
 
 __all__ = ["HdfsIO"]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 from tablekeeper.core.storage import native_unlink
 from tablekeeper.core.storage.backends.base import StoreIO
 from tablekeeper.core.storage.entries import DeleteOutcome, DeleteResult, FileStatus, ListedEntry
-from tablekeeper.core.storage.requests import RequestKind
+from tablekeeper.core.storage.layers import RequestKind
 
 if TYPE_CHECKING:
     import fsspec

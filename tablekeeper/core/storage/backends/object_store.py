@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from tablekeeper.core import errors, safety
+from tablekeeper.core import errors, values
 from tablekeeper.core.storage.backends.fsspec_io import FsspecIO, is_marker
 from tablekeeper.core.storage.entries import DeleteOutcome, DeleteResult, FileStatus
+from tablekeeper.core.storage.layers import RequestKind
 from tablekeeper.core.storage.paths import basename, parent
-from tablekeeper.core.storage.requests import RequestKind
 
 __all__ = ["ObjectStoreIO", "is_precondition_failure"]
 
@@ -203,8 +203,8 @@ class ObjectStoreIO(FsspecIO):
         """Every key below the prefix, directory markers included."""
         keys = self.keys_under(path)
         failed: list[DeleteResult] = []
-        for start in range(0, len(keys), safety.DELETE_BATCH_MAX):
-            batch = keys[start:start + safety.DELETE_BATCH_MAX]
+        for start in range(0, len(keys), values.DELETE_BATCH_MAX):
+            batch = keys[start:start + values.DELETE_BATCH_MAX]
             failed.extend(r for r in self.delete_batch(batch) if r.outcome == DeleteOutcome.FAILED)
         if failed:
             raise errors.StorageError(f"could not delete {failed[0].path}: {failed[0].error}",

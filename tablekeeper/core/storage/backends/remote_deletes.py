@@ -18,8 +18,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Protocol
 
-from tablekeeper.core import safety
-from tablekeeper.core.storage import calls as storage_calls
+from tablekeeper.core import values
+from tablekeeper.core.storage import layers
 from tablekeeper.core.storage.entries import DeleteOutcome, DeleteResult, FileStatus
 from tablekeeper.core.storage.paths import basename, parent
 
@@ -34,7 +34,7 @@ class RemoteStore(Protocol):
 
     #: whether the top level are buckets (containers), never deleted
     has_buckets: bool
-    calls: storage_calls.Calls
+    calls: layers.Calls
 
     def raw(self, path: str) -> str: ...
 
@@ -85,8 +85,8 @@ def delete_files(store: RemoteStore, paths: list[str], tell_missing: bool) -> li
                 decided[p] = DeleteResult(p, DeleteOutcome.FAILED, "is a directory: never deleted")
             else:
                 decided[p] = DeleteResult(p, DeleteOutcome.MISSING)
-    for start in range(0, len(to_delete), safety.DELETE_BATCH_MAX):
-        for result in store.delete_batch(to_delete[start:start + safety.DELETE_BATCH_MAX]):
+    for start in range(0, len(to_delete), values.DELETE_BATCH_MAX):
+        for result in store.delete_batch(to_delete[start:start + values.DELETE_BATCH_MAX]):
             decided[result.path] = result
     return [decided[p] for p in paths]
 
@@ -103,7 +103,6 @@ def in_parallel(delete: Callable[[str], DeleteResult], batch: list[str]) -> list
 
 def delete_one(store: RemoteStore, path: str) -> DeleteResult:
     """Delete one file with retries (module docstring)."""
-    from tablekeeper.core.storage import retry as retries
 
     raw = store.raw(path)
     policy = store.calls.retry
@@ -121,10 +120,10 @@ def delete_one(store: RemoteStore, path: str) -> DeleteResult:
         except Exception as e:
             attempt += 1
             message = store.calls.redact(f"{type(e).__name__}: {e}")
-            if not retries.is_transient(e):
+            if not layers.is_transient(e):
                 return DeleteResult(path, DeleteOutcome.FAILED, message)
             if attempt >= policy.attempts:
                 return DeleteResult(path, DeleteOutcome.FAILED,
                                     f"retry budget exhausted ({policy.attempts} attempts): {message}")
             failed_before = True
-            storage_calls.retries_sleep(policy.delay(attempt))
+            layers.retries_sleep(policy.delay(attempt))

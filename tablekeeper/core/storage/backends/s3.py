@@ -19,17 +19,18 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tablekeeper.core.storage import calls as storage_calls
+from tablekeeper.core.storage import layers
 from tablekeeper.core.storage.backends import remote_deletes
 from tablekeeper.core.storage.backends.object_store import ObjectStoreIO
+from tablekeeper.core.storage.connections import Connection
 from tablekeeper.core.storage.entries import DeleteOutcome, DeleteResult
-from tablekeeper.core.storage.requests import RequestKind, RequestLayer
-from tablekeeper.core.storage.stores import Connection, Store
+from tablekeeper.core.storage.layers import RequestKind, RequestLayer
+from tablekeeper.core.storage.stores import Store
 
 if TYPE_CHECKING:
     import fsspec
 
-    from tablekeeper.core.storage import segmented
+    from tablekeeper.core.storage.backends import segmented
 
 __all__ = ["S3IO"]
 
@@ -45,7 +46,7 @@ class S3IO(ObjectStoreIO):
                         options: Mapping[str, Any] | None) -> tuple[fsspec.AbstractFileSystem | None, bool]:
         kwargs = dict(connection.kwargs)
         if connection.store is Store.OSS:  # create-if-absent as OSS documents it (oss_headers)
-            from tablekeeper.core.storage.oss_headers import oss_session
+            from tablekeeper.core.storage.backends.oss_headers import oss_session
 
             kwargs.setdefault("session", oss_session())
         # tablekeeper's retry layer owns retries (one budget, per-key bulk-delete retries)
@@ -85,7 +86,7 @@ class S3IO(ObjectStoreIO):
         """Listed by :func:`.segmented.list_prefix`: each page one request, retried and counted;
         up to ``segments_max`` segments at once (default ``SEGMENTS_MAX``), ``page_keys`` keys a
         page (default ``PAGE_KEYS``)."""
-        from tablekeeper.core.storage import segmented  # object stores only (start-up)
+        from tablekeeper.core.storage.backends import segmented  # object stores only (start-up)
 
         bucket, _, key = raw_root.lstrip("/").partition("/")
 
@@ -156,7 +157,6 @@ class S3IO(ObjectStoreIO):
         transiently (a failed request: all of them; ``SlowDown``/``InternalError`` per key: those
         keys). When the budget is spent the keys still pending are reported failed; keys the
         store confirmed are reported deleted, so the caller's counts are exact."""
-        from tablekeeper.core.storage import retry as retries
 
         policy = self.calls.retry
         fs: Any = self.fs
@@ -173,7 +173,7 @@ class S3IO(ObjectStoreIO):
                 )
             except Exception as e:
                 message = self.calls.redact(f"{type(e).__name__}: {e}")
-                if not retries.is_transient(e):
+                if not layers.is_transient(e):
                     for k in pending:
                         outcome[k] = DeleteResult(keys[k], DeleteOutcome.FAILED, message)
                     pending = []
@@ -187,7 +187,7 @@ class S3IO(ObjectStoreIO):
                 for k in pending:
                     if k not in failed:
                         outcome[k] = DeleteResult(keys[k], DeleteOutcome.DELETED)
-                    elif failed[k][0] in retries.TRANSIENT_CODES:
+                    elif failed[k][0] in layers.TRANSIENT_CODES:
                         retry_keys.append(k)
                         last_error[k] = failed[k][1]
                     else:
@@ -200,7 +200,7 @@ class S3IO(ObjectStoreIO):
             if pending and attempt >= policy.attempts:
                 break
             if pending:
-                storage_calls.retries_sleep(policy.delay(attempt))
+                layers.retries_sleep(policy.delay(attempt))
         for k in pending:
             outcome[k] = DeleteResult(keys[k], DeleteOutcome.FAILED,
                                       f"retry budget exhausted ({policy.attempts} attempts): {last_error.get(k)}")

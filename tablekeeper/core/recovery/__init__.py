@@ -1,0 +1,19 @@
+"""Getting a table back on its feet: what a rollback writes (``rollback``: the target, the new
+latest snapshot, the tags that keep it readable) and the catalog-owned writes it makes
+(``catalog_writes``: one function per operation, so a catalog service can carry them)."""
+
+# isort: skip_file
+from typing import TYPE_CHECKING
+
+from tablekeeper.core import lazy
+
+_PUBLIC = {"check_table": "check", "discard_later": "discard", "restore_as_latest": "rollback",
+    "RollbackRequest": "rollback"}
+__all__ = sorted(_PUBLIC)
+
+if TYPE_CHECKING:
+    from .check import check_table as check_table
+    from .discard import discard_later as discard_later
+    from .rollback import restore_as_latest as restore_as_latest, RollbackRequest as RollbackRequest
+else:
+    __getattr__, __dir__ = lazy.public_names(__name__, _PUBLIC)
