@@ -17,7 +17,7 @@ from tablekeeper.core import errors, paimon
 if TYPE_CHECKING:
     from tablekeeper.core.paimon import Table
 
-__all__ = ["F", "common_options", "parse_options", "maintains", "open_table", "duration", "timestamp_ms", "now_ms",
+__all__ = ["F", "KEEP_META", "resolve_table", "common_options", "parse_options", "maintains", "open_table", "duration", "timestamp_ms", "now_ms",
            "ENGINE_HELP", "engine_available", "IO_META"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -66,21 +66,32 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 _LEASE_META = "tablekeeper.lease"
+KEEP_META = "tablekeeper.keep-deleted"
 
 
-def maintains(operation: str) -> Callable[[F], F]:
+def maintains(operation: str, *, destructive: bool = False) -> Callable[[F], F]:
     """A command that changes a table: adds ``--wait`` and makes :func:`open_table` take the table's
-    maintenance lease (core/concurrency/lease.py) for the rest of the command (not for ``--dry-run``)."""
+    maintenance lease (core/concurrency/lease.py) for the rest of the command (not for ``--dry-run``).
+    ``destructive``: adds ``--keep-deleted`` too, and :func:`open_table` opens the trash window
+    (core/trash) that every plan the command executes moves its files into."""
     def decorate(func: F) -> F:
         @functools.wraps(func)
-        def wrapper(*args: Any, wait: str | None = None, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, wait: str | None = None, keep_deleted: str | None = None, **kwargs: Any) -> Any:
             ctx = click.get_current_context()
             ctx.meta[_LEASE_META] = (operation, duration(wait, "--wait"), bool(kwargs.get("dry_run")))
+            ctx.meta[KEEP_META] = (destructive, keep_deleted)
             return func(*args, **kwargs)
-        return click.option(  # type: ignore[return-value]
+        command = click.option(
             "--wait", metavar="DURATION",
             help="If another tablekeeper maintains the table, wait up to this long (e.g. '10 m') for its "
                  "lease; default: exit 2 at once, naming the holder.")(wrapper)
+        if destructive:
+            command = click.option(
+                "--keep-deleted", metavar="DURATION",
+                help="Move what this run removes into the table's trash and keep it this long (e.g. '7 d'): "
+                     "'tablekeeper undo TABLE RUN' puts it back. Default: the table option trash.keep, "
+                     "else delete for good.")(command)
+        return command  # type: ignore[return-value]
     return decorate
 
 
@@ -95,6 +106,13 @@ def _take_lease(t: Table) -> None:
 
         ctx.meta[_LEASE_META] = None  # one lease per command, taken by the first table opened
         ctx.with_resource(concurrency.held(t.file_io, t.root, f"tablekeeper {operation}", wait=wait))
+        destructive, keep = ctx.meta.get(KEEP_META, (False, None))
+        from tablekeeper.core import trash  # (its window's code loads only when one is asked for)
+
+        if destructive and (keep is not None or t.options().get(trash.KEEP_OPTION) is not None):
+            window = trash.keep_window(keep, t.options())
+            ctx.with_resource(trash.keeping(t.file_io, t.root, operation, window, branch=t.branch,
+                                            table=t.identifier))
 
 
 def open_table(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = paimon.MAIN, *,
@@ -104,7 +122,7 @@ def open_table(table: str, warehouse: str | None, options: tuple[str, ...], bran
     guard's reads are the decision's own instead of a second copy (docs/storage-internals.md)."""
     from tablekeeper.core import concurrency
 
-    t = _resolve_table(table, warehouse, options, branch)
+    t = resolve_table(table, warehouse, options, branch)
     ctx = click.get_current_context(silent=True)
     if ctx is not None:  # manifests and schemas (immutable by name) are fetched once per command
         ctx.with_resource(t.file_io.immutable_reads())
@@ -114,7 +132,7 @@ def open_table(table: str, warehouse: str | None, options: tuple[str, ...], bran
     return t
 
 
-def _resolve_table(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = paimon.MAIN) -> Table:
+def resolve_table(table: str, warehouse: str | None, options: tuple[str, ...], branch: str = paimon.MAIN) -> Table:
     from tablekeeper.core.paimon import open_table, open_table_path
 
     opts = parse_options(options)

@@ -19,18 +19,22 @@ __all__ = ["run"]
 def run(operation: str, t: Table, options: tuple[str, ...], dry_run: bool, output: str,
                   **params: Any) -> None:
     """Run a maintenance command through ``tablekeeper.spark`` (local Spark unless configured)."""
-    from tablekeeper.core import storage
+    from tablekeeper.core import storage, trash
     from tablekeeper.spark import dispatch, job_request
 
     catalog_tables.refuse_on_spark()
+    kept = trash.active()  # the job's deletes move into this command's trash run
     if "." not in t.identifier or not t.root.rstrip("/").rsplit("/", 2)[-2].endswith(".db"):
         raise errors.InvalidInputError(f"--engine spark needs a warehouse table, not {t.root}",
                                        fix="pass --warehouse URI and the table as database.table")
     request = job_request.JobRequest(operation=operation,  # type: ignore[arg-type]
                                 warehouse=t.root.rstrip("/").rsplit("/", 2)[0], table=t.identifier,
-                                branch=t.branch, options=common.parse_options(options), dry_run=dry_run, **params)
+                                branch=t.branch, options=common.parse_options(options), dry_run=dry_run,
+                                trash_run=None if kept is None else kept.spec(), **params)
     io_before, process_before = t.file_io.requests.counts.snapshot(), storage.process_snapshot()
     result = dispatch.run(request, engine="spark")
+    if kept is not None and any(result.deleted.values()):
+        kept.started, kept.moved, kept.moved_bytes = True, sum(result.deleted.values()), sum(result.deleted_bytes.values())
     payload = results.of_run(result)
     # this command's requests: the table opened here (format guard, lease), the driver's during
     # dispatch (its lease, the job's planning) and the executors' (counted there, summed by Spark)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tablekeeper.cli import render, results
+from tablekeeper.cli import render, results, trash_report
 from tablekeeper.cli.common import IO_META
 from tablekeeper.core import errors
 
@@ -26,6 +26,7 @@ PENDING: list[Any] = []
 
 
 def emit(output: str, payload: Any, text: Callable[[], None]) -> None:
+    payload, text = trash_report.with_trash_run(payload, text)
     if output == "json":
         ctx = click.get_current_context(silent=True)
         io = ctx.meta.get(IO_META) if ctx is not None else None

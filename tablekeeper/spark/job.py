@@ -30,7 +30,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from tablekeeper.core import expire, values
+from tablekeeper.core import expire, trash, values
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import job_request, request_tally, result_artifact, run_steps
 from tablekeeper.spark.expire import driver as expiration
@@ -72,6 +72,8 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
     result.details["parallelism"] = ctx.n
     try:
         maintainer.enter_context(run_steps.maintenance_lease(request))
+        if request.trash_run is not None and not request.dry_run:  # every delete moves into it (core/trash)
+            maintainer.enter_context(trash.resumed(run_steps.open_request_table(request).file_io, request.trash_run))
         due = request.with_changelog and _changelog_due(request)
         if request.operation not in run_steps.BATCH_UNIT:
             _OPERATIONS[request.operation](ctx)

@@ -62,6 +62,9 @@ class JobRequest:
     #: ``manifest.json`` or a CSV/Parquet file list, docs/inventory.md) instead of listing the
     #: store; the driver reads and validates it, roots are still read live.
     listing: str | None = None
+    #: the trash run (core/trash ``TrashRun.spec()``) every delete of the job moves its files into
+    #: instead of deleting them (``--keep-deleted``); None: files are deleted
+    trash_run: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.operation not in OPERATIONS:
@@ -115,6 +118,8 @@ class JobRequest:
             args += ["--batches", str(self.batches)]
         for key in self.env_options:
             args += ["--env-option", key]
+        if self.trash_run is not None:
+            args += ["--trash-run", json.dumps(dict(self.trash_run), sort_keys=True)]
         return args
 
     def storage_options(self) -> dict[str, str]:
@@ -162,6 +167,9 @@ def argument_parser() -> argparse.ArgumentParser:
                    help="clean-orphans: candidates from a storage inventory (S3 Inventory manifest.json or a "
                         "CSV/Parquet file list) instead of listing the store (docs/inventory.md).")
     p.add_argument("--now", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--trash-run", metavar="JSON",
+                   help="Move what the job removes into this trash run of the table (as the CLI's "
+                        "--keep-deleted opens it) instead of deleting it.")
     p.add_argument("--retention", metavar="JSON",
                    help="expire/expire-changelog: the retention to expire with, as Retention.to_dict() writes it "
                         "(default: the table's options).")
@@ -210,5 +218,6 @@ def parse_args(argv: Sequence[str]) -> tuple[JobRequest, dict[str, Any]]:
         options=_pairs(ns.option, "--option"), dry_run=ns.dry_run, older_than=ns.older_than, force=ns.force,
         now_ms=ns.now, retention=_retention(ns.retention), parallelism=ns.parallelism, batch_size=ns.batch_size,
         run_name=ns.run_name, result=ns.result, with_changelog=ns.with_changelog, batches=ns.batches,
-        env_options=tuple(ns.env_option), listing=ns.listing)
+        env_options=tuple(ns.env_option), listing=ns.listing,
+        trash_run=None if ns.trash_run is None else json.loads(ns.trash_run))
     return request, {"master": ns.master, "conf": _pairs(ns.conf, "--conf")}

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tablekeeper.core import errors, paimon, plans
+from tablekeeper.core import errors, paimon, plans, trash
 from tablekeeper.core.paimon import Table
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import job_request, request_tally, result_artifact
@@ -94,7 +94,8 @@ class RunContext:
                             "options": request_tally.executor_options(self.request.options, self.spark),
                             "env_options": list(self.request.env_options)}, "root": main.root,
                 "manifest_dir": main.shared_dir(paimon.MANIFEST_DIR),
-                "batch_size": plans.delete_batch_size(main.file_io, self.request.batch_size), **extra}
+                "batch_size": plans.delete_batch_size(main.file_io, self.request.batch_size),
+                **({"trash": kept.spec()} if (kept := trash.active()) is not None else {}), **extra}
 
 
 def is_null(name: str) -> Column:

@@ -38,7 +38,7 @@ def test_help_output_complete_and_code_zero() -> None:
     done = _run([TABLEKEEPER, "--help"])
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Usage: tablekeeper") and "clean-orphans" in done.stdout
-    assert done.stdout.rstrip().splitlines()[-1].split()[0] == "tag"  # the last command, nothing cut
+    assert done.stdout.rstrip().splitlines()[-1].split()[0] == "undo"  # the last command, nothing cut
     assert done.stderr == ""
 
 

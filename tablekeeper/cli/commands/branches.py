@@ -44,7 +44,7 @@ def branch_create(table: str, name: str, from_tag: str | None, from_snapshot: in
 @click.argument("name")
 @click.option("--dry-run", is_flag=True)
 @common.common_options
-@common.maintains("branch drop")
+@common.maintains("branch drop", destructive=True)
 @catalog_tables.served_by_catalog
 def branch_drop(table: str, name: str, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                 output: str) -> None:

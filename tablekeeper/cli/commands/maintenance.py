@@ -25,7 +25,7 @@ __all__ = ["expire_cmd", "expire_changelog_cmd", "expire_partitions_cmd", "clean
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               callback=common.engine_available, help=common.ENGINE_HELP)
 @common.common_options
-@common.maintains("expire")
+@common.maintains("expire", destructive=True)
 def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int | None, time_retained: str | None,
                expire_limit: int | None, parallelism: int | None, now: str | None, dry_run: bool, engine: str,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:
@@ -58,7 +58,7 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
 @click.option("--now", hidden=True)
 @click.option("--dry-run", is_flag=True)
 @common.common_options
-@common.maintains("expire-changelog")
+@common.maintains("expire-changelog", destructive=True)
 def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: str | None, dry_run: bool,
                          warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Expire long-lived changelog-N files (decoupled changelog.* options of the table)."""
@@ -87,12 +87,16 @@ def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: 
 @click.option("--now", hidden=True)
 @click.option("--dry-run", is_flag=True)
 @common.common_options
-@common.maintains("expire-partitions")
+@common.maintains("expire-partitions", destructive=True)
 def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, strategy: str | None,
                           timestamp_formatter: str | None, timestamp_pattern: str | None, max_expires: int | None,
                           zone_known: bool, now: str | None, dry_run: bool, warehouse: str | None,
                           options: tuple[str, ...], output: str) -> None:
     """Drop expired partitions with an OVERWRITE commit (files go with snapshot expiration)."""
+    if click.get_current_context().meta.get(common.KEEP_META, (False, None))[1] is not None:
+        raise errors.InvalidInputError(
+            "expire-partitions deletes no file: the dropped partitions' files stay until expire removes them",
+            fix="leave out --keep-deleted here and give it to the expire that follows")
     from tablekeeper.core import concurrency, partitions
 
     t = common.open_table(table, warehouse, options, branch, guard=False)
@@ -145,7 +149,7 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               callback=common.engine_available, help=common.ENGINE_HELP)
 @common.common_options
-@common.maintains("clean-orphans")
+@common.maintains("clean-orphans", destructive=True)
 def clean_orphans_cmd(table: str, older_than: str | None, force: bool, parallelism: int | None,
                       plan_processes: int | None, listing_path: str | None, now: str | None, dry_run: bool,
                       engine: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:

@@ -50,7 +50,7 @@ def tag_create(table: str, name: str, snapshot: int | None, timestamp: str | Non
 @click.option("--parallelism", type=int, help="Delete threads (default: 2 x CPUs, max 8).")
 @click.option("--dry-run", is_flag=True, help="Print the cleanup plan, delete nothing.")
 @common.common_options
-@common.maintains("tag delete")
+@common.maintains("tag delete", destructive=True)
 @catalog_tables.served_by_catalog
 def tag_delete(table: str, name: str, branch: str, force: bool, parallelism: int | None, dry_run: bool,
                warehouse: str | None, options: tuple[str, ...], output: str) -> None:

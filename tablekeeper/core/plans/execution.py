@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, TypeVar
 
-from tablekeeper.core import concurrency, paimon, storage, values
+from tablekeeper.core import concurrency, paimon, storage, trash, values
 from tablekeeper.core.plans import plan as plans
 from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, ListedEntry, basename, parent
 
@@ -145,11 +145,24 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
             batch_size: int | None = None, progress: Progress | None = None,
             fault: FaultInjector | None = None) -> ExecutionResult:
     """Carry out ``plan`` in order. Each step finishes before the next begins, so a crash
-    leaves a state a rerun of the same planner finishes."""
+    leaves a state a rerun of the same planner finishes.
+
+    Inside a trash window (``trash.keeping``) every delete step moves its files into the run's
+    trash instead (``trash.move_batch``: each batch's record before its moves), whatever planned
+    them; the run's record gets the plan's summary before anything of it moves."""
     result = ExecutionResult()
     workers = max(1, parallelism or default_parallelism(file_io))
     failing: Callable[[list[str]], list[tuple[int, DeleteResult]]]
-    if file_io.is_local and type(file_io).delete_files is _PLAIN_DELETE_FILES:
+    keeping = trash.active()
+    kinds: dict[str, tuple[str, int | None]] = {}
+    if keeping is not None and any(isinstance(s, plans.DeleteStep) and s.files for s in plan.steps):
+        keeping.record({k: v for k, v in plan.summary().items() if k != "notes"})
+
+        def failing(paths: list[str]) -> list[tuple[int, DeleteResult]]:
+            assert keeping is not None
+            moved = trash.move_batch(keeping, [(p, *kinds.get(p, ("other", None))) for p in paths])
+            return [(i, r) for i, r in enumerate(moved) if r.outcome != DeleteOutcome.DELETED]
+    elif file_io.is_local and type(file_io).delete_files is _PLAIN_DELETE_FILES:
         # local files: one native call a batch, unlinking on `threads` threads, when it was built
         threads = 1
         if storage.native_usable():  # its threads, not the pool's
@@ -197,6 +210,8 @@ def execute(plan: plans.Plan, file_io: FileIO, *, parallelism: int | None = None
             continue
         kind = step.kind.value
         step, gone = _size_step(step, file_io)  # sizes the plan could not tell, from a stat
+        if keeping is not None:
+            kinds = {f.path: (f.kind.value, f.size) for f in step.files}
         if gone:
             result.missing[kind] += gone
         unknown = sum(1 for f in step.files if f.size is None)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from tablekeeper.core import values
 from tablekeeper.core.plans import plan as plans
 
-__all__ = ["RequestMinimum", "LEASE", "INTENT", "COMMIT_POINT", "expire_verify", "tag_verify", "minimum", "list_pages", "delete_requests", "plan_deletes", "plan_minimum", "orphan_minimum", "ratio"]
+__all__ = ["RequestMinimum", "LEASE", "INTENT", "COMMIT_POINT", "expire_verify", "tag_verify", "trash_moves", "minimum", "list_pages", "delete_requests", "plan_deletes", "plan_minimum", "orphan_minimum", "ratio"]
 
 
 @dataclass(frozen=True)
@@ -40,21 +40,24 @@ class RequestMinimum:
     put: int = 0
     bulk_delete: int = 0
     head: int = 0
+    copy: int = 0
 
     @property
     def total(self) -> int:
-        return self.get + self.list + self.put + self.bulk_delete + self.head
+        return self.get + self.list + self.put + self.bulk_delete + self.head + self.copy
 
     def as_dict(self) -> dict[str, int]:
         out = {"get": self.get, "list": self.list, "put": self.put, "bulk_delete": self.bulk_delete}
         if self.head:
             out["head"] = self.head
+        if self.copy:
+            out["copy"] = self.copy
         out["total"] = self.total
         return out
 
     def __add__(self, other: RequestMinimum) -> RequestMinimum:
         return RequestMinimum(self.get + other.get, self.list + other.list, self.put + other.put,
-                              self.bulk_delete + other.bulk_delete, self.head + other.head)
+                              self.bulk_delete + other.bulk_delete, self.head + other.head, self.copy + other.copy)
 
 
 #: The maintenance lease of every changing command (core/concurrency/lease.py), beyond its first read and its
@@ -94,6 +97,15 @@ def tag_verify(*, tags: int, snapshots: int, branches: int = 1) -> RequestMinimu
     of every branch and the branch directory listed again, every other tag and every retained
     snapshot read again, and whether the tag's snapshot exists again (one HEAD)."""
     return RequestMinimum(list=3 * branches + 1, get=max(0, tags - 1) + snapshots, head=1)
+
+
+def trash_moves(*, files: int, batches: int) -> RequestMinimum:
+    """What a trash window (core/trash) adds on S3/OSS to a run that removes ``files`` files in
+    ``batches`` delete batches: one server-side CopyObject per file into the run's fresh
+    directory (no existence check: nobody else writes there), one PUT per batch record and one
+    for the run record. The DeleteObjects of the sources are the run's own deletes, unchanged.
+    Less is not possible without versioning: the bytes must be kept somewhere first."""
+    return RequestMinimum(copy=files, put=batches + 1 if files else 0)
 
 
 def list_pages(entries: int) -> int:

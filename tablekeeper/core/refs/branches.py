@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tablekeeper.core import concurrency, errors, paimon, values
+from tablekeeper.core import concurrency, errors, paimon, trash, values
 from tablekeeper.core.paimon import Table
 from tablekeeper.core.refs import forks
 from tablekeeper.core.storage import join
@@ -246,18 +246,22 @@ def _drop_in_order(branch: Table) -> None:
     drop finishes it. Each phase ends at a ``seams`` point (crash tests)."""
     io = branch.file_io
     concurrency.point("branch-drop:begin")
-    io.delete_files([s.path for s in io.list_dir(branch.dir(paimon.TAG_DIR)) if not s.is_dir])
+    # inside a trash window (core/trash) each file is moved into the run's trash instead
+    trash.move_files(io, [s.path for s in io.list_dir(branch.dir(paimon.TAG_DIR)) if not s.is_dir], "tag")
     concurrency.point("branch-drop:tags-deleted")
     snapshot_files = [s for s in io.list_dir(branch.dir(paimon.SNAPSHOT_DIR)) if not s.is_dir]
     hint_files = [s.path for s in snapshot_files if s.name in (paimon.EARLIEST, paimon.LATEST)]
     ordered = sorted((s for s in snapshot_files if s.path not in hint_files),
                      key=lambda s: -(paimon.parse_versioned_name(s.name, paimon.SNAPSHOT_PREFIX) or -1))
-    io.delete_files(hint_files)
-    io.delete_files([s.path for s in ordered])
+    trash.move_files(io, hint_files, "hint")
+    trash.move_files(io, [s.path for s in ordered], "snapshot")
     concurrency.point("branch-drop:snapshots-deleted")
     for kind in (paimon.CHANGELOG_DIR, paimon.CONSUMER_DIR):
-        io.delete_files([s.path for s in io.list_dir(branch.dir(kind)) if not s.is_dir])
+        trash.move_files(io, [s.path for s in io.list_dir(branch.dir(kind)) if not s.is_dir],
+                         "changelog-meta" if kind == paimon.CHANGELOG_DIR else "other")
     concurrency.point("branch-drop:schemas-left")
+    if trash.active() is not None:  # the schemas (and anything else left) too, before the directory goes
+        trash.move_files(io, [s.path for s in io.walk_files(branch.branch_path)], "schema")
     io.delete_tree(branch.branch_path)
     concurrency.point("branch-drop:end")
 

@@ -420,6 +420,27 @@ class FileIO:
         self.backend.rename(src, dst)
 
     @_changes_view
+    def move_file(self, src: str, dst: str) -> None:
+        """Move a regular file to a path that must not exist (``FileExistsError``;
+        ``FileNotFoundError`` when ``src`` is gone), keeping its bytes and, where the store
+        keeps them, its modification time: local disk and HDFS one atomic rename (the parent
+        made first); object stores a HEAD, a server-side copy and a delete (not atomic: a crash
+        in between leaves both copies). What the trash moves files with (core/trash)."""
+        self.backend.move_file(src, dst)
+
+    @_changes_view
+    def copy_file(self, src: str, dst: str) -> None:
+        """Copy a regular file to ``dst``, replacing what is there: object stores one server-side
+        copy (the bytes never leave the store), elsewhere a read and a write. For fresh names only
+        (the trash copies into a run directory nobody else writes)."""
+        self.backend.copy_file(src, dst)
+
+    @property
+    def moves_by_copy(self) -> bool:
+        """Whether a file moves by a copy and a delete here (object stores), not by a rename."""
+        return self.backend.lists_flat
+
+    @_changes_view
     def mkdirs(self, path: str) -> None:
         self.backend.mkdirs(path)
 

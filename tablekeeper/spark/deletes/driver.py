@@ -13,7 +13,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from tablekeeper.core import concurrency, errors, values
+from tablekeeper.core import concurrency, errors, trash, values
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import result_artifact
 from tablekeeper.spark.deletes import executor as tasks
@@ -60,6 +60,10 @@ def delete_stages(ctx: RunContext, planned: DataFrame, stages: Stages, spec: Map
     and task, summed here."""
     fault = ctx.fault
     batch = int(spec["batch_size"])
+    kept = trash.active()
+    if kept is not None and stages and not kept.started:  # the run's record, before anything of it moves
+        kept.record({"operation": ctx.request.operation, "table": ctx.request.table, "engine": "spark",
+                     "files": dict(ctx.result.planned_files), "bytes": dict(ctx.result.planned_bytes)})
     for stage, per_task in stages.items():
         concurrency.point(f"before:spark-delete:{stage}")  # core's re-checks and the lease run here
         offsets: dict[str, int] = {}

@@ -102,7 +102,7 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     failures are counted and sampled, never raised: deletion is best effort (style.md §2.3)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tablekeeper.core import plans
+    from tablekeeper.core import plans, trash
     from tablekeeper.core.storage import DeleteOutcome
 
     io = file_io(spec["storage"])
@@ -129,7 +129,11 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
                 if len(t[4]) < _SAMPLE_MAX:
                     t[4].append(f"{r.path}: {r.error}")
 
+    kept = trash.TrashRun.from_spec(io, spec["trash"]) if spec.get("trash") else None
+
     def delete(chunk: list[tuple[str, str, int | None, int]]) -> list[DeleteResult]:
+        if kept is not None:  # a trash window: moved (core/trash), as core's executor moves them
+            return trash.move_batch(kept, [(p, kind, size) for p, kind, size, _ in chunk])
         return plans.delete_batch(io, [x[0] for x in chunk])
 
     def sized(chunk: list[tuple[str, str, int | None, int]]) -> list[tuple[str, str, int | None, int]]:

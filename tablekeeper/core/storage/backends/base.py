@@ -140,6 +140,18 @@ class StoreIO(abc.ABC):
     def rename(self, src: str, dst: str) -> None:
         """Rename a file or a directory; ``FileExistsError`` when ``dst`` exists."""
 
+    def move_file(self, src: str, dst: str) -> None:
+        """Move the regular file ``src`` to ``dst``, which must not exist (``FileExistsError``;
+        ``FileNotFoundError`` when ``src`` is gone): the trash's move. Here: the parent made,
+        then :meth:`rename` (local disk, HDFS: one atomic rename, no copy)."""
+        self.mkdirs(dst.rsplit("/", 1)[0])
+        self.rename(src, dst)
+
+    def copy_file(self, src: str, dst: str) -> None:
+        """Copy a regular file's bytes to ``dst`` (replaced if it exists). Here: read and write;
+        object stores copy server-side."""
+        self.overwrite(dst, self.read_bytes(src))
+
     @abc.abstractmethod
     def mkdirs(self, path: str) -> None: ...
 

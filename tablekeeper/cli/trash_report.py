@@ -1,0 +1,35 @@
+"""What a destructive command says about its trash run: the run id and until when it can be undone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+__all__ = ["with_trash_run", "iso"]
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def with_trash_run(payload: Any, text: Callable[[], None]) -> tuple[Any, Callable[[], None]]:
+    """``payload`` and ``text`` with the running command's trash run, if it moved anything."""
+    from tablekeeper.core import trash
+
+    run = trash.active()
+    if run is None or not run.started:
+        return payload, text
+    info = {"run": run.run_id, "keep_until": iso(run.keep_until_ms), "moved_files": run.moved,
+            "moved_bytes": run.moved_bytes}
+    if isinstance(payload, dict):
+        payload = {**payload, "trash": info}
+
+    def told() -> None:
+        text()
+        click.echo(f"kept in the trash as run {run.run_id} until {info['keep_until']}: "
+                   f"'tablekeeper undo {run.table or 'TABLE'} {run.run_id}' puts it back")
+
+    return payload, told

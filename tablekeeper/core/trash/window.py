@@ -1,0 +1,25 @@
+"""How long a run's files are kept: ``--keep-deleted``, else the table option ``trash.keep``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+
+from tablekeeper.core import errors, values
+from tablekeeper.core.trash.context import KEEP_OPTION
+
+__all__ = ["KEEP_OPTION", "keep_window"]
+
+
+
+def keep_window(flag: str | None, table_options: Mapping[str, str]) -> timedelta | None:
+    """The window of a run: the flag's duration, else the table's ``trash.keep``; None: the run
+    deletes as before. A zero or negative window is bad input (say nothing to delete for good)."""
+    text, field = (flag, "--keep-deleted") if flag is not None else (table_options.get(KEEP_OPTION), KEEP_OPTION)
+    if text is None:
+        return None
+    window = values.parse_duration(text, field=field)
+    if window <= timedelta(0):
+        raise errors.InvalidInputError(f"{field} must be a positive duration, not {text!r}",
+                                       fix="give e.g. '7 d', or leave it out to delete for good")
+    return window
