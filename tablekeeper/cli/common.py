@@ -69,17 +69,19 @@ _LEASE_META = "tablekeeper.lease"
 KEEP_META = "tablekeeper.keep-deleted"
 
 
-def maintains(operation: str, *, destructive: bool = False) -> Callable[[F], F]:
+def maintains(operation: str, *, destructive: bool = False, deletes_files: bool = True) -> Callable[[F], F]:
     """A command that changes a table: adds ``--wait`` and makes :func:`open_table` take the table's
     maintenance lease (core/concurrency/lease.py) for the rest of the command (not for ``--dry-run``).
     ``destructive``: adds ``--keep-deleted`` too, and :func:`open_table` opens the trash window
-    (core/trash) that every plan the command executes moves its files into."""
+    (core/trash) that every plan the command executes moves its files into; ``deletes_files=False``:
+    a destructive command that deletes no file itself (the flag is refused by the command, and no
+    window is opened)."""
     def decorate(func: F) -> F:
         @functools.wraps(func)
         def wrapper(*args: Any, wait: str | None = None, keep_deleted: str | None = None, **kwargs: Any) -> Any:
             ctx = click.get_current_context()
             ctx.meta[_LEASE_META] = (operation, duration(wait, "--wait"), bool(kwargs.get("dry_run")))
-            ctx.meta[KEEP_META] = (destructive, keep_deleted)
+            ctx.meta[KEEP_META] = (destructive and deletes_files, keep_deleted)
             return func(*args, **kwargs)
         command = click.option(
             "--wait", metavar="DURATION",
@@ -95,7 +97,7 @@ def maintains(operation: str, *, destructive: bool = False) -> Callable[[F], F]:
     return decorate
 
 
-def _take_lease(t: Table) -> None:
+def _take_lease(t: Table, schema_ids: list[int] | None) -> None:
     ctx = click.get_current_context(silent=True)
     wanted = ctx.meta.get(_LEASE_META) if ctx is not None else None
     if ctx is None or wanted is None:
@@ -109,8 +111,13 @@ def _take_lease(t: Table) -> None:
         destructive, keep = ctx.meta.get(KEEP_META, (False, None))
         from tablekeeper.core import trash  # (its window's code loads only when one is asked for)
 
-        if destructive and (keep is not None or t.options().get(trash.KEEP_OPTION) is not None):
-            window = trash.keep_window(keep, t.options())
+        if not destructive:
+            return
+        # the latest schema the guard listed (and read, kept by the command's immutable reads):
+        # the check costs no request of its own
+        table_options = dict(t.schema(max(schema_ids)).options) if schema_ids else t.options()
+        if keep is not None or table_options.get(trash.KEEP_OPTION) is not None:
+            window = trash.keep_window(keep, table_options)
             ctx.with_resource(trash.keeping(t.file_io, t.root, operation, window, branch=t.branch,
                                             table=t.identifier))
 
@@ -126,9 +133,8 @@ def open_table(table: str, warehouse: str | None, options: tuple[str, ...], bran
     ctx = click.get_current_context(silent=True)
     if ctx is not None:  # manifests and schemas (immutable by name) are fetched once per command
         ctx.with_resource(t.file_io.immutable_reads())
-    if guard:
-        concurrency.check_latest(t)  # fail closed on a newer Paimon before anything changes
-    _take_lease(t)
+    schema_ids = concurrency.check_latest(t) if guard else None  # fail closed on a newer Paimon first
+    _take_lease(t, schema_ids)
     return t
 
 

@@ -87,7 +87,7 @@ def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: 
 @click.option("--now", hidden=True)
 @click.option("--dry-run", is_flag=True)
 @common.common_options
-@common.maintains("expire-partitions", destructive=True)
+@common.maintains("expire-partitions", destructive=True, deletes_files=False)
 def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, strategy: str | None,
                           timestamp_formatter: str | None, timestamp_pattern: str | None, max_expires: int | None,
                           zone_known: bool, now: str | None, dry_run: bool, warehouse: str | None,

@@ -20,6 +20,9 @@ __all__ = ["check_formats", "check_latest"]
 def check_formats(table: Table, branches: Iterable[str]) -> None:
     """Parse every snapshot, tag and schema of main and of ``branches``.
 
+    Returns the schema ids it listed (so a caller reads the latest schema's options without
+    listing again).
+
     Raises:
         FormatError: a file of an unknown format version (nothing was changed).
     """
@@ -33,7 +36,7 @@ def check_formats(table: Table, branches: Iterable[str]) -> None:
         t.tags()
 
 
-def check_latest(table: Table) -> None:
+def check_latest(table: Table) -> list[int]:
     """The cheap guard every destructive command runs first: the latest snapshot and every
     schema of ``table``'s branch parse (a newer writer shows there first; the files a command
     reads later are checked as they are read).
@@ -47,5 +50,7 @@ def check_latest(table: Table) -> None:
             table.snapshot(latest)
         except errors.SnapshotNotFoundError:
             pass  # expired meanwhile: the command reads what is there
-    for sid in table.schema_ids():
+    ids = list(table.schema_ids())
+    for sid in ids:
         table.schema(sid)
+    return ids
