@@ -19,7 +19,7 @@ def where() -> dict[str, Any]:
 
     info: dict[str, Any] = {"python": sys.executable, "cwd": os.getcwd()}
     try:
-        import tablekeeper.core.plans
+        import tablekeeper.core.plans.plan
 
         info["tablekeeper"] = tablekeeper.core.plans.plan.__file__
     except ImportError as e:
