@@ -3,6 +3,7 @@ plus conflicts (two CRs for one tag or one table: the oldest wins, the others ne
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,39 @@ async def test_resume_alone_creates_without_the_periodic_check(harness: Harness,
     await harness.wait_condition("PaimonTag", "frozen", reason="Created")
     assert tags_of(warehouse) == {"frozen": 2}
     await eventually(lambda: finalizers(harness, "frozen") == [FINALIZER])
+
+
+async def test_a_pass_planned_from_an_older_version_changes_nothing(harness: Harness, warehouse: Path) -> None:
+    """Regression (CI, real API server): the resume's pass recorded ownership and created the tag;
+    the watch was still behind, so the periodic check that started next read the object and the
+    view as they were before the resume, found the tag in storage without the CR's record, adopted
+    it and rewrote ``origin`` as ``Adopted``. The ownership record is now written under the
+    ``resourceVersion`` the pass planned from: a pass planned from an older version gets 409 and
+    changes nothing, and the next pass (on the current version) finds the tag as created."""
+    emu = harness.emu
+
+    def the_ownership_record(request: Any) -> bool:
+        status = (request.data or {}).get("status") if isinstance(request.data, dict) else None
+        return request.name == "frozen" and request.subresource == "status" and bool((status or {}).get("owned"))
+
+    await harness.start(fast_config())
+    for body in basic_objects(warehouse):
+        await harness.apply(body)
+    await harness.wait_condition("PaimonTable", "orders", reason="Reconciled")
+    await harness.apply(tag("frozen", PAUSED, snapshotId=2))
+    await harness.wait_condition("PaimonTag", "frozen", reason="Paused", type_="ReconciliationPaused")
+    emu.hold_watches_from = the_ownership_record  # the write-ahead's events and all later ones wait
+    await harness.patch("PaimonTag", "frozen", {"metadata": {"annotations": {"tablekeeper.io/paused": None}}})
+    await eventually(lambda: emu.watches_held)
+    await asyncio.sleep(2.0)  # checks run on the version before the resume (every 0.3 s)
+    emu.watches_held = False
+    await harness.wait_condition("PaimonTag", "frozen", reason="Created")
+    await asyncio.sleep(1.0)
+    status = harness.status("PaimonTag", "frozen")
+    assert (status["state"], status["origin"], status["snapshotId"]) == ("Ready", "Created", 2)
+    assert harness.condition("PaimonTag", "frozen", "Ready")["reason"] == "Created"
+    assert [e["reason"] for e in harness.events("frozen") if e["reason"] in ("Created", "Adopted")] == ["Created"]
+    assert tags_of(warehouse) == {"frozen": 2}
 
 
 async def test_deletion_is_processed_while_paused(harness: Harness, warehouse: Path) -> None:

@@ -14,6 +14,11 @@ What the emulator adds to kmock 0.8 (each gap is described in the recipe):
   share their metadata dict, or the merge diff loses the version and Kopf's finalizer patches then
   fail their ``resourceVersion`` test);
 - 422 (not 500) for failed JSON-patch ``test`` operations; 201 (not 200) for creations;
+- 409 ``Conflict`` for a merge patch whose ``metadata.resourceVersion`` is not the object's (the
+  API server's optimistic-concurrency precondition, on ``/status`` too);
+- :attr:`ApiServerEmulator.watches_held`: while true, watch streams deliver nothing (the events
+  wait, in order), as a real API server's watch may lag behind its writes;
+  :attr:`~ApiServerEmulator.hold_watches_from` sets it at the first write it matches;
 - admission *before* anything is stored or broadcast, for every resource with a CRD:
   the status subresource is isolated (a main-resource write keeps the old status, a ``/status``
   write changes only status, a create drops status), unknown fields are pruned (or rejected with
@@ -550,6 +555,10 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
     #: Every resource request as the RBAC verb it needs: (user agent, namespace, group, resource[/sub], verb).
     api_calls: list[tuple[str, str | None, str, str, str]] = attrs.field(factory=list)
     _versions: Iterator[int] = attrs.field(factory=lambda: itertools.count(2), init=False)
+    #: While true, watch streams hold their events back (delivered in order once false again).
+    watches_held: bool = attrs.field(default=False, init=False)
+    #: A write this matches (and every later event) is held back: ``watches_held`` becomes true.
+    hold_watches_from: Callable[[kmock.Request], bool] | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -562,6 +571,8 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
         if request.resource is not None:
             self._record(request)
             self._prepare(request)
+            if self.hold_watches_from is not None and self.hold_watches_from(request):
+                self.hold_watches_from, self.watches_held = None, True
         try:
             return await super()._handle(request)
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as err:
@@ -617,6 +628,15 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
                 return  # the parent class answers 404
             old = copy.deepcopy(dict(self.objects[key].raw))
             if isinstance(request.data, dict):
+                expected = (request.data.get("metadata") or {}).get("resourceVersion")
+                current = (old.get("metadata") or {}).get("resourceVersion")
+                if expected is not None and str(expected) != str(current):
+                    what = f"{request.resource.plural}.{request.resource.group}" if request.resource.group \
+                        else request.resource.plural
+                    raise kmock.KubernetesError(
+                        status=409, reason="Conflict",
+                        message=f'Operation cannot be fulfilled on {what} "{request.name}": the object has been '
+                                "modified; please apply your changes to the latest version and try again")
                 new = merge_patch(old, request.data)
             elif isinstance(request.data, list):
                 try:
@@ -698,6 +718,8 @@ class ApiServerEmulator(kmock.KubernetesEmulator):
                 if self._event_matches(request, event):
                     yield event
             async for event in bus.stream(since=marker):
+                while self.watches_held:
+                    await asyncio.sleep(0.02)
                 if self._event_matches(request, event):
                     yield event
         finally:

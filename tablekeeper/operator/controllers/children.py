@@ -246,9 +246,10 @@ def heads_to_change(outcome: Outcome) -> bool:
 
 
 async def write_ahead(rt: Runtime, obj: Obj, outcome: Outcome) -> dict[str, Any]:
-    """Before a storage change: the ownership record into status (one PATCH of ``/status``), then
-    the finalizer (``deletionPolicy: Delete``) and the labels onto the object (one PATCH, guarded
-    by the ``resourceVersion`` the first returned). Returns the object as the server has it now.
+    """Before a storage change: the ownership record into status (one PATCH of ``/status``, guarded
+    by the ``resourceVersion`` the pass planned from), then the finalizer (``deletionPolicy:
+    Delete``) and the labels onto the object (one PATCH, guarded by the ``resourceVersion`` the
+    first returned). Returns the object as the server has it now.
 
     The state label is written as the state the change heads to (``Ready``): the object's one
     metadata write happens here, before the change, so the label is not written again after it
@@ -262,7 +263,10 @@ async def write_ahead(rt: Runtime, obj: Obj, outcome: Outcome) -> dict[str, Any]
     # the change (a run held the table, the finalizer was missing) does not write it again
     patch = render(obj.status, outcome) if not obj.status.get("owned") else {}
     if patch:
-        body = await rt.api.patch(url_of(plural, obj.namespace, obj.name, subresource="status"), {"status": patch})
+        # under the version the pass planned from: a pass that read the object (and the view) before
+        # another pass recorded ownership and changed storage gets 409 and changes nothing
+        body = await rt.api.patch(url_of(plural, obj.namespace, obj.name, subresource="status"),
+                                  {"metadata": {"resourceVersion": obj.resource_version}, "status": patch})
     meta = body.get("metadata") or {}
     new_status = body.get("status") or {}
     labels = label_changes(meta.get("labels"), {**outcome.labels, STATE_LABEL[obj.kind]: "Ready"})
