@@ -150,6 +150,14 @@ PROBES: dict[str, list[tuple[str, str, Any, str]]] = {
         ("PATCH", f"{TAGS}/p14", {"spec": {"fromTimestamp": "2024-07-11T12:00:00+02:00"}}, MERGE_PATCH),
         ("PATCH", f"{TAGS}/p14", {"spec": {"fromTimestamp": "2024-07-11T11:00:00Z"}}, MERGE_PATCH),
     ],
+    # optimistic concurrency: a merge patch under a resourceVersion that is not the object's
+    "stale-resource-version": [
+        ("POST", TAGS, paimontag("p15"), ""),
+        ("PATCH", f"{TAGS}/p15/status", {"metadata": {"resourceVersion": "1"}, "status": {"state": "Ready"}},
+         MERGE_PATCH),
+        ("PATCH", f"{TAGS}/p15", {"metadata": {"resourceVersion": "1", "labels": {"a": "b"}}}, MERGE_PATCH),
+        ("GET", f"{TAGS}/p15", None, ""),
+    ],
     "rfc3339-condition-time": [
         ("POST", TAGS, paimontag("p8"), ""),
         ("PATCH", f"{TAGS}/p8/status", {"status": {"conditions": [
