@@ -221,6 +221,8 @@ def _register_controllers(registry: kopf.OperatorRegistry, rt: Runtime) -> None:
         on_change("policy", _call(handle_catalogs.on_policy, rt, kind), plurals[kind])
         kopfcompat.timer(_call(handle_catalogs.on_policy_check, rt, kind), G, V, plurals[kind], id="policy-check",
                          registry=registry, **timer_options)
+        kopf.on.event(G, V, plurals[kind], id="policy-events",
+                      registry=registry)(_call(handle_catalogs.on_policy_event, rt, kind))
 
 
 def register(registry: kopf.OperatorRegistry, *, config: OperatorConfig | None = None, metrics_port: int = 0,

@@ -62,6 +62,8 @@ class Runtime:
         self.run_now_consumed: dict[str, str] = {}
         #: uid -> whether it was Ready when last seen (controllers/dependents.py)
         self.seen_ready: dict[str, bool] = {}
+        #: PaimonTable uid -> its applied policies and violations when last seen (controllers/dependents.py)
+        self.policies_seen: dict[str, frozenset[str]] = {}
         #: uid -> the ``tablekeeper.io/recheck`` value acted on
         self.rechecked: dict[str, str] = {}
         #: (monotonic expiry, installed) of the SparkApplication CRD detection

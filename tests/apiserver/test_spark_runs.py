@@ -100,7 +100,8 @@ async def test_spark_job_success_is_read_from_its_result_artifact(crds: Testenv,
         assert got["deletedFiles"] == result.total_deleted
         assert got["executed"]["deleted"] == result.deleted
         assert final["jobRef"] == {"name": name, "namespace": "sales", "state": "Complete"}
-        assert {c["type"]: c["status"] for c in final["conditions"]} == {"Complete": "True", "Failed": "False"}
+        assert {c["type"]: c["status"] for c in final["conditions"]} == {"Ready": "True", "Complete": "True",
+                                                                         "Failed": "False"}
         await eventually(lambda: (h.status("PaimonTable", "orders").get("maintenance") or {})
                          .get("snapshotExpiration", {}).get("lastResult", {}).get("expiredSnapshots") == 4)
         assert open_table(str(warehouse), "sales.orders").snapshot_ids() == [5, 6]

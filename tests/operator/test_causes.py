@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.operator.conftest import Harness, fast_config, obj
+from tests.operator.conftest import Harness, basic_objects, fast_config, obj
+from tests.support.k8s import eventually
 
 pytestmark = pytest.mark.k8s
 
@@ -79,3 +80,21 @@ async def test_the_recheck_annotation_and_a_ready_catalog_wake_every_dependent(h
     await h.wait_condition("PaimonTable", "orders", reason="Reconciled", timeout=30)
     await h.wait_condition("PaimonTag", "nightly", reason="Created", timeout=30)
     await h.wait_condition("PaimonBranch", "fix", reason="Created", timeout=30)
+
+
+async def test_a_policys_table_count_follows_the_tables_without_a_periodic_check(harness: Harness,
+                                                                                 warehouse: Path) -> None:
+    """A policy applied before its tables counts them as soon as a table lists it as applied, and
+    again when a table stops applying it (the periodic checks are held off for an hour)."""
+    await harness.start(fast_config(timer_idle=3600, reconcile_interval=3600))
+    await harness.apply(obj("PaimonRetentionPolicy", "std", {"defaults": {"snapshots": {"minRetained": 2}}}))
+    await harness.wait_condition("PaimonRetentionPolicy", "std", reason="Reconciled")
+    assert harness.status("PaimonRetentionPolicy", "std")["matchedTables"] == 0
+    for body in basic_objects(warehouse):
+        await harness.apply(body)
+    await harness.wait_condition("PaimonTable", "orders", reason="Reconciled")
+    assert harness.status("PaimonTable", "orders")["appliedPolicies"]
+    await eventually(lambda: harness.status("PaimonRetentionPolicy", "std").get("matchedTables") == 1, timeout=10)
+    await harness.delete("PaimonRetentionPolicy", "std")
+    await harness.apply(obj("PaimonRetentionPolicy", "other", {"defaults": {"snapshots": {"minRetained": 3}}}))
+    await eventually(lambda: harness.status("PaimonRetentionPolicy", "other").get("matchedTables") == 1, timeout=10)

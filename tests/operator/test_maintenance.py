@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tablekeeper.core.paimon.table import open_table
-from tests.operator.conftest import Harness, basic_objects, obj
+from tests.operator.conftest import Harness, basic_objects, fast_config, obj
 from tests.support.k8s import eventually
 
 pytestmark = pytest.mark.k8s
@@ -51,14 +51,15 @@ async def test_run_now_expires_snapshots_through_a_run(harness: Harness, warehou
     made = status["result"]["storageRequests"]  # the run's storage requests by kind (docs/storage-internals.md)
     assert made["get"] > 0 and made["list"] > 0 and made["total"] == sum(v for k, v in made.items() if k != "total")
     assert status["engine"] == "Python" and status["startTime"] and status["completionTime"]
-    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Complete": "True", "Failed": "False"}
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {"Ready": "True", "Complete": "True",
+                                                                   "Failed": "False"}
     assert open_table(str(warehouse), "sales.orders").snapshot_ids() == [5, 6]
     await harness.wait_event(run["metadata"]["name"], "MaintenanceSucceeded")
     await harness.wait_event("orders", "MaintenanceRequested")
     await eventually(lambda: "tablekeeper.io/run-now" not in
                      ((harness.get("PaimonTable", "orders") or {})["metadata"].get("annotations") or {}))
     await eventually(lambda: harness.status("PaimonTable", "orders")["maintenance"]["snapshotExpiration"]
-                     .get("state") == "Successful")
+                     .get("state") == "Succeeded")
     entry = harness.status("PaimonTable", "orders")["maintenance"]["snapshotExpiration"]
     assert entry["lastRunRef"] == run["metadata"]["name"] and entry["lastResult"]["expiredSnapshots"] == 4
     assert harness.status("PaimonTable", "orders")["lastMaintenanceTime"]
@@ -76,6 +77,30 @@ async def test_history_limits_prune_finished_runs(harness: Harness, warehouse: P
     await eventually(lambda: [r["metadata"]["name"] for r in runs(harness)
                               if (r.get("status") or {}).get("phase") == "Succeeded"] not in ([], [first]))
     await eventually(lambda: len(runs(harness)) == 1 and runs(harness)[0]["metadata"]["name"] != first)
+
+
+async def test_the_tables_maintenance_status_follows_its_run_without_a_periodic_check(harness: Harness,
+                                                                                     warehouse: Path) -> None:
+    """The table's ``status.maintenance`` shows a run's end in the run's words as soon as the run
+    ends, not at the table's next periodic check (held off here for an hour)."""
+    await harness.start(fast_config(timer_idle=3600, reconcile_interval=3600))
+    catalog, table = basic_objects(warehouse)
+    table["spec"]["retention"] = {"snapshots": {"minRetained": 1, "maxRetained": 2}}
+    await harness.apply(catalog)
+    await harness.apply(table)
+    await harness.wait_condition("PaimonTable", "orders", reason="Reconciled")
+    await harness.apply(obj("PaimonMaintenanceRun", "now", {"tableRef": {"name": "orders"},
+                                                            "type": "ExpireSnapshots"}))
+    await eventually(lambda: phases(harness) == ["Succeeded"], timeout=30)
+    try:
+        await eventually(lambda: (harness.status("PaimonTable", "orders").get("maintenance") or {})
+                         .get("snapshotExpiration", {}).get("state") == "Succeeded", timeout=10)
+    except AssertionError:
+        raise AssertionError(harness.status("PaimonTable", "orders").get("maintenance")) from None
+    entry = harness.status("PaimonTable", "orders")["maintenance"]["snapshotExpiration"]
+    assert entry["lastRunRef"] == "now" and entry["lastResult"]["expiredSnapshots"] == 4
+    assert harness.status("PaimonTable", "orders")["lastMaintenanceTime"] == \
+        harness.status("PaimonMaintenanceRun", "now")["completionTime"]
 
 
 async def test_runs_of_one_table_never_overlap(harness: Harness, warehouse: Path) -> None:

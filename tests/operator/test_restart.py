@@ -75,7 +75,7 @@ async def test_next_run_time_survives_a_restart(harness: Harness, warehouse: Pat
     assert first_next == (clock.now + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert len(open_table(str(warehouse), "sales.orders").snapshot_ids()) == 4
     await eventually(lambda: harness.status("PaimonTable", "orders")["maintenance"]["snapshotExpiration"]
-                     .get("state") == "Successful")
+                     .get("state") == "Succeeded")
     await harness.stop()
 
     clock.advance(seconds=30)

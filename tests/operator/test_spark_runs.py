@@ -187,13 +187,13 @@ async def test_spark_operator_run_launches_and_completes_with_the_spark_artifact
     assert got["reclaimedBytes"] == sum(result.deleted_bytes.values()) > 0
     assert got["planned"]["files"] == result.planned_files and got["executed"]["deleted"] == result.deleted
     assert {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]} == \
-        {"Complete": ("True", "Succeeded"), "Failed": ("False", "Succeeded")}
+        {"Ready": ("True", "Succeeded"), "Complete": ("True", "Succeeded"), "Failed": ("False", "Succeeded")}
     assert status["sparkApplicationRef"]["state"] == "COMPLETED" and status["completionTime"]
     await h.wait_event(run_name, "MaintenanceSucceeded")
     await eventually(lambda: (h.status("PaimonTable", "orders").get("maintenance") or {})
                      .get("snapshotExpiration", {}).get("lastResult", {}).get("expiredSnapshots") == 4)
     entry = h.status("PaimonTable", "orders")["maintenance"]["snapshotExpiration"]
-    assert entry["state"] == "Successful" and entry["lastRunRef"] == run_name
+    assert entry["state"] == "Succeeded" and entry["lastRunRef"] == run_name
     assert entry["lastResult"]["deletedFiles"] == result.total_deleted
 
     # the table: two snapshots left, each reads back exactly as before through pypaimon

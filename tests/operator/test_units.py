@@ -158,7 +158,7 @@ def test_next_run_time_is_jittered_stored_and_kept() -> None:
 
 def test_forbid_concurrency_and_cluster_limit() -> None:
     table, spec, policy = table_and_policy()
-    due = {"snapshotExpiration": {"state": "Successful", "schedule": "@every 1 h",
+    due = {"snapshotExpiration": {"state": "Succeeded", "schedule": "@every 1 h",
                                   "nextRunTime": "2026-11-20T11:00:00Z"}}
     running = obj("PaimonMaintenanceRun", "r1", {"type": "ExpireSnapshots"}, status_={"phase": "Running"})
     kwargs: dict[str, Any] = {"now": NOW, "previous": due, "run_now": None, "jitter": 0, "rng": random.Random(1)}

@@ -25,7 +25,7 @@ from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import OperatorError, classify
 from tablekeeper.operator.status.outcome import Outcome
 
-__all__ = ["reconcile_catalog", "reconcile_policy", "probe"]
+__all__ = ["policy_sources", "reconcile_catalog", "reconcile_policy", "probe"]
 
 
 def _outcome(obj: Obj, ok: bool, reason: str, message: str, now: datetime) -> Outcome:
@@ -81,7 +81,8 @@ async def reconcile_catalog(rt: Runtime, obj: Obj, *, retry: int | None = None) 
     return _outcome(obj, True, Reason.CONNECTED, f"warehouse {spec.normalized_warehouse}", now)
 
 
-def _labels_of(obj: Obj) -> set[str]:
+def policy_sources(obj: Obj) -> set[str]:
+    """The names a table's ``appliedPolicies`` / ``policyViolations`` give this policy."""
     if obj.kind == "ClusterPaimonRetentionPolicy":
         return {policy.cluster_source(obj.name)}
     return {policy.namespaced_source(obj.namespace or "", obj.name), policy.policy_ref_source(obj.name)}
@@ -97,7 +98,7 @@ async def reconcile_policy(rt: Runtime, view: View, obj: Obj) -> Outcome:
         if rt.first_time(obj.uid, Reason.INVALID_SPEC, e.message):
             out.event("Warning", "ValidationError", e.message)
         return out
-    labels = _labels_of(obj)
+    labels = policy_sources(obj)
     matched = violations = 0
     for table in view.all("PaimonTable"):
         if obj.kind == "PaimonRetentionPolicy" and table.namespace != obj.namespace:

@@ -2,7 +2,11 @@
 again at once instead of at their next retry or periodic check.
 
 Who waits for whom: a PaimonTable for its catalog; its tags, branches and maintenance runs for
-the table; a branch created ``fromTag`` for the PaimonTag of that tag. The watch-event handlers
+the table; a branch created ``fromTag`` for the PaimonTag of that tag; and a PaimonTable's
+maintenance status for its runs' ends (:func:`nudge_table_of_ended_run`); a retention policy's
+table count for the tables whose applied policies changed (:func:`nudge_policies_of_table`), and
+the tables a retention policy may apply to when it is created, changed or deleted
+(:func:`nudge_tables_of_policy`). The watch-event handlers
 see every change of an object; :func:`became_ready` tells them when one turned Ready, and
 :func:`nudge` asks for a re-check of every dependent that is not Ready itself:
 
@@ -23,15 +27,19 @@ from datetime import datetime
 
 from tablekeeper.operator import persistence
 from tablekeeper.operator.cluster.view import Obj, View
+from tablekeeper.operator.controllers.catalogs import policy_sources
+from tablekeeper.operator.runs import schedule
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import conditions, markers
 from tablekeeper.operator.status.outcome import url_of
 
-__all__ = ["dependents_of", "waiting", "became_ready", "nudge", "wants_recheck", "nudge_dependents", "retry_now"]
+__all__ = ["dependents_of", "waiting", "became_ready", "nudge", "wants_recheck", "nudge_dependents", "retry_now",
+           "nudge_table_of_ended_run", "nudge_policies_of_table", "nudge_tables_of_policy"]
 
 _PLURALS = {"PaimonCatalog": "paimoncatalogs", "ClusterPaimonCatalog": "clusterpaimoncatalogs",
             "PaimonTable": "paimontables", "PaimonTag": "paimontags", "PaimonBranch": "paimonbranches",
-            "PaimonMaintenanceRun": "paimonmaintenanceruns"}
+            "PaimonMaintenanceRun": "paimonmaintenanceruns", "PaimonRetentionPolicy": "paimonretentionpolicies",
+            "ClusterPaimonRetentionPolicy": "clusterpaimonretentionpolicies"}
 #: At most this many nudges in flight at once (a catalog of a thousand tables).
 _PARALLEL = 16
 
@@ -138,3 +146,46 @@ def wants_recheck(rt: Runtime, obj: Obj) -> bool:
         return False
     rt.rechecked[obj.uid] = value
     return True
+
+
+async def nudge_table_of_ended_run(rt: Runtime, view: View, run: Obj) -> bool:
+    """When ``run`` has ended and its table's maintenance status does not show it yet
+    (:func:`~tablekeeper.operator.runs.schedule.table_lags`): re-check the table, once per run
+    and phase. True when it was asked."""
+    table_name = str((run.spec.get("tableRef") or {}).get("name") or "")
+    table = view.get("PaimonTable", run.namespace, table_name)
+    if table is None or table.deleting or markers.is_paused(table.meta) or markers.is_unmanaged(table.meta):
+        return False
+    if not schedule.table_lags(table, run, view.children("PaimonMaintenanceRun", run.namespace, table_name)):
+        return False
+    if not rt.first_time(run.uid, "TableNudged", str(run.status.get("phase"))):
+        return False
+    return await nudge(rt, [table], rt.config.now()) > 0
+
+
+async def nudge_policies_of_table(rt: Runtime, view: View, table: Obj) -> int:
+    """When a table's ``appliedPolicies`` or ``policyViolations`` changed since it was last seen:
+    re-check the policies named before or now (their ``matchedTables`` / ``violations``). The
+    first sight of a table nudges nothing (every policy counts at its own first pass). Returns
+    how many were asked."""
+    status = table.status
+    named = frozenset(f"a:{x}" for x in status.get("appliedPolicies") or ()) | \
+        frozenset(f"v:{x}" for x in status.get("policyViolations") or ())
+    before = rt.policies_seen.get(table.uid)
+    rt.policies_seen[table.uid] = named
+    if before is None or before == named:
+        return 0
+    changed = {x[2:] for x in before ^ named}
+    policies = [p for kind in ("PaimonRetentionPolicy", "ClusterPaimonRetentionPolicy") for p in view.all(kind)
+                if not p.deleting and policy_sources(p) & changed]
+    return await nudge(rt, policies, rt.config.now())
+
+
+async def nudge_tables_of_policy(rt: Runtime, view: View, policy: Obj) -> int:
+    """A retention policy was created, changed or deleted: re-check every table it may apply to
+    (its namespace's; a cluster policy's: all), which resolve their effective policy again.
+    Returns how many were asked."""
+    tables = [t for t in view.all("PaimonTable")
+              if (policy.kind == "ClusterPaimonRetentionPolicy" or t.namespace == policy.namespace)
+              and not t.deleting and not markers.is_paused(t.meta) and not markers.is_unmanaged(t.meta)]
+    return await nudge(rt, tables, rt.config.now())

@@ -105,7 +105,7 @@ async def _reconcile_tag(rt: Runtime, view: View, ctx: ChildContext[PaimonTagSpe
                                             backoff_limit=spec.backoff_limit)
         if instead is not None:
             return instead
-    recreated = isinstance(change, A.CreateTag) and rec is not None and obj.status.get("state") in ("Ready", "Lost")
+    recreated = isinstance(change, A.CreateTag) and rec is not None and obj.status.get("state") in ("Ready", "Lost", "Paused", "Unmanaged")
     reason = Reason.ADOPTED if isinstance(change, A.AdoptTag) else Reason.CREATED
     out = _tag_ready(plan, member, store.records, previous_origin(obj) if recreated else reason, now)
     if recreated:
@@ -128,6 +128,17 @@ def _tag_record_fields(member: Member) -> Callable[[TableRecords], dict[str, Any
     return fields_of
 
 
+def _create_time(local: datetime | None, zone: str | None) -> str | None:
+    """A tag's ``createTime`` (Paimon stores the writer's local time, without a zone): RFC 3339 in
+    UTC when the writer's zone is known (``writerTimeZone`` / ``timeZone``), else the local time
+    as Paimon has it, with no zone claimed."""
+    if local is None:
+        return None
+    if zone is None:
+        return local.strftime("%Y-%m-%dT%H:%M:%S")
+    return values.rfc3339_ms(int(local.replace(tzinfo=ZoneInfo(zone)).astimezone(UTC).timestamp() * 1000))
+
+
 def _tag_ready(plan: ScopePlan, member: Member, records: TableRecords, reason: str, now: datetime) -> Outcome:
     """``Ready``: the tag as storage has it (snapshot, times, expiry, fork points)."""
     obj = member.obj
@@ -146,7 +157,7 @@ def _tag_ready(plan: ScopePlan, member: Member, records: TableRecords, reason: s
         owned=True, tagName=name, branch=member.branch,
         snapshotId=tag.snapshot_id if tag else (rec.snapshot_id if rec else None),
         snapshotCommitTime=values.rfc3339_ms(tag.snapshot_time_ms) if tag else None,
-        createTime=tag.create_time.strftime("%Y-%m-%dT%H:%M:%S") if tag and tag.create_time else None,
+        createTime=_create_time(tag.create_time if tag else None, plan.target.writer_zone),
         expireTime=values.rfc3339_ms(expire_ms), forkPointOf=list(forks) or None, expired=None, origin=reason,
         failures=None, lastError=None, table=table_fields(plan.scope.table))
     return outcome

@@ -122,7 +122,7 @@ KINDS: tuple[KindInfo, ...] = (
                  _table_ref(),
                  Column("Tag", "string", ".status.tagName", "Resolved Paimon tag name."),
                  Column("Snapshot", "integer", ".status.snapshotId", "Snapshot the tag points at."),
-                 Column("Expires", "date", ".status.expireTime", "When the tag's TTL expires."),
+                 Column("Expires", "string", ".status.expireTime", "When the tag's TTL expires (RFC 3339)."),
                  Column("State", "string", ".status.state", "Pending, Creating, Ready, Failed, Lost or Deleting."),
              ),
              ("tagName", "snapshotId", "expireTime", "state")),

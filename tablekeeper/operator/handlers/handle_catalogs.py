@@ -10,7 +10,7 @@ from tablekeeper.operator.controllers import catalogs, dependents
 from tablekeeper.operator.handlers.common import finish, obj_of, only_own_changes, stop_if_gone, view_of
 from tablekeeper.operator.runtime import Runtime
 
-__all__ = ["on_catalog", "on_catalog_check", "on_catalog_event", "on_policy", "on_policy_check"]
+__all__ = ["on_catalog", "on_catalog_check", "on_catalog_event", "on_policy", "on_policy_check", "on_policy_event"]
 
 
 async def on_catalog(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, retry: int,
@@ -42,9 +42,14 @@ async def on_catalog_event(rt: Runtime, kind: str, *, body: kopf.Body, patch: ko
             finish(await catalogs.reconcile_catalog(rt, obj, retry=None), body=body, patch=patch)
 
 
-async def on_policy(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, **kwargs: Any) -> None:
-    """create/update/resume of a retention policy."""
-    finish(await catalogs.reconcile_policy(rt, view_of(rt, kwargs), obj_of(kind, body)), body=body, patch=patch)
+async def on_policy(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, reason: Any = None,
+                    **kwargs: Any) -> None:
+    """create/update/resume of a retention policy; a created or changed one has the tables it may
+    apply to re-checked at once (a resume after a restart changes nothing for them)."""
+    view, obj = view_of(rt, kwargs), obj_of(kind, body)
+    if str(reason) in ("create", "update"):
+        await dependents.nudge_tables_of_policy(rt, view, obj)
+    finish(await catalogs.reconcile_policy(rt, view, obj), body=body, patch=patch)
 
 
 async def on_policy_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, stopped: Any,
@@ -54,3 +59,16 @@ async def on_policy_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kop
     if stop_if_gone(view, obj, stopped, rt):
         return
     finish(await catalogs.reconcile_policy(rt, view, obj), body=body, patch=patch)
+
+
+async def on_policy_event(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, type: Any = None,
+                          **kwargs: Any) -> None:
+    """Every watch event of a retention policy: ``tablekeeper.io/recheck`` (set by a table whose
+    applied policies changed, or by a user) counts its tables again now; a deleted policy has
+    the tables it applied to re-checked."""
+    view, obj = view_of(rt, kwargs), obj_of(kind, body)
+    if type == "DELETED":
+        await dependents.nudge_tables_of_policy(rt, view, obj)
+        return
+    if not obj.deleting and dependents.wants_recheck(rt, obj) and view.contains(obj):
+        finish(await catalogs.reconcile_policy(rt, view, obj), body=body, patch=patch)

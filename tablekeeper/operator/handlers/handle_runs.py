@@ -35,7 +35,10 @@ async def on_check(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, stopped: 
 
 async def on_event(rt: Runtime, *, body: kopf.Body, **kwargs: Any) -> None:
     """Every watch event of a run: ``tablekeeper.io/recheck`` (or its table becoming Ready) moves
-    a waiting start step's retry to now."""
+    a waiting start step's retry to now; a run that has just ended has its table re-checked (its
+    maintenance status follows at once)."""
     obj = obj_of("PaimonMaintenanceRun", body)
+    if not obj.deleting:
+        await dependents.nudge_table_of_ended_run(rt, view_of(rt, kwargs), obj)
     if not obj.deleting and dependents.wants_recheck(rt, obj):
         await dependents.retry_now(rt, obj, rt.config.now())

@@ -51,13 +51,14 @@ def on_unmanaged(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, **_: Any) -
 async def on_event(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, **kwargs: Any) -> None:
     """Every watch event: react at once to annotation changes Kopf does not report as changes
     (paused, managed, resumed, ``run-now``, ``recheck``); when the table has just become Ready,
-    re-check its tags, branches and runs that wait for it
-    (:mod:`~tablekeeper.operator.controllers.dependents`)."""
+    re-check its tags, branches and runs that wait for it, and when its applied policies
+    changed, the policies concerned (:mod:`~tablekeeper.operator.controllers.dependents`)."""
     change = mode_change(body)
     obj = obj_of("PaimonTable", body)
     view = view_of(rt, kwargs)
     if not obj.deleting:
         await dependents.nudge_dependents(rt, view, obj)
+        await dependents.nudge_policies_of_table(rt, view, obj)
     if dependents.wants_recheck(rt, obj) and change is None and not obj.deleting and view.contains(obj):
         if not await dependents.retry_now(rt, obj, rt.config.now()):
             await _reconcile(rt, body, patch, None, kwargs)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core import values
@@ -73,6 +74,21 @@ def _labels(obj: Obj, spec: PaimonMaintenanceRunSpec) -> dict[str, str]:
     return out
 
 
+def run_conditions(obj: Obj, now: datetime, phase: str, reason: str, message: str) -> list[dict[str, Any]]:
+    """A run's conditions in ``phase``: ``Complete`` and ``Failed`` as a Job has them, and
+    ``Ready`` (what ``kubectl get`` shows in READY/REASON): True once it succeeded, False with
+    the reason while it waits, runs or after it failed."""
+    ok, failed = phase == "Succeeded", phase == "Failed"
+    generation = obj.generation
+    return [
+        conditions.condition(conditions.READY, ok, reason, message, generation=generation, now=now),
+        conditions.condition(conditions.COMPLETE, ok, Reason.MAINTENANCE_FAILED if failed else reason, message,
+                             generation=generation, now=now),
+        conditions.condition(conditions.FAILED, failed, Reason.SUCCEEDED if ok else reason,
+                             message if failed else "", generation=generation, now=now),
+    ]
+
+
 def _finished(obj: Obj, now: datetime, ok: bool, reason: str, message: str, *, started: datetime | None,
               report: RunReport | None = None, rendered: bool = False) -> Outcome:
     """The terminal status; ``status.result`` is ``report.to_status()`` (with ``rendered`` and no
@@ -82,12 +98,7 @@ def _finished(obj: Obj, now: datetime, ok: bool, reason: str, message: str, *, s
                       duration=duration_text((now - started).total_seconds()) if started else None)
     if report is not None or rendered:
         out.fields["result"] = report.to_status() if report is not None else {}
-    out.conditions = [
-        conditions.condition(conditions.COMPLETE, ok, reason if ok else Reason.MAINTENANCE_FAILED, message,
-                             generation=obj.generation, now=now),
-        conditions.condition(conditions.FAILED, not ok, reason if not ok else Reason.SUCCEEDED,
-                             "" if ok else message, generation=obj.generation, now=now),
-    ]
+    out.conditions = run_conditions(obj, now, ("Succeeded" if ok else "Failed"), reason, message)
     out.event("Normal" if ok else "Warning", "MaintenanceSucceeded" if ok else "MaintenanceFailed", message[:1000])
     return out
 
@@ -95,10 +106,7 @@ def _finished(obj: Obj, now: datetime, ok: bool, reason: str, message: str, *, s
 def _pending(obj: Obj, now: datetime, reason: str, message: str) -> Outcome:
     out = Outcome(generation=obj.generation)
     out.fields.update(phase="Pending", message=message)
-    out.conditions = [
-        conditions.condition(conditions.COMPLETE, False, reason, message, generation=obj.generation, now=now),
-        conditions.condition(conditions.FAILED, False, reason, "", generation=obj.generation, now=now),
-    ]
+    out.conditions = run_conditions(obj, now, "Pending", reason, message)
     return out
 
 
@@ -162,10 +170,7 @@ async def start_run(rt: Runtime, view: View, obj: Obj, *, retry: int) -> Outcome
     out.generation = obj.generation
     out.fields.update(phase="Running", startTime=values.rfc3339(now), engine=engine_name,
                       attempts=int(obj.status.get("attempts") or 0) + 1, message=note or "running")
-    out.conditions = [
-        conditions.condition(conditions.COMPLETE, False, Reason.RUNNING, note, generation=obj.generation, now=now),
-        conditions.condition(conditions.FAILED, False, Reason.RUNNING, "", generation=obj.generation, now=now),
-    ]
+    out.conditions = run_conditions(obj, now, "Running", Reason.RUNNING, note)
     return out
 
 
@@ -294,10 +299,7 @@ def _launched(obj: Obj, launched: spark.Launched, now: datetime) -> Outcome:
     out = Outcome(generation=obj.generation)
     out.fields.update({"engine": launched.engine, launched.ref.field: launched.ref.as_status(),
                        "artifact": launched.artifact, "message": message})
-    out.conditions = [
-        conditions.condition(conditions.COMPLETE, False, Reason.RUNNING, message, generation=obj.generation, now=now),
-        conditions.condition(conditions.FAILED, False, Reason.RUNNING, "", generation=obj.generation, now=now),
-    ]
+    out.conditions = run_conditions(obj, now, "Running", Reason.RUNNING, message)
     out.event("Normal", "Adopted" if launched.adopted else "Created", message)
     return out
 

@@ -4,8 +4,11 @@
 
 Each job type has one entry in ``PaimonTable.status.maintenance`` (S3 Tables shape)::
 
-    snapshotExpiration: {state: Successful, schedule: "@every 6 h", nextRunTime: ..., lastRunTime: ...,
+    snapshotExpiration: {state: Succeeded, schedule: "@every 6 h", nextRunTime: ..., lastRunTime: ...,
                          lastSuccessTime: ..., lastRunRef: tk-3f9a1c2e-exp-x7k2, lastResult: {...}}
+
+``state`` is the phase of the job's latest run in the run's own words (``Pending``, ``Running``,
+``Succeeded``, ``Failed``, ``Cancelled``), or ``NotYetRun`` / ``Disabled``.
 
 ``nextRunTime`` is computed once (from the last run, or now for a job that never ran) plus a
 random jitter, and stored: it survives operator restarts and is only recomputed when the
@@ -38,7 +41,7 @@ from tablekeeper.operator.status.outcome import Event
 from tablekeeper.reconcile import enabled_jobs, schedules
 
 __all__ = ["Job", "JOBS", "RUN_TYPES", "TERMINAL", "Decision", "decide", "run_body", "run_name", "enabled",
-           "schedule_of", "is_operator_run"]
+           "schedule_of", "is_operator_run", "table_lags"]
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,7 @@ JOBS: tuple[Job, ...] = (
 )
 RUN_TYPES = frozenset(j.run_type for j in JOBS)
 TERMINAL = frozenset({"Succeeded", "Failed", "Cancelled"})
-_STATES = {"Pending": "Running", "Running": "Running", "Succeeded": "Successful", "Failed": "Failed",
-           "Cancelled": "Failed"}
+_PHASES = frozenset({"Pending", "Running", *TERMINAL})
 
 
 #: The action kind whose enablement decides whether a run type is scheduled.
@@ -144,6 +146,22 @@ class Decision:
         return sorted(k for k, v in self.maintenance.items() if v.get("state") == "Failed")
 
 
+def table_lags(table: Obj, run: Obj, runs: Sequence[Obj]) -> bool:
+    """Whether ``table``'s ``status.maintenance`` does not show yet that ``run`` (the latest run
+    of its type among ``runs``, the table's runs) has ended: the table is then looked at again at
+    once, so its maintenance status follows its runs within seconds (the same words,
+    :func:`decide`), not at its next periodic check."""
+    job = next((j for j in JOBS if j.run_type == run.spec.get("type")), None)
+    phase = run.status.get("phase")
+    if job is None or phase not in TERMINAL:
+        return False
+    mine = _by_created([r for r in runs if r.spec.get("type") == job.run_type and not r.deleting])
+    if not mine or mine[-1].uid != run.uid:
+        return False
+    entry = ((table.status.get("maintenance") or {}).get(job.key) or {})
+    return entry.get("lastRunRef") != run.name or entry.get("state") != phase
+
+
 def _by_created(runs: Sequence[Obj]) -> list[Obj]:
     return sorted(runs, key=lambda r: (r.created, r.name))
 
@@ -166,7 +184,7 @@ def decide(table: Obj, spec: PaimonTableSpec, policy: EffectivePolicy, runs: Seq
         if mine:
             latest = mine[-1]
             phase = str(latest.status.get("phase") or "Pending")
-            entry["state"] = _STATES.get(phase, "Running")
+            entry["state"] = phase if phase in _PHASES else "Running"
             entry["lastRunRef"] = latest.name
             entry["lastRunTime"] = latest.status.get("startTime") or latest.created or entry.get("lastRunTime")
             if phase == "Succeeded":
@@ -183,7 +201,7 @@ def decide(table: Obj, spec: PaimonTableSpec, policy: EffectivePolicy, runs: Seq
             continue
         entry.setdefault("state", "NotYetRun")
         if entry["state"] == "Disabled":
-            entry["state"] = "NotYetRun" if not entry.get("lastRunRef") else "Successful"
+            entry["state"] = "NotYetRun" if not entry.get("lastRunRef") else "Succeeded"
         sched = schedule_of(job, spec, policy)
         if sched is None:
             entry.pop("nextRunTime", None)

@@ -192,9 +192,12 @@ def kstatus(conds: Sequence[Mapping[str, Any]], *, state: Any = None, phase: Any
       run's: a failed run is over;
     - ``Reconciling=True``: otherwise, while ``Ready`` is not True (runs: neither ``Complete``
       nor ``Failed`` True): creating, retrying, waiting;
-    - neither when the object is done (``Ready=True``, ``Complete=True``).
+    - neither when the object is done (``Ready=True``, ``Complete=True``), nor while it is hands
+      off (``ReconciliationPaused`` or ``Unmanaged`` True: nothing is in progress, by request).
     """
     by_type = {c.get("type"): c for c in conds}
+    if any((by_type.get(t) or {}).get("status") == "True" for t in (PAUSED, UNMANAGED)):
+        return []
     run = COMPLETE in by_type or FAILED in by_type
     source = by_type.get(FAILED if run else READY)
     if source is None:

@@ -58,9 +58,10 @@ GUIDE: dict[str, ReasonGuide] = {
     R.PENDING: _g("Progress", "wait: the object cannot be worked on yet; the message says what it waits for"),
     R.RUNNING: _g("Progress", "wait: the maintenance run is running"),
     R.DELETING: _g("Progress", "wait: the object's storage is being removed"),
-    R.PAUSED: _g("Progress", "remove the `tablekeeper.io/reconcile-paused` annotation to resume"),
-    R.RECONCILE_PAUSED: _g("Progress", "remove the `tablekeeper.io/reconcile-paused` annotation to resume"),
-    R.UNMANAGED: _g("Progress", "remove the `tablekeeper.io/unmanaged` annotation to manage the object again"),
+    R.PAUSED: _g("Progress", "remove the `tablekeeper.io/paused` annotation to resume"),
+    R.RECONCILE_PAUSED: _g("Progress", "remove the `tablekeeper.io/paused` annotation to resume"),
+    R.UNMANAGED: _g("Progress", "remove the `tablekeeper.io/managed` annotation (or set it to \"true\") to "
+                                 "manage the object again"),
     # transient: recovers by itself
     R.CATALOG_NOT_FOUND: _g("Transient", "create the catalog `spec.catalogRef` names (or fix `spec.catalogRef`)"),
     R.CATALOG_NOT_READY: _g("Transient", "fix the catalog: its own `Ready` condition says why; the table "
