@@ -4,11 +4,13 @@ agree; the retry decision follows the kind (a transient reason retries and is ne
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
 import pytest
 
+from tablekeeper import operator as package
 from tablekeeper.core import errors as core_errors
 from tablekeeper.core.policy.effective import result
 from tablekeeper.operator.status import conditions, errors, reasons
@@ -54,3 +56,54 @@ def test_dependency_reasons_are_transient() -> None:
 def test_retry_decision_follows_the_kind(error: Exception) -> None:
     failure = errors.classify(error)
     assert failure.temporary == reasons.is_transient(failure.reason)
+
+
+def _event_reasons() -> tuple[set[str], int]:
+    """The reasons of every Event the operator's code posts (``outcome.event(type, reason, ...)``,
+    ``Event(type, reason, ...)``, ``kopf.event(..., reason=...)``), read from its source: the
+    literal ones by name, and how many sites post a failure's own reason (a variable)."""
+    names: set[str] = set()
+    dynamic = 0
+
+    def reason_names(node: ast.expr) -> set[str] | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return {node.value}
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "Reason":
+            return {str(getattr(Reason, node.attr))}
+        if isinstance(node, ast.IfExp):
+            a, b = reason_names(node.body), reason_names(node.orelse)
+            return None if a is None or b is None else a | b
+        return None
+
+    for path in Path(package.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            if not ((isinstance(node.func, ast.Attribute) and node.func.attr == "event")
+                    or (isinstance(node.func, ast.Name) and node.func.id == "Event")):
+                continue
+            arg = next((k.value for k in node.keywords if k.arg == "reason"), None)
+            if arg is None and len(node.args) >= 2:
+                arg = node.args[1]
+            if arg is None:
+                continue
+            found = reason_names(arg)
+            if found is None:
+                dynamic += 1
+            else:
+                names |= found
+    return names, dynamic
+
+
+def test_the_documented_events_are_the_posted_ones() -> None:
+    """docs/operator.md's list of Events names exactly the reasons the code posts by name; the
+    rest are posted with a failure's reason ("the failure reasons above")."""
+    text = DOCS.read_text()
+    paragraph = text[text.index("\nEvents: "):]
+    paragraph = paragraph[:paragraph.index("Transient failures")]
+    documented = set(re.findall(r"`([A-Za-z]+)`", paragraph))
+    posted, dynamic = _event_reasons()
+    assert "the failure reasons above" in paragraph and dynamic > 0
+    assert posted <= documented, f"posted, not documented: {sorted(posted - documented)}"
+    never = documented - posted - conditions.REASONS  # a reason is posted as a failure's
+    assert not never, f"documented, never posted: {sorted(never)}"
