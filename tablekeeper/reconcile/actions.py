@@ -186,7 +186,7 @@ class AdoptBranch(_Action):
 
 
 class DropBranch(_Action):
-    """Drop an owned branch (manifest removed, or its TTL reached). Never a protected branch,
+    """Drop an owned branch (no longer declared, or its TTL reached). Never a protected branch,
     never one whose tags are still declared or forked from. ``fork_tag``: the fork tag
     tablekeeper created for it in the source branch, deleted afterwards if nothing else uses it."""
 

@@ -55,12 +55,12 @@ def plan_removed(ctx: plan_context.PlanContext, drops: list[A.Action]) -> list[A
         base = ctx.base(paimon.MAIN, owner=brec.resource)
         if name not in state.branches:
             out.append(A.ReleaseObject(**base, object_kind="branch", name=name,
-                                       reason="manifest removed and the branch is gone: forget it"))
+                                       reason="no longer declared and the branch is gone: forget it"))
         elif brec.deletion_policy == "Retain":
             out.append(A.ReleaseObject(**base, object_kind="branch", name=name,
-                                       reason="manifest removed; deletionPolicy Retain keeps the branch"))
+                                       reason="no longer declared; deletionPolicy Retain keeps the branch"))
         else:
-            drops.extend(branches_planner.drop_guarded(ctx, name, base, "manifest removed (deletionPolicy Delete)",
+            drops.extend(branches_planner.drop_guarded(ctx, name, base, "no longer declared (deletionPolicy Delete)",
                                        fork_tag=brec.fork_tag))
     out.extend(drops)
     dropped = {a.name for a in drops if isinstance(a, A.DropBranch)}
@@ -71,18 +71,18 @@ def plan_removed(ctx: plan_context.PlanContext, drops: list[A.Action]) -> list[A
         existing = state.branch_tags(branch).get(name)
         if existing is None or rec.expired:
             out.append(A.ReleaseObject(**base, object_kind="tag", name=name,
-                                       reason="manifest removed and the tag is gone: forget it"))
+                                       reason="no longer declared and the tag is gone: forget it"))
             continue
         if rec.deletion_policy == "Retain":
             out.append(A.ReleaseObject(**base, object_kind="tag", name=name,
-                                       reason="manifest removed; deletionPolicy Retain keeps the tag"))
+                                       reason="no longer declared; deletionPolicy Retain keeps the tag"))
             continue
         users = [u for u in state.protected_tags(branch).get(name, ()) if u not in dropped]
         if users:
             out.append(A.TagConflict(**base, tag=name, conflict="ProtectedByBranch",
-                                     reason=f"manifest removed, but branch(es) {users} were created from it: it is "
+                                     reason=f"no longer declared, but branch(es) {users} were created from it: it is "
                                             "kept until they are dropped"))
             continue
         out.append(A.DeleteTag(**base, tag=name, snapshot_id=existing.snapshot_id,
-                               reason="manifest removed (deletionPolicy Delete): delete with cleanup"))
+                               reason="no longer declared (deletionPolicy Delete): delete with cleanup"))
     return out
