@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from tablekeeper.core import paimon, refs
-from tablekeeper.core.paimon import Table
+from tablekeeper.core.paimon import Snapshot, Table, Tag
 from tablekeeper.core.refs import SnapshotPoint, TagPoint
 
 __all__ = ["TagState", "BranchState", "TableState", "observe"]
@@ -82,13 +82,13 @@ class TableState:
         return self.fork_tags.get(branch, {})
 
 
-def _snapshots(t: Table) -> tuple[SnapshotPoint, ...]:
-    return tuple(SnapshotPoint(s.id, s.time_millis, s.watermark) for s in t.snapshots())
+def _snapshots(t: Table, read: list[Snapshot] | None = None) -> tuple[SnapshotPoint, ...]:
+    return tuple(SnapshotPoint(s.id, s.time_millis, s.watermark) for s in (t.snapshots() if read is None else read))
 
 
-def _tags(t: Table) -> dict[str, TagState]:
+def _tags(t: Table, read: list[Tag] | None = None) -> dict[str, TagState]:
     return {tag.name: TagState(tag.name, tag.snapshot_id, tag.snapshot.identity(), tag.snapshot.time_millis,
-                               tag.create_time, tag.time_retained) for tag in t.tags()}
+                               tag.create_time, tag.time_retained) for tag in (t.tags() if read is None else read)}
 
 
 def _created_ms(t: Table) -> int | None:
@@ -100,12 +100,14 @@ def _created_ms(t: Table) -> int | None:
 def observe(table: Table) -> TableState:
     """Read the state of ``table`` (all branches)."""
     main = table.on_branch(paimon.MAIN)
-    snapshots: dict[str, tuple[SnapshotPoint, ...]] = {paimon.MAIN: _snapshots(main)}
-    tags: dict[str, dict[str, TagState]] = {paimon.MAIN: _tags(main)}
+    main_snapshots, main_tags = main.snapshots(), main.tags()  # each file read once per observation
+    snapshots: dict[str, tuple[SnapshotPoint, ...]] = {paimon.MAIN: _snapshots(main, main_snapshots)}
+    tags: dict[str, dict[str, TagState]] = {paimon.MAIN: _tags(main, main_tags)}
     branches: dict[str, BranchState] = {}
-    points = {fp.branch: fp for fp in refs.fork_points(main)}
-    main_ids = refs.main_identities(main)
-    for name in main.branch_names():
+    main_ids = refs.identities_of(main_tags, main_snapshots)
+    branch_names = main.branch_names()
+    points = {name: refs.fork_point(main.on_branch(name), main_ids) for name in branch_names}
+    for name in branch_names:
         b = main.on_branch(name)
         snapshots[name] = _snapshots(b)
         tags[name] = _tags(b)

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tablekeeper.core import paimon
-from tablekeeper.core.paimon import Snapshot, Table
+from tablekeeper.core.paimon import Snapshot, Table, Tag
 
-__all__ = ["ForkPoint", "fork_point", "fork_points", "fork_tags_of", "main_identities", "fork_users"]
+__all__ = ["ForkPoint", "fork_point", "fork_points", "fork_tags_of", "identities_of", "main_identities", "fork_users"]
 
 Identity = tuple[int, str | None, str | None]
 
@@ -27,15 +27,21 @@ class ForkPoint:
     from_tag: str | None
 
 
+def identities_of(tags: Iterable[Tag], snapshots: Iterable[Snapshot]) -> set[Identity]:
+    """Identities of main's ``tags`` and ``snapshots``: what a branch's fork point is matched
+    against (:func:`main_identities` reads them; a caller that has read them already passes them)."""
+    return {t.snapshot.identity() for t in tags} | {s.identity() for s in snapshots}
+
+
 def main_identities(main: Table) -> set[Identity]:
     """Identities of main's tags and snapshots (what a branch's fork point is matched against)."""
-    ids: set[Identity] = {t.snapshot.identity() for t in main.tags()}
+    snapshots = []
     for sid in main.snapshot_ids():
         try:
-            ids.add(main.snapshot(sid).identity())
+            snapshots.append(main.snapshot(sid))
         except Exception:  # vanished meanwhile
             continue
-    return ids
+    return identities_of(main.tags(), snapshots)
 
 
 def fork_point(branch: Table, known_identities: set[Identity] | None = None) -> ForkPoint:

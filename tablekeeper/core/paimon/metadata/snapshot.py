@@ -79,12 +79,21 @@ class Snapshot:
 
     @classmethod
     def from_json(cls, text: str | bytes, *, what: str = "snapshot") -> Snapshot:
-        data = parse_json_object(text, what)
+        size = len(text.encode("utf-8")) if isinstance(text, str) else len(text)
+        return cls.from_fields(parse_json_object(text, what), what=what, file_size=size)
+
+    @classmethod
+    def from_fields(cls, data: dict[str, Any], *, what: str = "snapshot", file_size: int | None = None) -> Snapshot:
+        """A snapshot from its parsed JSON object (a tag file's snapshot part: no second parse),
+        checked as :meth:`from_json` checks it.
+
+        Raises:
+            FormatError: a field of a known name has the wrong type, or the version is unknown.
+        """
         check_fields(data, what, FIELD_KINDS, required=_REQUIRED)
         check_version(data, what)
         data.setdefault("version", 1)
-        size = len(text.encode("utf-8")) if isinstance(text, str) else len(text)
-        return cls(data, size)
+        return cls(data, file_size)
 
     # typed accessors -----------------------------------------------------------------
     @property

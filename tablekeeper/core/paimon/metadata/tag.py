@@ -116,7 +116,7 @@ class Tag:
         raw_create = data.pop("tagCreateTime", None)
         create = decode_local_datetime(raw_create, what)
         retained = decode_duration(data.pop("tagTimeRetained", None), what)
-        snapshot = Snapshot.from_json(jackson.dumps(data), what=what)
+        snapshot = Snapshot.from_fields(data, what=what)  # the snapshot's fields as parsed, no second parse
         array = tuple(int(v) for v in raw_create) if isinstance(raw_create, list) else None
         size = len(text.encode("utf-8")) if isinstance(text, str) else len(text)
         return cls(name, snapshot, create, retained, array, size)
