@@ -4,37 +4,20 @@ and orphan cleanup deletes exactly the planted orphans. Timings are never assert
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.support.bench import loaded
 
 
 @pytest.fixture
 def bench_module() -> Iterator[Callable[[str], ModuleType]]:
-    loaded: list[str] = []
-
-    def load(name: str) -> ModuleType:
-        sys.path.insert(0, str(BENCH))
-        try:
-            spec = importlib.util.spec_from_file_location(f"tk_bench_{name}", BENCH / f"{name}.py")
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            loaded.append(spec.name)
-            spec.loader.exec_module(module)
-            return module
-        finally:
-            sys.path.remove(str(BENCH))
-
-    yield load
-    for name in [*loaded, "_synth"]:
-        sys.modules.pop(name, None)
+    with ExitStack() as stack:
+        yield lambda name: stack.enter_context(loaded(name, siblings=True))
 
 
 def _ratio_line(out: str, prefix: str) -> str:

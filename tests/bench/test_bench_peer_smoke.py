@@ -6,33 +6,20 @@ clean then finds nothing more on tablekeeper's copy. Timings are never asserted.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support import javapaimon as J
+from tests.support.bench import loaded
 
 pytestmark = pytest.mark.javapaimon
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def test_peer_bench_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     J.classpath_or_skip("1.4.2")  # CI=true: a failed setup fails; elsewhere a one-line skip
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location("tk_bench_peer", BENCH / "peer.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
+    with loaded("peer", siblings=True) as module:
         result = module.run(["--scale", "0.02", "--workdir", str(tmp_path)])
-    finally:
-        sys.path.remove(str(BENCH))
-        for name in ("tk_bench_peer", "_synth", "orphans"):
-            sys.modules.pop(name, None)
     out = capsys.readouterr().out
     for prefix in ("ratio expire Java / tablekeeper", "ratio orphans Java / tablekeeper",
                    "ratio orphans-after-expire Java / tablekeeper"):

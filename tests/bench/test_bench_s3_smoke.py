@@ -4,29 +4,17 @@ counted, and orphan cleanup deleted the planted orphans. Timings are never asser
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.support.bench import loaded
 
 
 @pytest.mark.s3
 def test_s3_bench_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location("tk_bench_s3", BENCH / "s3.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
+    with loaded("s3", siblings=True) as module:
         result = module.run(["--scale", "0.005", "--latency-ms", "1", "--workdir", str(tmp_path)])
-    finally:
-        sys.path.remove(str(BENCH))
-        for name in ("tk_bench_s3", "_s3count", "_s3floor", "_synth"):
-            sys.modules.pop(name, None)
     out = capsys.readouterr().out
     assert set(result["ops"]) == {"expire", "expire-partitions", "tag delete", "clean-orphans"}
     for name, row in result["ops"].items():

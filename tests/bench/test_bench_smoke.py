@@ -3,25 +3,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "manifests.py"
+from tests.support.bench import loaded
 
 
 def test_manifest_bench_prints_ratios(capsys: pytest.CaptureFixture[str]) -> None:
-    spec = importlib.util.spec_from_file_location("tk_bench_manifests", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-        assert module.main(["--entries", "2000", "--repeat", "1"]) == 0
-    finally:
-        sys.modules.pop(spec.name, None)
+    with loaded("manifests") as bench:
+        assert bench.main(["--entries", "2000", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert "2,000 entries" in out
     for line in ("ratio ours vs pypaimon (read_manifest):", "ratio ours vs raw fastavro (read_manifest,",

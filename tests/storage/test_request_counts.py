@@ -12,10 +12,8 @@ bounded LIST of ``.tablekeeper/``). ``expire-partitions`` commits through tablek
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -29,21 +27,16 @@ from tablekeeper.cli.main import cli
 from tablekeeper.core.plans import request_minimum
 from tests.maintenance.helpers import plant, table_root
 from tests.support import s3 as s3support
+from tests.support.bench import loaded
 from tests.support.paimon import append_table, rows, write
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 LEASE_RELEASE = {"get": 1, "list": 1, "bulk_delete": 1}
 
 
 @pytest.fixture(scope="module")
 def s3count() -> Iterator[ModuleType]:
-    spec = importlib.util.spec_from_file_location("tk_bench_s3count", BENCH / "_s3count.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(spec.name, None)
+    with loaded("_s3count") as module:
+        yield module
 
 
 @pytest.fixture(scope="module")
