@@ -108,6 +108,30 @@ async def test_a_failing_tag_is_a_warning_with_its_reason(harness: Harness, ware
     assert _kopf_success_at_info(records) == []
 
 
+async def test_a_maintenance_run_logs_its_request_start_and_result(harness: Harness, warehouse: Path,
+                                                                  records: Records) -> None:
+    await harness.start()
+    catalog, table = basic_objects(warehouse)
+    table["spec"]["retention"] = {"snapshots": {"minRetained": 1, "maxRetained": 2}}
+    for body in (catalog, table):
+        await harness.apply(body)
+    await harness.wait_condition("PaimonTable", "orders", reason="Reconciled")
+    await harness.patch("PaimonTable", "orders",
+                        {"metadata": {"annotations": {"tablekeeper.io/run-now": "ExpireSnapshots"}}})
+    run = await eventually(lambda: next(iter(harness.all("PaimonMaintenanceRun")), None))
+    name = run["metadata"]["name"]
+    await harness.wait_event(name, "MaintenanceSucceeded")
+    lines = await eventually(lambda: [m for _, m in records.about(name)
+                                      if "MaintenanceStarted" in m or "MaintenanceSucceeded" in m] or None)
+    assert len(lines) == 2, lines
+    assert all(m.startswith(f"PaimonMaintenanceRun of sales.orders in {warehouse}: ") for m in lines), lines
+    assert "ExpireSnapshots started on the Python engine" in lines[0], lines
+    assert "MaintenanceSucceeded: expired 4 snapshot(s)" in lines[1], lines
+    requested = [m for _, m in records.about("orders") if "MaintenanceRequested" in m]
+    assert requested and requested[0].startswith("PaimonTable of sales.orders"), requested
+    assert _kopf_success_at_info(records) == []
+
+
 def test_json_lines() -> None:
     record = logging.LogRecord("tablekeeper.operator.objects", logging.WARNING, __file__, 1,
                                "PaimonTag of %s: %s", ("sales.orders", "CreateFailed"), None)

@@ -166,6 +166,8 @@ async def start_run(rt: Runtime, view: View, obj: Obj, *, retry: int) -> Outcome
         conditions.condition(conditions.COMPLETE, False, Reason.RUNNING, note, generation=obj.generation, now=now),
         conditions.condition(conditions.FAILED, False, Reason.RUNNING, "", generation=obj.generation, now=now),
     ]
+    out.event("Normal", "MaintenanceStarted", f"{spec.type} started on the {engine_name} engine"
+                                              + (f" ({note})" if note else ""))
     return out
 
 
