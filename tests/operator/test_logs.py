@@ -14,6 +14,9 @@ import pytest
 
 from tablekeeper.cli.main import main as cli_main
 from tablekeeper.operator import logs
+from tablekeeper.operator.status import errors
+from tablekeeper.operator.status.errors import Failure
+from tablekeeper.operator.status.outcome import Outcome
 from tests.operator.conftest import Harness, basic_objects, obj
 from tests.support.k8s import eventually
 
@@ -152,6 +155,27 @@ def test_json_lines() -> None:
         failed = logging.LogRecord("kopf.objects", logging.ERROR, __file__, 1, "it broke", (), sys.exc_info())
     line = formatter.format(failed)
     assert "\n" not in line and "ValueError: boom" in json.loads(line)["exception"]
+
+
+def test_a_permanent_failure_is_an_error_told_once(records: Records) -> None:
+    """Not retried: ERROR with its reason; the refusal's Warning Event is folded into that line,
+    and Kopf's "failed permanently" line about the same failure is lowered."""
+    body = {"kind": "PaimonTag", "metadata": {"namespace": "sales", "name": "release", "uid": "u-release"},
+            "spec": {"tableRef": {"name": "orders"}},
+            "status": {"table": {"database": "sales", "table": "orders", "warehouse": "s3://lake/wh"}}}
+    outcome = Outcome()
+    message = "tag 'release' exists at snapshot 2, not 5"
+    outcome.event("Warning", "AlreadyExistsDifferentSnapshot", message)
+    outcome.failure = Failure("AlreadyExistsDifferentSnapshot", message, temporary=False)
+    logs.log_outcome(outcome, body)
+    [(level, line)] = records.about("release")
+    assert level == logging.ERROR and line.startswith("PaimonTag of sales.orders in s3://lake/wh: "
+                                                      "AlreadyExistsDifferentSnapshot: tag 'release'"), line
+    kopf_line = logging.LogRecord("kopf.objects", logging.ERROR, __file__, 1,
+                                  f"Handler 'tag-reconcile' failed permanently: {errors.to_kopf(outcome.failure, 0)}",
+                                  (), None)
+    kopf_line.k8s_ref = {"kind": "PaimonTag", "namespace": "sales", "name": "release", "uid": "u-release"}
+    assert logs.KopfNoiseFilter().filter(kopf_line) is False and kopf_line.levelno == logging.DEBUG
 
 
 def test_noise_filter_keeps_real_errors() -> None:
