@@ -28,7 +28,7 @@ from tablekeeper.operator.cluster.view import View
 from tablekeeper.operator.status.outcome import Outcome
 
 __all__ = ["LOG_FORMATS", "LogFormat", "JsonFormatter", "TextFormatter", "KopfNoiseFilter", "configure",
-           "log_outcome", "table_of"]
+           "install_filter", "log_outcome", "table_of"]
 
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
