@@ -36,7 +36,7 @@ from typing import Any
 import kopf
 
 from tablekeeper.core.policy import API_GROUP, API_VERSION
-from tablekeeper.operator import kopfcompat, metrics, persistence, rbac
+from tablekeeper.operator import kopfcompat, logs, metrics, persistence, rbac
 from tablekeeper.operator.cluster.view import INDEX_IDS, Obj, index_key
 from tablekeeper.operator.controllers.children import kopf_holds_finalizer
 from tablekeeper.operator.handlers import handle_catalogs, handle_objects, handle_runs, handle_tables
@@ -78,7 +78,8 @@ def build_settings() -> kopf.OperatorSettings:
     object-logger records at INFO and above become Events. Kopf's own per-handler success lines are
     not posted: ``posting.loggers`` stays off (Kopf's default; it would post "Handler ... succeeded" on
     every change) and timers log through Kopf's local-only logger. The controllers post their Events
-    (``Created``, ``Adopted``, ``Deleted``, ``MaintenanceRequested``...) explicitly.
+    (``Created``, ``Adopted``, ``Deleted``, ``MaintenanceRequested``...) explicitly, and each is also
+    a log line (:mod:`.logs`; Kopf's "succeeded" lines are lowered to DEBUG there).
     """
     settings = kopf.OperatorSettings()
     settings.persistence.finalizer = FINALIZER
@@ -113,19 +114,6 @@ def build_settings() -> kopf.OperatorSettings:
     # watch relist), and then holds the object's next change by at most this long.
     settings.persistence.consistency_timeout = CONSISTENCY_TIMEOUT_S
     return settings
-
-
-class _ObjectFormatter(logging.Formatter):
-    """Prefixes messages about an object with ``[namespace/name]`` (Kopf's ``k8s_ref``)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
-        ref = getattr(record, "k8s_ref", None)
-        if isinstance(ref, dict) and ref.get("name"):
-            where = f"{ref['namespace']}/{ref['name']}" if ref.get("namespace") else str(ref["name"])
-            head, sep, tail = text.partition(": ")
-            return f"{head}{sep}[{where}] {tail}" if sep else f"[{where}] {text}"
-        return text
 
 
 def _indexer(kind: str) -> Callable[..., dict[Any, Obj]]:
@@ -243,6 +231,7 @@ def register(registry: kopf.OperatorRegistry, *, config: OperatorConfig | None =
         ``registry``.
     """
     rt = Runtime(config if config is not None else OperatorConfig.from_env())
+    logs.install_filter()  # Kopf's per-handler "succeeded" lines at DEBUG (tablekeeper's own lines say what happened)
     if login:
         @kopf.on.login(registry=registry)
         def _login(**kwargs: Any) -> kopf.ConnectionInfo | None:
@@ -276,7 +265,7 @@ def register(registry: kopf.OperatorRegistry, *, config: OperatorConfig | None =
 
 
 def run(*, namespaces: Sequence[str] = (), liveness_endpoint: str | None = DEFAULT_LIVENESS_ENDPOINT,
-        metrics_port: int = DEFAULT_METRICS_PORT) -> None:
+        metrics_port: int = DEFAULT_METRICS_PORT, log_format: logs.LogFormat = "text") -> None:
     """Run the operator until it is stopped (SIGINT/SIGTERM).
 
     Args:
@@ -284,11 +273,9 @@ def run(*, namespaces: Sequence[str] = (), liveness_endpoint: str | None = DEFAU
             (ClusterPaimonCatalog, ClusterPaimonRetentionPolicy) are always watched.
         liveness_endpoint: Kopf's health endpoint (``http://0.0.0.0:8080/healthz``); None = none.
         metrics_port: Prometheus metrics port; 0 = no metrics server.
+        log_format: ``text`` (one line per record) or ``json`` (one JSON object per line), see :mod:`.logs`.
     """
-    handler = logging.StreamHandler()
-    handler.setFormatter(_ObjectFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.DEBUG if os.environ.get("TABLEKEEPER_DEBUG") else logging.INFO,
-                        handlers=[handler])
+    logs.configure(log_format, debug=bool(os.environ.get("TABLEKEEPER_DEBUG")))
     registry = register(kopf.OperatorRegistry(), config=OperatorConfig.from_env(), metrics_port=metrics_port)
     kopf.run(
         registry=registry,

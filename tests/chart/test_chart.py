@@ -41,7 +41,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                         "rbac": {"create": True, "serviceAccountAnnotations": {"eks.amazonaws.com/role-arn": "arn"}}}},
     "spark-default-namespace": {"spark": {"image": "registry.example.com/tablekeeper-spark:0.1.0"},
                                 "watchNamespaces": ["sales"]},
-    "operator-switches": {"operator": {"materializePolicyTags": True,
+    "operator-switches": {"operator": {"materializePolicyTags": True, "logFormat": "json",
                                        "protectedTableOptions": ["bucket", "snapshot.time-retained"]}},
     "no-metrics-custom-image": {"prometheus": {"metrics": {"enable": False, "port": 9090, "portName": "metrics"}},
                                 "image": {"registry": "registry.example.com", "repository": "data/tablekeeper",
@@ -108,6 +108,7 @@ def test_values_schema(chart: helm.Chart) -> None:
                 {"prometheus": {"metrics": {"enable": True, "port": 0, "portName": "metrics"}}},
                 {"operator": {"materializePolicyTags": "yes"}}, {"operator": {"protectedTableOptions": "bucket"}},
                 {"operator": {"protectedTableOptions": ["bucket,path"]}}, {"operator": {"unknown": 1}},
+                {"operator": {"logFormat": "yaml"}},
                 {"spark": {"rbac": {"create": "true"}}}, {"spark": {"serviceAccount": "Spark_Driver"}}):
         with pytest.raises(helm.HelmValuesError):
             chart.validate_schema(bad)
@@ -277,6 +278,15 @@ def test_operator_values_reach_the_operator_settings(chart: helm.Chart) -> None:
     assert (env["TABLEKEEPER_MATERIALIZE_POLICY_TAGS"], env["TABLEKEEPER_PROTECTED_TABLE_OPTIONS"]) == ("false", "")
     one_option = _operator_env(render(chart, {"operator": {"protectedTableOptions": ["bucket"]}}))
     assert OperatorConfig.from_env(one_option).protected_table_options == frozenset({"bucket"})
+
+
+def test_log_format_value_reaches_the_operator(chart: helm.Chart) -> None:
+    """``operator.logFormat`` is the operator's ``--log-format``, as the CLI parses the rendered args."""
+    command = cli.commands["operator"]
+    for values, expected in (({}, "text"), (SCENARIOS["operator-switches"], "json")):
+        [container] = one(render(chart, values), "Deployment")["spec"]["template"]["spec"]["containers"]
+        with command.make_context("operator", list(container["args"])) as ctx:
+            assert ctx.params["log_format"] == expected
 
 
 #: What a Spark driver on Kubernetes does in its namespace, and nothing else.

@@ -1,10 +1,11 @@
 """``tablekeeper operator`` (the image's entrypoint) starts, logs in with a kubeconfig, serves its
-liveness endpoint and Prometheus metrics, and stops on SIGTERM. Runs the CLI in a subprocess
-against the emulator."""
+liveness endpoint and Prometheus metrics, logs as text or JSON lines (``--log-format``), and stops
+on SIGTERM. Runs the CLI in a subprocess against the emulator."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -35,7 +36,8 @@ def _get(url: str) -> tuple[int, str]:
         return 0, ""
 
 
-async def test_the_operator_command_runs(k8s: ApiServerEmulator, tmp_path: Path) -> None:
+@pytest.mark.parametrize("log_format", ["text", "json"])
+async def test_the_operator_command_runs(k8s: ApiServerEmulator, tmp_path: Path, log_format: str) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "emulator",
@@ -47,7 +49,7 @@ async def test_the_operator_command_runs(k8s: ApiServerEmulator, tmp_path: Path)
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
     process = subprocess.Popen(
         [sys.executable, "-m", "tablekeeper.cli.main", "operator", "--namespace", "sales",
-         f"--liveness=http://127.0.0.1:{health}/healthz", f"--metrics-port={metrics}"],
+         f"--liveness=http://127.0.0.1:{health}/healthz", f"--metrics-port={metrics}", f"--log-format={log_format}"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
@@ -66,3 +68,10 @@ async def test_the_operator_command_runs(k8s: ApiServerEmulator, tmp_path: Path)
     assert process.returncode == 0, output
     assert "tablekeeper controllers started for 8 kinds" in output
     assert "authentication has failed" not in output.lower(), output  # the kubeconfig login worked
+    if log_format == "json":
+        lines = [json.loads(line) for line in output.splitlines() if line.strip()]
+        assert lines and all({"timestamp", "level", "logger", "message"} <= set(line) for line in lines), output
+        assert all(line["timestamp"].endswith("Z") for line in lines)
+        assert any(line["logger"] == "tablekeeper.operator.main" and line["level"] == "INFO" for line in lines)
+    else:
+        assert " INFO tablekeeper.operator.main: tablekeeper controllers started" in output

@@ -16,11 +16,14 @@ __all__ = ["operator"]
               help="Health endpoint for liveness probes; '' disables it.")
 @click.option("--metrics-port", type=click.IntRange(min=0, max=65535), default=9090, show_default=True,
               help="Port of the Prometheus metrics server; 0 disables it.")
-def operator(namespaces: tuple[str, ...], liveness: str, metrics_port: int) -> None:
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Log lines as text, or as one JSON object per line (timestamp, level, logger, message, object).")
+def operator(namespaces: tuple[str, ...], liveness: str, metrics_port: int, log_format: str) -> None:
     """Run the Kubernetes operator (Kopf, standalone; needs the 'operator' extra)."""
     try:
         from tablekeeper.operator import main as operator_main
     except ImportError as e:
         raise errors.InvalidInputError(f"the operator cannot start: {e}",
                                        fix="install the operator extra: pip install 'tablekeeper[operator]'") from e
-    operator_main.run(namespaces=namespaces, liveness_endpoint=liveness or None, metrics_port=metrics_port)
+    operator_main.run(namespaces=namespaces, liveness_endpoint=liveness or None, metrics_port=metrics_port,
+                      log_format="json" if log_format == "json" else "text")

@@ -1,5 +1,5 @@
 """What every handler shares: building the object snapshot and the view from Kopf's arguments,
-and recording an outcome (:func:`finish`)."""
+and recording an outcome (:func:`finish`: status, labels, Events and their log lines)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Any
 
 import kopf
 
-from tablekeeper.operator import kopfcompat
+from tablekeeper.operator import kopfcompat, logs
 from tablekeeper.operator.cluster.view import Obj, View
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import errors, markers
 from tablekeeper.operator.status.outcome import Outcome, label_changes, render
 
-__all__ = ["obj_of", "view_of", "finish", "only_own_changes", "stop_if_gone", "mode_change"]
+__all__ = ["obj_of", "view_of", "finish", "post_events", "only_own_changes", "stop_if_gone", "mode_change"]
 
 
 def stop_if_gone(view: View, obj: Obj, stopped: Any, rt: Runtime | None = None) -> bool:
@@ -66,19 +66,27 @@ def only_own_changes(diff: Iterable[Any] | None) -> bool:
     return True
 
 
-def finish(outcome: Outcome, *, body: Mapping[str, Any], patch: kopf.Patch) -> None:
-    """Record ``outcome``: status patch (only changes), labels, Events; then raise its failure."""
+def finish(outcome: Outcome, *, body: Mapping[str, Any], patch: kopf.Patch, view: View | None = None) -> None:
+    """Record ``outcome``: status patch (only changes), labels, Events and their log lines (``view``
+    names the table of an object not resolved yet); then raise its failure."""
     current = body.get("status") or {}
     for key, value in render(current, outcome).items():
         patch.status[key] = value
     labels = (body.get("metadata") or {}).get("labels") or {}
     for key, value in label_changes(labels, outcome.labels).items():
         patch.metadata.labels[key] = value
+    post_events(outcome, body=body, view=view)
+    if outcome.failure is not None:
+        raise errors.to_kopf(outcome.failure, outcome.delay)
+
+
+def post_events(outcome: Outcome, *, body: Mapping[str, Any], view: View | None = None) -> None:
+    """Post the Events of ``outcome`` and log each one with its failure (:func:`.logs.log_outcome`):
+    one place, so the Events and the log lines say the same thing."""
     about = body if isinstance(body, kopf.Body) else kopf.Body(dict(body))  # type: ignore[arg-type]
     for event in outcome.events:
         kopf.event(about, type=event.type, reason=event.reason, message=event.message[:1024])
-    if outcome.failure is not None:
-        raise errors.to_kopf(outcome.failure, outcome.delay)
+    logs.log_outcome(outcome, body, view)
 
 
 def mode_change(body: kopf.Body) -> str | None:

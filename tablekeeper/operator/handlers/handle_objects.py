@@ -15,11 +15,13 @@ from tablekeeper.operator.handlers.common import (
     mode_change,
     obj_of,
     only_own_changes,
+    post_events,
     stop_if_gone,
     view_of,
 )
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status import errors, markers
+from tablekeeper.operator.status.outcome import Outcome
 
 __all__ = ["on_change", "on_check", "on_delete", "on_paused", "on_unmanaged", "on_event"]
 
@@ -36,7 +38,7 @@ async def on_change(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patc
     if only_own_changes(diff):
         return
     outcome, current = await _reconcile(rt, kind, body, "resolve", retry, kwargs)
-    finish(outcome, body=current, patch=patch)
+    finish(outcome, body=current, patch=patch, view=view_of(rt, kwargs))
 
 
 async def on_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, stopped: Any,
@@ -49,7 +51,7 @@ async def on_check(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch
     await rt.step(_CHECK_STEP[kind], obj.ref)
     outcome, current = await _reconcile(rt, kind, body, "check", None, kwargs)
     outcome.failure = None  # the timer's interval is the retry
-    finish(outcome, body=current, patch=patch)
+    finish(outcome, body=current, patch=patch, view=view)
 
 
 async def _reconcile(rt: Runtime, kind: str, body: kopf.Body, phase: children.Phase, retry: int | None,
@@ -77,8 +79,9 @@ async def _reconcile(rt: Runtime, kind: str, body: kopf.Body, phase: children.Ph
 async def on_delete(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, retry: int,
                     **kwargs: Any) -> None:
     """Deletion with the finalizer: delete the tag / drop the branch (or keep it, see controllers.deletion)."""
-    outcome = await _DELETE[kind](rt, view_of(rt, kwargs), obj_of(kind, body), retry=retry)
-    finish(outcome, body=body, patch=patch)
+    view = view_of(rt, kwargs)
+    outcome = await _DELETE[kind](rt, view, obj_of(kind, body), retry=retry)
+    finish(outcome, body=body, patch=patch, view=view)
 
 
 def on_paused(rt: Runtime, kind: str, *, body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
@@ -101,8 +104,10 @@ async def on_event(rt: Runtime, kind: str, finalizer: str, *, body: kopf.Body, p
     meta = body.get("metadata") or {}
     if (markers.is_force_delete(meta) and finalizer in (meta.get("finalizers") or ())
             and rt.first_time(str(meta.get("uid")), "ForceDeleted")):
-        kopf.event(body, type="Warning", reason="ForceDeleted",
-                   message="tablekeeper.io/force-delete: the finalizer is removed without touching storage")
+        forced = Outcome()
+        forced.event("Warning", "ForceDeleted",
+                     "tablekeeper.io/force-delete: the finalizer is removed without touching storage")
+        post_events(forced, body=body)
     change = mode_change(body)
     obj = obj_of(kind, body)
     view = view_of(rt, kwargs)
@@ -121,4 +126,4 @@ async def on_event(rt: Runtime, kind: str, finalizer: str, *, body: kopf.Body, p
         # a re-check (tablekeeper.io/recheck) takes the same path
         outcome, current = await _reconcile(rt, kind, body, "check", None, kwargs)
         outcome.failure = None
-        finish(outcome, body=current, patch=patch)
+        finish(outcome, body=current, patch=patch, view=view)

@@ -15,13 +15,15 @@ __all__ = ["on_start", "on_execute", "on_check", "on_event"]
 
 
 async def on_start(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, retry: int, **kwargs: Any) -> None:
-    outcome = await runs.start_run(rt, view_of(rt, kwargs), obj_of("PaimonMaintenanceRun", body), retry=retry)
-    finish(outcome, body=body, patch=patch)
+    view = view_of(rt, kwargs)
+    outcome = await runs.start_run(rt, view, obj_of("PaimonMaintenanceRun", body), retry=retry)
+    finish(outcome, body=body, patch=patch, view=view)
 
 
 async def on_execute(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, retry: int, **kwargs: Any) -> None:
-    outcome = await runs.execute_run(rt, view_of(rt, kwargs), obj_of("PaimonMaintenanceRun", body), retry=retry)
-    finish(outcome, body=body, patch=patch)
+    view = view_of(rt, kwargs)
+    outcome = await runs.execute_run(rt, view, obj_of("PaimonMaintenanceRun", body), retry=retry)
+    finish(outcome, body=body, patch=patch, view=view)
 
 
 async def on_check(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, stopped: Any, **kwargs: Any) -> None:
@@ -30,7 +32,7 @@ async def on_check(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, stopped: 
         return
     outcome = await runs.check_run(rt, view, obj)
     if outcome is not None:
-        finish(outcome, body=body, patch=patch)
+        finish(outcome, body=body, patch=patch, view=view)
 
 
 async def on_event(rt: Runtime, *, body: kopf.Body, **kwargs: Any) -> None:

@@ -24,7 +24,7 @@ async def _reconcile(rt: Runtime, body: kopf.Body, patch: kopf.Patch, retry: int
         patch.metadata.annotations[markers.RUN_NOW] = None
     if retry is None:
         outcome.failure = None
-    finish(outcome, body=body, patch=patch)
+    finish(outcome, body=body, patch=patch, view=view)
 
 
 async def on_change(rt: Runtime, *, body: kopf.Body, patch: kopf.Patch, retry: int, diff: Any = None,

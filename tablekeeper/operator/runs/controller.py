@@ -171,6 +171,8 @@ async def start_run(rt: Runtime, view: View, obj: Obj, *, retry: int) -> Outcome
     out.fields.update(phase="Running", startTime=values.rfc3339(now), engine=engine_name,
                       attempts=int(obj.status.get("attempts") or 0) + 1, message=note or "running")
     out.conditions = run_conditions(obj, now, "Running", Reason.RUNNING, note)
+    out.event("Normal", "MaintenanceStarted", f"{spec.type} started on the {engine_name} engine"
+                                              + (f" ({note})" if note else ""))
     return out
 
 
