@@ -233,6 +233,9 @@ class SetTableOptions(_Action):
 class _Maintenance(_Action):
     engine: Engine = "in-process"
     estimate: Estimate = Field(default_factory=Estimate)
+    #: the core plan's notes, as the CLI prints them (``note: ...``): why the plan stops where it
+    #: does; front ends show these, never a rule of their own
+    notes: tuple[str, ...] = ()
 
 
 class ExpireSnapshots(_Maintenance):

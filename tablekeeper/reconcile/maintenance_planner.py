@@ -101,6 +101,12 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
     def sized(p: plans.Plan) -> A.Estimate:
         return plan_context.estimate_plan(p, table.file_io) if config.estimate else A.Estimate(files=len(p.files))
 
+    def nothing(kind: str, notes: tuple[str, ...]) -> None:
+        """A kind asked for by name (``kinds``: a maintenance run) whose plan does nothing says why,
+        in the core plan's words; a plan of every kind lists only what it does or holds back."""
+        if kinds is not None:
+            skipped.extend(A.Skipped(**base, what=kind, reason=note) for note in notes)
+
     # partitions
     if wanted("ExpirePartitions") and on("ExpirePartitions") and due("ExpirePartitions", schedule):
         pconf = partitions.PartitionConfig(
@@ -117,11 +123,13 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
                 timestamp_formatter=pconf.timestamp_formatter, timestamp_pattern=pconf.timestamp_pattern,
                 max_per_run=pconf.max_expires, zone_known=pconf.zone_known,
                 partitions=tuple(p.name for p in pplan.expired), more=pplan.left_for_next_run, estimate=est,
-                engine=engine_for(target, est, config),
+                engine=engine_for(target, est, config), notes=pplan.notes,
                 policy=ctx.policy_of("partitions.expiration", "partitions.strategy", "partitions.maxPerRun",
                                      "partitions.timestampFormatter", "partitions.timestampPattern"),
                 reason=f"{len(pplan.expired)} partition(s) older than {v['partitions.expiration']}"
                        + ("" if ctx.zone is not None else " (writer zone unknown: 12 h margin)")))
+        else:
+            nothing("ExpirePartitions", pplan.notes)
     # snapshots
     snapshot_paths = ("snapshots.minRetained", "snapshots.maxRetained", "snapshots.maxAge", "snapshots.expireLimit",
                       "snapshots.cleanEmptyDirectories")
@@ -142,9 +150,11 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
                 first_snapshot=total.earliest if count else None,
                 last_snapshot=(total.end_exclusive - 1) if count and total.end_exclusive else None,
                 snapshots=count, batches=batches, estimate=est, engine=engine_for(target, est, config),
-                policy=ctx.policy_of(*snapshot_paths),
+                policy=ctx.policy_of(*snapshot_paths), notes=eplan.notes,
                 reason=(f"{count} snapshot(s) past retention (stop: {total.reason})" if count
                         else "only the missing EARLIEST hint is written")))
+        else:
+            nothing("ExpireSnapshots", eplan.notes)
     # changelog
     if wanted("ExpireChangelog") and on("ExpireChangelog") and table.changelog_ids() \
             and due("ExpireChangelog", schedule):
@@ -155,10 +165,12 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
             out.append(A.ExpireChangelog(
                 **base, retention=retention,
                 changelogs=int(dict(cplan.details).get("expired_changelogs", 0)),
-                estimate=est, engine=engine_for(target, est, config),
+                estimate=est, engine=engine_for(target, est, config), notes=cplan.notes,
                 policy=ctx.policy_of("changelog.minRetained", "changelog.maxRetained", "changelog.maxAge",
                                      "snapshots.expireLimit"),
                 reason="long-lived changelogs past retention"))
+        else:
+            nothing("ExpireChangelog", cplan.notes)
     # orphans
     if wanted("CleanOrphans") and on("CleanOrphans") and due("CleanOrphans", v["orphanFiles.schedule"] or schedule):
         older = v["orphanFiles.olderThan"]
@@ -174,11 +186,13 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
             dry = bool(v["orphanFiles.dryRun"])
             out.append(A.CleanOrphans(
                 **base, older_than=str(older), older_than_ms=threshold, dry_run=dry, estimate=est,
-                listing=None if listing_path is None else str(listing_path),
+                listing=None if listing_path is None else str(listing_path), notes=oplan.notes,
                 # an inventory replaces the listing Spark would spread: it runs in process
                 engine="in-process" if listing_path is not None else engine_for(target, est, config),
                 policy=ctx.policy_of("orphanFiles.state", "orphanFiles.olderThan", "orphanFiles.dryRun",
                                      "orphanFiles.schedule", "orphanFiles.listing"),
                 reason=(f"{len(oplan.files)} file(s) older than {older} referenced by nothing"
                         + (" (dryRun: reported only; set orphanFiles.dryRun: false to delete)" if dry else ""))))
+        else:
+            nothing("CleanOrphans", oplan.notes)
     return out_skip + out + skipped

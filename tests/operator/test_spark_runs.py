@@ -183,6 +183,9 @@ async def test_spark_operator_run_launches_and_completes_with_the_spark_artifact
     status = await wait_phase(h, run_name, "Succeeded")
     got = status["result"]
     assert got["expiredSnapshots"] == 4 and got["dryRun"] is False
+    assert got["notes"] == list(dict.fromkeys(result.notes)) and result.notes  # the job's plan notes
+    assert all(note in next(c["message"] for c in status["conditions"] if c["type"] == "Complete")
+               for note in result.notes)
     assert got["deletedFiles"] == result.total_deleted > 0
     assert got["reclaimedBytes"] == sum(result.deleted_bytes.values()) > 0
     assert got["planned"]["files"] == result.planned_files and got["executed"]["deleted"] == result.deleted
@@ -550,6 +553,12 @@ async def test_spark_expire_snapshots_run_expires_the_decoupled_changelog_like_t
     assert second["expiredChangelogs"] == results["local"][1]["expiredChangelogs"] == 4
     assert second["deletedFiles"] == results["local"][1]["deletedFiles"] > 0
     assert second["executed"]["deleted"]["changelog-meta"] == second["expiredChangelogs"]
+    # both say why snapshot expiration stopped where it did, in the core plan's words; the
+    # changelog step's notes are prefixed alike ("changelog: ...")
+    for local, spark_result in zip(results["local"], results["spark"], strict=True):
+        assert local["notes"][0] == spark_result["notes"][0] and "younger than" in local["notes"][0]
+    assert any(n.startswith("changelog: expiring changelogs") for n in results["local"][1]["notes"])
+    assert any(n.startswith("changelog: expiring changelogs") for n in results["spark"][1]["notes"])
     # every view still readable through pypaimon reads the same in both copies
     views = {which: P.snapshot_views(str(root), "sales.orders") for which, root in copies.items()}
     assert views["spark"] == views["local"]

@@ -183,6 +183,38 @@ def test_history_limits_prune_only_operator_runs() -> None:
     assert sorted(r.name for r in decision.prune) == ["bad", "ok1", "ok2"]
 
 
+def test_a_dry_run_is_neither_the_jobs_success_nor_its_last_run() -> None:
+    table, spec, policy = table_and_policy()
+    real = obj("PaimonMaintenanceRun", "real", {"type": "ExpireSnapshots"}, created="2026-11-20T09:00:00Z",
+               status_={"phase": "Succeeded", "startTime": "2026-11-20T09:00:00Z",
+                        "completionTime": "2026-11-20T09:00:05Z", "result": {"dryRun": False, "expiredSnapshots": 3}})
+    dry = obj("PaimonMaintenanceRun", "dry", {"type": "ExpireSnapshots"}, created="2026-11-20T11:30:00Z",
+              status_={"phase": "Succeeded", "startTime": "2026-11-20T11:30:00Z",
+                       "completionTime": "2026-11-20T11:30:02Z", "result": {"dryRun": True, "expiredSnapshots": 0}})
+    # the schedule changed meanwhile: the next run is counted again from the last run (paused: none created)
+    previous = {"snapshotExpiration": {"state": "Running", "schedule": "@every 6 h", "lastRunRef": "dry",
+                                       "lastRunTime": "2026-11-20T11:30:00Z"}}
+    decision = maintenance.decide(table, spec, policy, [real, dry], now=NOW, previous=previous, run_now=None,
+                                  active_elsewhere=0, max_concurrent=4, jitter=0, rng=random.Random(1), paused=True)
+    entry = decision.maintenance["snapshotExpiration"]
+    assert entry["lastRunRef"] == "real" and entry["lastRunTime"] == "2026-11-20T09:00:00Z"
+    assert entry["lastSuccessTime"] == "2026-11-20T09:00:05Z" and entry["lastResult"]["expiredSnapshots"] == 3
+    assert entry["state"] == "Succeeded" and entry["lastDryRunRef"] == "dry"
+    assert entry["lastDryRunTime"] == "2026-11-20T11:30:02Z" and entry["lastDryRunResult"]["dryRun"] is True
+    assert entry["nextRunTime"] == "2026-11-20T10:00:00Z"  # from the real run, not the dry one
+    assert decision.last_maintenance_time == "2026-11-20T09:00:05Z"
+
+
+def test_a_table_lags_a_dry_run_until_it_records_it_as_a_dry_run() -> None:
+    table, _, _ = table_and_policy()
+    dry = obj("PaimonMaintenanceRun", "dry", {"type": "ExpireSnapshots"}, created="2026-11-20T11:30:00Z",
+              status_={"phase": "Succeeded", "result": {"dryRun": True}})
+    assert maintenance.table_lags(table, dry, [dry])
+    recorded = obj("PaimonTable", "orders", table.spec, status_={"maintenance": {"snapshotExpiration": {
+        "state": "NotYetRun", "lastDryRunRef": "dry"}}})
+    assert not maintenance.table_lags(recorded, dry, [dry])  # a dry run is never the job's lastRunRef
+
+
 def test_run_now_creates_a_manual_run_or_is_refused() -> None:
     table, spec, policy = table_and_policy(None)
     kwargs: dict[str, Any] = {"now": NOW, "previous": None, "active_elsewhere": 0, "max_concurrent": 4,

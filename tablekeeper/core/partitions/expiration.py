@@ -231,6 +231,10 @@ def plan_partition_expiry(table: Table, config: PartitionConfig, now: datetime) 
             expired.append(p)
     expired.sort(key=lambda p: p.spec)
     notes = [] if config.zone_known else ["writer time zone unknown: 12 h safety margin applied"]
+    if not expired:  # said by the plan, so the CLI and the operator's runs give the same reason
+        basis = "values" if config.strategy == "values-time" else "last update"
+        notes.append(f"nothing expires: no partition's {basis} is before {deadline:%Y-%m-%d %H:%M:%S} "
+                     "(partition.expiration-time)")
     left = max(0, len(expired) - config.max_expires)
     if left:
         notes.append(f"{left} more expired partition(s) left for the next run")

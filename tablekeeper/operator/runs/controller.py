@@ -283,7 +283,8 @@ def _record_metrics(spec: PaimonMaintenanceRunSpec, engine: str, table_label: st
             metrics.STORAGE_REQUESTS.labels(op=op, type=spec.type).inc(count)
     if not ok:
         return
-    metrics.MAINTENANCE_LAST_SUCCESS.labels(table=table_label, type=spec.type).set(end.timestamp())
+    if report is None or not report.dry_run:  # a dry run changed nothing: never the job's success
+        metrics.MAINTENANCE_LAST_SUCCESS.labels(table=table_label, type=spec.type).set(end.timestamp())
     if report is None:
         return
     if not report.dry_run:
@@ -409,6 +410,7 @@ async def _check_launched(rt: Runtime, view: View, ctx: RunContext, ref: spark.R
     message = f"{ref} completed: {report.planned_files} file(s) planned, {what}"
     if artifact.failed_count:
         message += f", {artifact.failed_count} deletion(s) failed"
+    message = "; ".join([message, *report.notes])[:1000]  # the job's plan notes, as the CLI prints them
     return _end_launched(rt, ctx, current, now, started, True, Reason.SUCCEEDED, message, report)
 
 

@@ -11,7 +11,7 @@ built, launched and read back by :mod:`tablekeeper.operator.runs.spark`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -31,16 +31,44 @@ __all__ = ["InProcessEngine", "select", "SPARK_RUN_TYPES"]
 SPARK_RUN_TYPES = frozenset({"ExpireSnapshots", "RemoveOrphanFiles"})
 
 
-def _counts(actions: Sequence[A.Action], dry_run: bool) -> RunReport:
-    """A report with the planned counts of the run's actions."""
-    def total(kind: type[A.Action], count: Callable[[Any], int]) -> int | None:
-        picked = [a for a in actions if isinstance(a, kind)]
-        return sum(count(a) for a in picked) if picked else None
-    return RunReport(dry_run=dry_run, expired_snapshots=total(A.ExpireSnapshots, lambda a: a.snapshots),
-                     expired_changelogs=total(A.ExpireChangelog, lambda a: a.changelogs),
-                     expired_partitions=total(A.ExpirePartitions, lambda a: len(a.partitions)),
-                     expired_tags=total(A.ExpireTags, lambda a: len(a.tags)),
-                     orphan_files=total(A.CleanOrphans, lambda a: a.estimate.files))
+def _counts(actions: Sequence[A.Action], dry_run: bool, spoken: Collection[str]) -> RunReport:
+    """A report with the planned counts of the run's actions; a kind the planner spoke about
+    (``spoken``: it planned it, or said why it does nothing) counts 0 when nothing is planned,
+    so a dry run shows the counts the real run would report."""
+    def total(kind: str, count: Callable[[Any], int]) -> int | None:
+        picked = [a for a in actions if a.kind == kind]
+        if not picked:
+            return 0 if kind in spoken else None
+        return sum(count(a) for a in picked)
+    return RunReport(dry_run=dry_run, expired_snapshots=total("ExpireSnapshots", lambda a: a.snapshots),
+                     expired_changelogs=total("ExpireChangelog", lambda a: a.changelogs),
+                     expired_partitions=total("ExpirePartitions", lambda a: len(a.partitions)),
+                     expired_tags=total("ExpireTags", lambda a: len(a.tags)),
+                     orphan_files=total("CleanOrphans", lambda a: a.estimate.files))
+
+
+#: The prefix of the notes of a run's second step (an ExpireSnapshots run also expires the
+#: decoupled changelog), as the Spark job names that step's notes (``run_steps.merge_step``).
+_STEP_PREFIX = {"ExpireChangelog": "changelog: "}
+
+
+def _notes(actions: Sequence[A.Action], kinds: Collection[str]) -> tuple[str, ...]:
+    """The core plans' notes of the run's kinds, in plan order: those of the planned actions and
+    the planner's reasons why a kind does nothing (its ``Skipped`` of that kind), word for word
+    as the CLI prints them (a second step's prefixed as the Spark job prefixes them)."""
+    out: list[str] = []
+    for a in actions:
+        kind = a.what if isinstance(a, A.Skipped) else a.kind
+        if kind not in kinds:
+            continue
+        said = [a.reason] if isinstance(a, A.Skipped) else list(getattr(a, "notes", ()))
+        out.extend(f"{_STEP_PREFIX.get(kind, '')}{note}" for note in said)
+    return tuple(dict.fromkeys(out))
+
+
+def _with_notes(message: str, notes: Sequence[str]) -> str:
+    """A run's condition message followed by the plan's notes."""
+    return "; ".join([message, *notes])[:1000]
 
 
 class InProcessEngine:
@@ -75,6 +103,8 @@ class InProcessEngine:
         table_plan = planner.plan_table(plan.target, plan.table, plan.state, plan.records, plan.policy, request.now,
                                         config, kinds=kinds)
         picked: list[A.Action] = []
+        notes = _notes(table_plan.actions, kinds)
+        spoken = {a.what if isinstance(a, A.Skipped) else a.kind for a in table_plan.actions}
         for a in table_plan.actions:
             if a.kind not in kinds:
                 continue
@@ -84,13 +114,13 @@ class InProcessEngine:
         policy: dict[str, str] = {}
         for a in picked:
             policy.update(a.policy)
-        counts = _counts(picked, dry_run)
+        counts = replace(_counts(picked, dry_run, spoken & set(kinds)), notes=notes)
         if dry_run or not any(a.is_change for a in picked):
             estimates = [e for e in (getattr(a, "estimate", None) for a in picked) if isinstance(e, A.Estimate)]
             report = replace(counts, planned_files=sum(e.files for e in estimates),
                              planned_bytes=sum(e.bytes for e in estimates))
             what = "dry run: nothing deleted" if dry_run else "nothing to do"
-            return RunResult(True, Reason.SUCCEEDED, what, report, policy=policy)
+            return RunResult(True, Reason.SUCCEEDED, _with_notes(what, notes), report, policy=policy)
         store = scopes.StatusRecordStore(plan.records)
         applied = scopes.apply_actions(plan, [a for a in picked if a.is_change], store, request.opener,
                                        reconcile.ReconcileConfig(ignore_schedules=True, estimate=False))
@@ -111,8 +141,8 @@ class InProcessEngine:
                          deleted_by_kind=by_kind)
         if failed:
             return RunResult(False, Reason.MAINTENANCE_FAILED, failed[0].message, report, policy)
-        message = "; ".join(r.message for r in applied.results)[:1000] or "nothing to do"
-        return RunResult(True, Reason.SUCCEEDED, message, report, policy)
+        message = "; ".join(r.message for r in applied.results) or "nothing to do"
+        return RunResult(True, Reason.SUCCEEDED, _with_notes(message, notes), report, policy)
 
 
 _IN_PROCESS = InProcessEngine()

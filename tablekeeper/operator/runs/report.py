@@ -49,6 +49,8 @@ class RunReport:
     failure_sample: tuple[Mapping[str, Any], ...] = ()
     #: storage requests of the run by kind (``list``, ``get``, ``bulk_delete``... and ``total``)
     storage_requests: Mapping[str, int] | None = None
+    #: the core plans' notes (why the plan stops where it does), as the CLI prints them
+    notes: tuple[str, ...] = ()
 
     def to_status(self) -> dict[str, Any]:
         """``status.result`` (camelCase keys; unknown counts left out)."""
@@ -71,6 +73,8 @@ class RunReport:
             out["failureSample"] = [dict(x) for x in self.failure_sample[:SAMPLE_MAX]]
         if self.storage_requests is not None:
             out["storageRequests"] = dict(self.storage_requests)
+        if self.notes:
+            out["notes"] = list(self.notes[:SAMPLE_MAX])
         return out
 
 
@@ -95,4 +99,5 @@ def from_artifact(artifact: result_artifact.RunResult, run_type: str) -> RunRepo
         deleted_by_kind=dict(artifact.deleted), deleted_bytes_by_kind=dict(artifact.deleted_bytes),
         missing_by_kind=dict(artifact.missing), sample=tuple(artifact.sample[:SAMPLE_MAX]),
         failure_sample=tuple(dict(x) for x in artifact.failure_sample[:SAMPLE_MAX]),
-        storage_requests=dict(artifact.requests) if artifact.requests else None)
+        storage_requests=dict(artifact.requests) if artifact.requests else None,
+        notes=tuple(dict.fromkeys(artifact.notes)))

@@ -5,7 +5,13 @@
 Each job type has one entry in ``PaimonTable.status.maintenance`` (S3 Tables shape)::
 
     snapshotExpiration: {state: Succeeded, schedule: "@every 6 h", nextRunTime: ..., lastRunTime: ...,
-                         lastSuccessTime: ..., lastRunRef: tk-3f9a1c2e-exp-x7k2, lastResult: {...}}
+                         lastSuccessTime: ..., lastRunRef: tk-3f9a1c2e-exp-x7k2, lastResult: {...},
+                         lastDryRunRef: ..., lastDryRunTime: ..., lastDryRunResult: {...}}
+
+A dry run that succeeded (:func:`is_dry_run`) changed nothing: it is recorded under
+``lastDryRun*`` only, never as the job's ``lastRunRef``/``lastRunTime``/``lastSuccessTime``/
+``lastResult`` nor the table's ``lastMaintenanceTime``, so it neither reads as done maintenance
+nor moves the next scheduled run.
 
 ``state`` is the phase of the job's latest run in the run's own words (``Pending``, ``Running``,
 ``Succeeded``, ``Failed``, ``Cancelled``), or ``NotYetRun`` / ``Disabled``.
@@ -41,7 +47,7 @@ from tablekeeper.operator.status.outcome import Event
 from tablekeeper.reconcile import enabled_jobs, schedules
 
 __all__ = ["Job", "JOBS", "RUN_TYPES", "TERMINAL", "Decision", "decide", "run_body", "run_name", "enabled",
-           "schedule_of", "is_operator_run", "table_lags"]
+           "schedule_of", "is_operator_run", "is_dry_run", "table_lags"]
 
 
 @dataclass(frozen=True)
@@ -159,11 +165,19 @@ def table_lags(table: Obj, run: Obj, runs: Sequence[Obj]) -> bool:
     if not mine or mine[-1].uid != run.uid:
         return False
     entry = ((table.status.get("maintenance") or {}).get(job.key) or {})
+    if is_dry_run(run):  # recorded under lastDryRun* only (see decide)
+        return entry.get("lastDryRunRef") != run.name
     return entry.get("lastRunRef") != run.name or entry.get("state") != phase
 
 
 def _by_created(runs: Sequence[Obj]) -> list[Obj]:
     return sorted(runs, key=lambda r: (r.created, r.name))
+
+
+def is_dry_run(run: Obj) -> bool:
+    """A run that succeeded as a dry run (its ``status.result.dryRun``): it changed nothing, so it
+    is never the job's success nor its last run; the schedule counts from the last real run."""
+    return run.status.get("phase") == "Succeeded" and bool((run.status.get("result") or {}).get("dryRun"))
 
 
 def decide(table: Obj, spec: PaimonTableSpec, policy: EffectivePolicy, runs: Sequence[Obj], *, now: datetime,
@@ -174,13 +188,24 @@ def decide(table: Obj, spec: PaimonTableSpec, policy: EffectivePolicy, runs: Seq
     runs = [r for r in runs if not r.deleting]
     active = [r for r in runs if r.status.get("phase") not in TERMINAL]
     decision = Decision({})
-    completions = [str(r.status.get("completionTime")) for r in runs if r.status.get("completionTime")]
+    completions = [str(r.status.get("completionTime")) for r in runs
+                   if r.status.get("completionTime") and not is_dry_run(r)]
     if completions:
         decision.last_maintenance_time = max(completions)
     due: list[Job] = []
     for job in JOBS:
         entry = dict(previous.get(job.key) or {})
-        mine = _by_created([r for r in runs if r.spec.get("type") == job.run_type])
+        of_type = _by_created([r for r in runs if r.spec.get("type") == job.run_type])
+        dry = [r for r in of_type if is_dry_run(r)]
+        if dry:
+            entry.update(lastDryRunRef=dry[-1].name, lastDryRunTime=dry[-1].status.get("completionTime"),
+                         lastDryRunResult=dict(dry[-1].status.get("result") or {}))
+            if entry.get("lastRunRef") in {r.name for r in dry}:  # recorded when it was created
+                entry.pop("lastRunRef", None)
+                entry.pop("lastRunTime", None)
+                entry["state"] = ("Failed" if entry.get("failureMessage") else
+                                  "Succeeded" if entry.get("lastSuccessTime") else "NotYetRun")
+        mine = [r for r in of_type if not is_dry_run(r)]
         if mine:
             latest = mine[-1]
             phase = str(latest.status.get("phase") or "Pending")
