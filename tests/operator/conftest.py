@@ -250,3 +250,14 @@ def basic_objects(warehouse: Path, *, namespace: str = "sales") -> list[dict[str
         obj("PaimonTable", "orders", {"catalogRef": {"kind": "PaimonCatalog", "name": "lake"},
                                       "database": "sales", "table": "orders"}, namespace=namespace),
     ]
+
+
+async def started_table(harness: Harness, warehouse: Path, **table_spec: Any) -> None:
+    """The operator started, with :func:`basic_objects` applied (``table_spec`` merged into the
+    table's spec) and the table reconciled."""
+    await harness.start()
+    catalog, table = basic_objects(warehouse)
+    table["spec"].update(table_spec)
+    await harness.apply(catalog)
+    await harness.apply(table)
+    await harness.wait_condition("PaimonTable", "orders", reason="Reconciled")

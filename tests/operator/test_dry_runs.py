@@ -6,40 +6,20 @@ with pypaimon), and sets neither the job's ``lastSuccessTime``/``lastRunRef`` no
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tablekeeper.cli.main import main as cli_main
-from tests.operator.conftest import Harness, basic_objects, obj
+from tests.operator.conftest import Harness, obj, started_table
+from tests.support.json_output import cli_json
 from tests.support.k8s import eventually
 from tests.support.paimon import dir_listing, snapshot_views
 
 pytestmark = pytest.mark.k8s
 
 IDENT = "sales.orders"
-
-
-def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    """The JSON document of a CLI command (it must succeed)."""
-    capsys.readouterr()
-    code = cli_main([*args, "-o", "json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    payload: dict[str, Any] = json.loads(out)
-    return payload
-
-
-async def started(harness: Harness, warehouse: Path, **table_spec: Any) -> None:
-    await harness.start()
-    catalog, table = basic_objects(warehouse)
-    table["spec"].update(table_spec)
-    await harness.apply(catalog)
-    await harness.apply(table)
-    await harness.wait_condition("PaimonTable", "orders", reason="Reconciled")
 
 
 async def finished_run(harness: Harness, name: str, run_type: str, **parameters: Any) -> dict[str, Any]:
@@ -67,7 +47,7 @@ def job_entry(harness: Harness, key: str) -> dict[str, Any]:
 async def test_a_dry_expire_says_why_nothing_expires_as_the_cli_does(
         harness: Harness, warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # every snapshot is younger than a day: nothing expires
-    await started(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxAge": "1 d"}})
+    await started_table(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxAge": "1 d"}})
     root = warehouse / "sales.db" / "orders"
     views, listing = snapshot_views(str(warehouse), IDENT), dir_listing(root)
     said = cli_json(capsys, "expire", "-w", str(warehouse), IDENT, "--retain-min", "1", "--time-retained", "1 d",
@@ -98,7 +78,7 @@ async def test_a_dry_expire_says_why_nothing_expires_as_the_cli_does(
 
 async def test_a_dry_expire_counts_what_the_real_run_expires(
         harness: Harness, warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    await started(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxRetained": 2, "maxAge": "1 d"}})
+    await started_table(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxRetained": 2, "maxAge": "1 d"}})
     root = warehouse / "sales.db" / "orders"
     views, listing = snapshot_views(str(warehouse), IDENT), dir_listing(root)
     said = cli_json(capsys, "expire", "-w", str(warehouse), IDENT, "--retain-min", "1", "--retain-max", "2",
@@ -121,7 +101,7 @@ async def test_an_orphan_dry_run_says_what_it_found_as_the_cli_does(
     orphan = root / "dt=2026-01-01" / "bucket-0" / "data-orphan.parquet"
     orphan.write_bytes(b"x" * 10)
     os.utime(orphan, (1_600_000_000, 1_600_000_000))  # old enough
-    await started(harness, warehouse, retention={"orphanFiles": {"state": "Enabled", "olderThan": "1 d"}})
+    await started_table(harness, warehouse, retention={"orphanFiles": {"state": "Enabled", "olderThan": "1 d"}})
     views, listing = snapshot_views(str(warehouse), IDENT), dir_listing(root)
     said = cli_json(capsys, "clean-orphans", "-w", str(warehouse), IDENT, "--older-than", "1 d", "--dry-run")
     assert said["notes"]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tablekeeper.core.paimon.table import open_table
-from tests.operator.conftest import Harness, basic_objects, fast_config, obj
+from tests.operator.conftest import Harness, basic_objects, fast_config, obj, started_table
 from tests.support.k8s import eventually
 
 pytestmark = pytest.mark.k8s
@@ -25,21 +25,12 @@ def phases(harness: Harness) -> list[str]:
     return [str((r.get("status") or {}).get("phase")) for r in runs(harness)]
 
 
-async def started(harness: Harness, warehouse: Path, **table_spec: Any) -> None:
-    await harness.start()
-    catalog, table = basic_objects(warehouse)
-    table["spec"].update(table_spec)
-    await harness.apply(catalog)
-    await harness.apply(table)
-    await harness.wait_condition("PaimonTable", "orders", reason="Reconciled")
-
-
 async def run_now(harness: Harness, run_type: str) -> None:
     await harness.patch("PaimonTable", "orders", {"metadata": {"annotations": {"tablekeeper.io/run-now": run_type}}})
 
 
 async def test_run_now_expires_snapshots_through_a_run(harness: Harness, warehouse: Path) -> None:
-    await started(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxRetained": 2}})
+    await started_table(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxRetained": 2}})
     await run_now(harness, "ExpireSnapshots")
     await eventually(lambda: phases(harness) == ["Succeeded"])
     [run] = runs(harness)
@@ -66,7 +57,7 @@ async def test_run_now_expires_snapshots_through_a_run(harness: Harness, warehou
 
 
 async def test_history_limits_prune_finished_runs(harness: Harness, warehouse: Path) -> None:
-    await started(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxRetained": 5}},
+    await started_table(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxRetained": 5}},
                   maintenance={"successfulRunsHistoryLimit": 1})
     await run_now(harness, "ExpireSnapshots")
     await eventually(lambda: phases(harness) == ["Succeeded"])
@@ -104,7 +95,7 @@ async def test_the_tables_maintenance_status_follows_its_run_without_a_periodic_
 
 
 async def test_runs_of_one_table_never_overlap(harness: Harness, warehouse: Path) -> None:
-    await started(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxRetained": 3}})
+    await started_table(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxRetained": 3}})
     for name in ("manual-a", "manual-b"):
         await harness.apply(obj("PaimonMaintenanceRun", name, {"tableRef": {"name": "orders"},
                                                                 "type": "ExpireSnapshots"}))
@@ -116,7 +107,7 @@ async def test_runs_of_one_table_never_overlap(harness: Harness, warehouse: Path
 
 
 async def test_bad_run_now_value_is_refused(harness: Harness, warehouse: Path) -> None:
-    await started(harness, warehouse)
+    await started_table(harness, warehouse)
     await run_now(harness, "Vacuum")
     await harness.wait_event("orders", "ValidationError")
     await eventually(lambda: "tablekeeper.io/run-now" not in
@@ -130,7 +121,7 @@ async def test_orphan_cleanup_run_is_a_dry_run_by_default(harness: Harness, ware
     import os
 
     os.utime(orphan, (1_600_000_000, 1_600_000_000))  # old enough
-    await started(harness, warehouse, retention={"orphanFiles": {"state": "Enabled", "olderThan": "1 d"}})
+    await started_table(harness, warehouse, retention={"orphanFiles": {"state": "Enabled", "olderThan": "1 d"}})
     await run_now(harness, "RemoveOrphanFiles")
     await eventually(lambda: phases(harness) == ["Succeeded"])
     result = runs(harness)[0]["status"]["result"]
@@ -139,7 +130,7 @@ async def test_orphan_cleanup_run_is_a_dry_run_by_default(harness: Harness, ware
 
 
 async def _branch_with_commit(harness: Harness, warehouse: Path, *, protected: bool = False) -> None:
-    await started(harness, warehouse)
+    await started_table(harness, warehouse)
     await harness.apply(obj("PaimonTag", "base", {"tableRef": {"name": "orders"}, "snapshotId": 6}))
     await harness.apply(obj("PaimonBranch", "b", {"tableRef": {"name": "orders"}, "fromTag": "base",
                                                   "protected": protected}))

@@ -4,27 +4,17 @@ back."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tablekeeper.cli.main import main as cli_main
 from tests.maintenance.helpers import IDENT, backdate_tree, build_mixed, now_ms, plant, table_root
+from tests.support.json_output import cli_json
 from tests.support.paimon import snapshot_views
 
 DAY_MS = 86_400_000
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    capsys.readouterr()
-    code = cli_main([*args, "-o", "json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    payload: dict[str, Any] = json.loads(out)
-    return payload
 
 
 def test_spark_runs_move_into_the_trash_and_are_undone(spark: Any, tmp_path: Path,
@@ -38,12 +28,12 @@ def test_spark_runs_move_into_the_trash_and_are_undone(spark: Any, tmp_path: Pat
     runs = []
     for args in (["expire", IDENT, "--retain-min", "1", "--time-retained", "0 ms", "--now", str(now_ms() + 1000)],
                  ["clean-orphans", IDENT, "--now", str(now_ms() + 2 * DAY_MS)]):
-        done = _cli(capsys, *args, "-w", wh, "--engine", "spark", "--keep-deleted", "7 d")
+        done = cli_json(capsys, *args, "-w", wh, "--engine", "spark", "--keep-deleted", "7 d")
         assert done["trash"]["moved_files"] == sum(done["result"]["deleted"].values()) > 0, done
         runs.append(done["trash"]["run"])
     assert os.path.exists(os.path.join(root, ".tablekeeper", "trash", runs[1], "files", "dt=a", "bucket-0",
                                        "data-orphan-0.parquet"))
     for run in reversed(runs):
-        undone = _cli(capsys, "undo", IDENT, run, "-w", wh)
+        undone = cli_json(capsys, "undo", IDENT, run, "-w", wh)
         assert undone["restored"] > 0
     assert snapshot_views(wh, IDENT) == before

@@ -3,11 +3,26 @@ kind are those of the files that went, sizes measured before the run."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["listing", "kind_of", "bytes_match"]
+import pytest
+
+from tablekeeper.cli.main import main as cli_main
+
+__all__ = ["cli_json", "listing", "kind_of", "bytes_match"]
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    """The JSON document a CLI command prints with ``-o json`` (the command must succeed)."""
+    capsys.readouterr()
+    code = cli_main([*args, "-o", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    payload: dict[str, Any] = json.loads(out)
+    return payload
 
 
 def listing(wh: str) -> dict[str, int]:
