@@ -91,7 +91,7 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
 
             def changelog(n: int) -> int:  # on the table as the snapshot batches left it
                 ctx.release()
-                return _next_step(spark, request, result, fault, "expire-changelog", run_steps.step_name("changelog", n))
+                return _next_step(spark, request, result, fault, "expire-changelog", run_steps.step_name(run_steps.CHANGELOG_STEP, n))
 
             expire.run_with_changelog(first, changelog, changelog_due=due, max_batches=request.batches,
                                               dry_run=request.dry_run)

@@ -82,7 +82,7 @@ def merge_step(result: result_artifact.RunResult, step: result_artifact.RunResul
     room = values.STATUS_SAMPLE_MAX - len(result.sample)
     result.sample.extend(step.sample[:max(0, room)])
     result.details[name] = dict(step.details)
-    result.notes.extend(f"{name}: {note}" for note in step.notes)
+    result.notes.extend(step_note(name, note) for note in step.notes)
     for key, seconds in step.timings.items():
         if key in ("planSeconds", "deleteSeconds"):
             result.timings[key] = round(result.timings.get(key, 0.0) + seconds, 3)
@@ -102,6 +102,16 @@ def new_result(request: job_request.JobRequest, engine_name: str) -> result_arti
 #: What one batch of an operation expires, by planned file kind (``JobRequest.batches``).
 BATCH_UNIT: dict[str, str] = {"expire": plans.FileKind.SNAPSHOT.value,
                               "expire-changelog": plans.FileKind.CHANGELOG_META.value}
+
+
+#: The step name of an expiration's changelog step (``with_changelog``), the prefix of its notes.
+CHANGELOG_STEP = "changelog"
+
+
+def step_note(name: str, note: str) -> str:
+    """A later step's note as the job's result carries it: prefixed with the step's name, so the
+    operator's in-process runs say it in the same words."""
+    return f"{name}: {note}"
 
 
 def step_name(name: str, n: int) -> str:

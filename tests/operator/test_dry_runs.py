@@ -70,7 +70,9 @@ async def test_a_dry_expire_says_why_nothing_expires_as_the_cli_does(
     real = await finished_run(harness, "real-expire", "ExpireSnapshots")
     assert real["result"]["dryRun"] is False and real["result"]["notes"] == said["notes"]
     assert real["result"]["expiredSnapshots"] == result["expiredSnapshots"]
-    await eventually(lambda: job_entry(harness, "snapshotExpiration").get("lastRunRef") == "real-expire")
+    # the entry names a run as soon as it starts: wait until it records the run's end
+    await eventually(lambda: job_entry(harness, "snapshotExpiration").get("lastRunRef") == "real-expire"
+                     and job_entry(harness, "snapshotExpiration").get("state") == "Succeeded")
     entry = job_entry(harness, "snapshotExpiration")
     assert entry["lastSuccessTime"] == real["completionTime"] and entry["lastDryRunRef"] == "dry-expire"
     assert harness.status("PaimonTable", "orders")["lastMaintenanceTime"] == real["completionTime"]

@@ -24,6 +24,7 @@ from tablekeeper.operator.runs.request import RUN_KINDS, Engine, RunRequest, Run
 from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import planner
+from tablekeeper.spark import run_steps
 
 __all__ = ["InProcessEngine", "select", "SPARK_RUN_TYPES"]
 
@@ -44,12 +45,13 @@ def _counts(actions: Sequence[A.Action], dry_run: bool, spoken: Collection[str])
                      expired_changelogs=total("ExpireChangelog", lambda a: a.changelogs),
                      expired_partitions=total("ExpirePartitions", lambda a: len(a.partitions)),
                      expired_tags=total("ExpireTags", lambda a: len(a.tags)),
+                     expired_consumers=total("ExpireConsumers", lambda a: len(a.consumers)),
                      orphan_files=total("CleanOrphans", lambda a: a.estimate.files))
 
 
-#: The prefix of the notes of a run's second step (an ExpireSnapshots run also expires the
-#: decoupled changelog), as the Spark job names that step's notes (``run_steps.merge_step``).
-_STEP_PREFIX = {"ExpireChangelog": "changelog: "}
+#: The step of a run's second kind (an ExpireSnapshots run also expires the decoupled changelog),
+#: whose notes carry the step's name as the Spark job's do (``run_steps.merge_step``).
+_STEP_OF_KIND = {"ExpireChangelog": run_steps.CHANGELOG_STEP}
 
 
 def _notes(actions: Sequence[A.Action], kinds: Collection[str]) -> tuple[str, ...]:
@@ -62,7 +64,8 @@ def _notes(actions: Sequence[A.Action], kinds: Collection[str]) -> tuple[str, ..
         if kind not in kinds:
             continue
         said = [a.reason] if isinstance(a, A.Skipped) else list(getattr(a, "notes", ()))
-        out.extend(f"{_STEP_PREFIX.get(kind, '')}{note}" for note in said)
+        step = _STEP_OF_KIND.get(kind)
+        out.extend(note if step is None else run_steps.step_note(step, note) for note in said)
     return tuple(dict.fromkeys(out))
 
 
@@ -131,7 +134,8 @@ class InProcessEngine:
             done = [r.expired for r in applied.results if r.action.kind == kind and r.expired is not None]
             return sum(done) if done else planned
         counts = replace(counts, expired_snapshots=executed("ExpireSnapshots", counts.expired_snapshots),
-                         expired_changelogs=executed("ExpireChangelog", counts.expired_changelogs))
+                         expired_changelogs=executed("ExpireChangelog", counts.expired_changelogs),
+                         expired_consumers=executed("ExpireConsumers", counts.expired_consumers))
         by_kind: dict[str, int] = {}  # estimated per kind (in process, the plan's sizes)
         for a in picked:
             for kind, count in getattr(a, "estimate", A.Estimate()).by_kind.items():
