@@ -88,6 +88,9 @@ def action_line(a: A.Action) -> tuple[str, str]:
         more = f"; {a.more} more next run" if a.more else ""
         return "~", (f"expire partitions older than {a.expiration}: {shown} -- {a.estimate.files} file(s) leave the "
                      f"latest snapshot{more} [{a.engine}]")
+    if isinstance(a, A.ExpireConsumers):
+        shown = ", ".join(a.consumers[:4]) + (f" (+{len(a.consumers) - 4} more)" if len(a.consumers) > 4 else "")
+        return "~", f"expire consumers not updated for {a.expiration}: {shown}  -- {a.reason}"
     if isinstance(a, A.ExpireSnapshots):
         rng = f"{a.first_snapshot}..{a.last_snapshot} ({a.snapshots})" if a.snapshots else "(hint only)"
         size = _est(a.estimate) or "no files"

@@ -35,6 +35,7 @@ __all__ = [
     "BranchConflict",
     "ReleaseObject",
     "SetTableOptions",
+    "ExpireConsumers",
     "ExpireSnapshots",
     "ExpireChangelog",
     "ExpirePartitions",
@@ -49,7 +50,7 @@ __all__ = [
 
 Engine = Literal["in-process", "spark"]
 #: Maintenance kinds: scheduled, recorded as runs, sized and given an engine.
-MAINTENANCE_KINDS = ("ExpirePartitions", "ExpireSnapshots", "ExpireChangelog", "CleanOrphans")
+MAINTENANCE_KINDS = ("ExpirePartitions", "ExpireConsumers", "ExpireSnapshots", "ExpireChangelog", "CleanOrphans")
 
 
 def _retention(value: Any) -> Retention:
@@ -238,6 +239,16 @@ class _Maintenance(_Action):
     notes: tuple[str, ...] = ()
 
 
+class ExpireConsumers(_Maintenance):
+    """Delete the consumers not updated for longer than ``expiration`` (``consumers.expiration``,
+    Paimon's ``consumer.expiration-time``: by the consumer file's modification time), planned
+    before snapshot expiration so that it reclaims what they held, as Paimon's commit does."""
+
+    kind: Literal["ExpireConsumers"] = "ExpireConsumers"
+    expiration: str
+    consumers: tuple[str, ...] = ()
+
+
 class ExpireSnapshots(_Maintenance):
     """Snapshot expiration of main (paimon-semantics.md §2), in batches of
     ``retention.expire_limit``; ``retention`` is what the plan was made with and what runs."""
@@ -312,12 +323,12 @@ class Skipped(_Action):
 
 Action = Annotated[
     CreateTag | AdoptTag | DeleteTag | TagConflict | ExpireTags | CreateBranch | AdoptBranch | DropBranch
-    | BranchConflict | ReleaseObject | SetTableOptions | ExpireSnapshots | ExpireChangelog | ExpirePartitions | CleanOrphans
+    | BranchConflict | ReleaseObject | SetTableOptions | ExpireConsumers | ExpireSnapshots | ExpireChangelog | ExpirePartitions | CleanOrphans
     | Skipped,
     Field(discriminator="kind"),
 ]
 
 ACTION_TYPES: tuple[type[_Action], ...] = (
     CreateTag, AdoptTag, DeleteTag, TagConflict, ExpireTags, CreateBranch, AdoptBranch, DropBranch,
-    BranchConflict, ReleaseObject, SetTableOptions, ExpireSnapshots, ExpireChangelog, ExpirePartitions, CleanOrphans, Skipped,
+    BranchConflict, ReleaseObject, SetTableOptions, ExpireConsumers, ExpireSnapshots, ExpireChangelog, ExpirePartitions, CleanOrphans, Skipped,
 )

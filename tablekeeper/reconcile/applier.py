@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from tablekeeper.core import concurrency, errors, expire, orphans, paimon, partitions, plans, refs, values
+from tablekeeper.core import concurrency, consumers, errors, expire, orphans, paimon, partitions, plans, refs, values
 from tablekeeper.core.paimon import Table
 from tablekeeper.core.policy import Duration
 from tablekeeper.reconcile import actions as A
@@ -319,6 +319,19 @@ def _expire_partitions(run: _Run, a: A.ExpirePartitions) -> tuple[Status, str]:
     return "applied", f"dropped {len(dropped)} partition(s) ({files} files leave the latest snapshot)"
 
 
+def _expire_consumers(run: _Run, a: A.ExpireConsumers) -> tuple[Status, str]:
+    """Re-listed now: a consumer whose job wrote its position since the plan is kept."""
+    t = run.table.on_branch(a.branch)
+    after = Duration(a.expiration).to_timedelta()
+    cplan = consumers.plan_expire(t, consumers.list_consumers(t, values.epoch_ms(run.now), after), after)
+    gone = list(dict(cplan.details).get("consumers", ()))
+    run.expired = len(gone)
+    if not gone:
+        return "unchanged", "no consumer is expired any more"
+    run.execute(cplan, t)
+    return "applied", f"expired {len(gone)} consumer(s) not updated for more than {a.expiration}: {', '.join(gone)}"
+
+
 def _expire_snapshots(run: _Run, a: A.ExpireSnapshots) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
     config = expire.expire_config(a.retention, t.options())
@@ -376,6 +389,7 @@ _HANDLERS: dict[str, Callable[[_Run, Any], tuple[Status, str]]] = {
     "ReleaseObject": _release,
     "SetTableOptions": _set_table_options,
     "ExpirePartitions": _expire_partitions,
+    "ExpireConsumers": _expire_consumers,
     "ExpireSnapshots": _expire_snapshots,
     "ExpireChangelog": _expire_changelog,
     "CleanOrphans": _clean_orphans,

@@ -14,7 +14,7 @@ from tablekeeper.core.policy.effective import EffectivePolicy
 __all__ = ["KINDS", "managed", "enabled"]
 
 #: The kinds :func:`enabled` answers for: the maintenance action kinds and tag expiration.
-KINDS = ("ExpirePartitions", "ExpireSnapshots", "ExpireChangelog", "CleanOrphans", "ExpireTags")
+KINDS = ("ExpirePartitions", "ExpireConsumers", "ExpireSnapshots", "ExpireChangelog", "CleanOrphans", "ExpireTags")
 
 
 def managed(policy: EffectivePolicy, *sections: str) -> bool:
@@ -29,7 +29,8 @@ def enabled(kind: str, enforcement: str, policy: EffectivePolicy) -> bool:
     ``enforcement: TableOptions`` leaves every maintenance to the table's writers (the policy is
     written as table options), tag expiration included. Otherwise: partitions when a level set
     the section and ``partitions.expiration``; snapshots when a level set the section; the
-    changelog when a level set it or the snapshots section; orphan cleanup only when
+    changelog when a level set it or the snapshots section; consumers when a level set the
+    section and ``consumers.expiration`` (Paimon never expires consumers without it); orphan cleanup only when
     ``orphanFiles.state`` is ``Enabled``; tag expiration unless ``tags.state`` is ``Disabled``.
 
     Raises:
@@ -43,6 +44,9 @@ def enabled(kind: str, enforcement: str, policy: EffectivePolicy) -> bool:
     if kind == "ExpirePartitions":
         return bool(v["partitions.state"] != "Disabled" and v["partitions.expiration"] is not None
                     and managed(policy, "partitions"))
+    if kind == "ExpireConsumers":
+        return bool(v["consumers.state"] != "Disabled" and v["consumers.expiration"] is not None
+                    and managed(policy, "consumers"))
     if kind == "ExpireSnapshots":
         return bool(v["snapshots.state"] != "Disabled" and managed(policy, "snapshots"))
     if kind == "ExpireChangelog":

@@ -1,5 +1,5 @@
-"""Planning maintenance due by schedule: partition, snapshot and changelog expiration, orphan
-cleanup. Which kinds the policy enables is :mod:`tablekeeper.reconcile.enabled_jobs`; the sizes
+"""Planning maintenance due by schedule: partition, consumer, snapshot and changelog expiration,
+orphan cleanup. Which kinds the policy enables is :mod:`tablekeeper.reconcile.enabled_jobs`; the sizes
 come from the core planners (which read metadata, never write); each expiration action carries
 the resolved retention it was planned with.
 """
@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from tablekeeper.core import expire, orphans, partitions, plans, values
+from tablekeeper.core import consumers, expire, orphans, partitions, plans, values
 from tablekeeper.core.paimon import Table
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.reconcile import actions as A
@@ -64,7 +64,8 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
     def on(kind: str) -> bool:
         return enabled_jobs.enabled(kind, target.spec.enforcement, policy)
     if target.spec.enforcement == "TableOptions":
-        managed = [s for s in ("partitions", "snapshots", "changelog", "orphanFiles") if enabled_jobs.managed(policy, s)]
+        managed = [s for s in ("partitions", "consumers", "snapshots", "changelog", "orphanFiles")
+                   if enabled_jobs.managed(policy, s)]
         if not managed:
             return []
         return [A.Skipped(**base, what="maintenance",
@@ -73,7 +74,7 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
     deferred = None if config.ignore_schedules else writers_enforce(target, ctx.state, policy, ctx.now)
     if deferred is not None:  # enforcement Both, on a table whose writers expire it
         kinds = [k for k in (kinds or A.MAINTENANCE_KINDS) if k == "CleanOrphans"]
-        managed = [s for s in ("partitions", "snapshots", "changelog") if enabled_jobs.managed(policy, s)]
+        managed = [s for s in ("partitions", "consumers", "snapshots", "changelog") if enabled_jobs.managed(policy, s)]
         if managed:
             out_skip: list[A.Action] = [A.Skipped(**base, what="maintenance", reason=(
                 f"enforcement Both: {', '.join(managed)} left to the writers ({deferred}); "
@@ -130,15 +131,33 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
                        + ("" if ctx.zone is not None else " (writer zone unknown: 12 h margin)")))
         else:
             nothing("ExpirePartitions", pplan.notes)
+    # consumers, before snapshots: snapshot expiration is planned on the table without the expiring
+    # consumers, so that it reclaims what they held in the same run (Paimon's commit expires
+    # consumers first for the same reason); the applier re-plans each step on the table as it is
+    expiring: tuple[str, ...] = ()
+    if wanted("ExpireConsumers") and on("ExpireConsumers") and due("ExpireConsumers", schedule):
+        after = v["consumers.expiration"]
+        rows = consumers.list_consumers(table, now_ms, after.to_timedelta())
+        cplan = consumers.plan_expire(table, rows, after.to_timedelta())
+        expiring = tuple(dict(cplan.details).get("consumers", ()))
+        if expiring:
+            out.append(A.ExpireConsumers(
+                **base, expiration=str(after), consumers=expiring, estimate=sized(cplan),
+                policy=ctx.policy_of("consumers.state", "consumers.expiration"),
+                reason=f"{len(expiring)} consumer(s) not updated for more than consumers.expiration {after}"))
+        else:
+            nothing("ExpireConsumers", (f"no consumer of {len(rows)} was last updated more than "
+                                        f"consumers.expiration {after} ago",))
+    expiring_table = consumers.without_consumers(table, expiring) if expiring else table
     # snapshots
     snapshot_paths = ("snapshots.minRetained", "snapshots.maxRetained", "snapshots.maxAge", "snapshots.expireLimit",
                       "snapshots.cleanEmptyDirectories")
     if wanted("ExpireSnapshots") and on("ExpireSnapshots") and due("ExpireSnapshots", schedule):
         retention = expire.from_policy(v)
         econf = expire.expire_config(retention, ctx.state.options)
-        eplan = expire.plan_expire(table, econf, now_ms)
+        eplan = expire.plan_expire(expiring_table, econf, now_ms)
         if not eplan.is_empty:
-            total = expire.compute_range(table, replace(econf, expire_limit=plan_context.INT_MAX), now_ms)
+            total = expire.compute_range(expiring_table, replace(econf, expire_limit=plan_context.INT_MAX), now_ms)
             count = total.count
             batches = max(1, math.ceil(count / econf.expire_limit)) if count else 1
             est = sized(eplan)
@@ -159,18 +178,19 @@ def plan_maintenance(ctx: plan_context.PlanContext, table: Table, config: plan_c
     if wanted("ExpireChangelog") and on("ExpireChangelog") and table.changelog_ids() \
             and due("ExpireChangelog", schedule):
         retention = expire.from_policy(v)
-        cplan = expire.plan_expire_changelog(table, expire.changelog_config(retention, ctx.state.options), now_ms)
-        if not cplan.is_empty:
-            est = sized(cplan)
+        lplan = expire.plan_expire_changelog(expiring_table, expire.changelog_config(retention, ctx.state.options),
+                                             now_ms)
+        if not lplan.is_empty:
+            est = sized(lplan)
             out.append(A.ExpireChangelog(
                 **base, retention=retention,
-                changelogs=int(dict(cplan.details).get("expired_changelogs", 0)),
-                estimate=est, engine=engine_for(target, est, config), notes=cplan.notes,
+                changelogs=int(dict(lplan.details).get("expired_changelogs", 0)),
+                estimate=est, engine=engine_for(target, est, config), notes=lplan.notes,
                 policy=ctx.policy_of("changelog.minRetained", "changelog.maxRetained", "changelog.maxAge",
                                      "snapshots.expireLimit"),
                 reason="long-lived changelogs past retention"))
         else:
-            nothing("ExpireChangelog", cplan.notes)
+            nothing("ExpireChangelog", lplan.notes)
     # orphans
     if wanted("CleanOrphans") and on("CleanOrphans") and due("CleanOrphans", v["orphanFiles.schedule"] or schedule):
         older = v["orphanFiles.olderThan"]

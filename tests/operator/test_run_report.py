@@ -48,15 +48,15 @@ def _policy(enforcement: str, retention: dict[str, Any]) -> tuple[PaimonTableSpe
     return spec, resolution.resolve_effective_policy(result.TableContext("o", "s", spec))
 
 
-_KIND = {"ExpirePartitions": "ExpirePartitions", "ExpireSnapshots": "ExpireSnapshots", "ExpireTags": "ExpireTags",
-         "RemoveOrphanFiles": "CleanOrphans"}
+_KIND = {"ExpirePartitions": "ExpirePartitions", "ExpireConsumers": "ExpireConsumers",
+         "ExpireSnapshots": "ExpireSnapshots", "ExpireTags": "ExpireTags", "RemoveOrphanFiles": "CleanOrphans"}
 
 
 @pytest.mark.parametrize("enforcement", ["Operator", "Both", "TableOptions"])
 @pytest.mark.parametrize("retention", [
     {}, {"snapshots": {"minRetained": 2}}, {"tags": {"state": "Disabled"}},
     {"orphanFiles": {"state": "Enabled"}}, {"partitions": {"expiration": "30 d"}},
-    {"snapshots": {"state": "Disabled", "minRetained": 2}},
+    {"snapshots": {"state": "Disabled", "minRetained": 2}}, {"consumers": {"expiration": "7 d"}},
 ])
 def test_the_scheduler_asks_the_planners_rule(enforcement: str, retention: dict[str, Any]) -> None:
     spec, policy = _policy(enforcement, retention)

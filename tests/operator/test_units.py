@@ -156,6 +156,28 @@ def test_next_run_time_is_jittered_stored_and_kept() -> None:
         later.maintenance["snapshotExpiration"]["nextRunTime"]
 
 
+def test_stale_consumers_are_expired_before_the_snapshots_they_hold() -> None:
+    """Both due at once: the consumer run goes first (Paimon's commit expires consumers first), the
+    snapshot run at the next check; without consumers.expiration there is no consumer job."""
+    table, spec, policy = table_and_policy(retention={"snapshots": {"minRetained": 1}, "consumers": {"expiration": "7 d"},
+                                                      "tags": {"state": "Disabled"}})
+    kwargs: dict[str, Any] = {"run_now": None, "active_elsewhere": 0, "max_concurrent": 4, "jitter": 0}
+    first = maintenance.decide(table, spec, policy, [], now=NOW, previous=None, rng=random.Random(1), **kwargs)
+    assert first.create is not None and first.create["spec"]["type"] == "ExpireConsumers"
+    assert first.create["metadata"]["name"].split("-")[2] == "con"
+    assert first.maintenance["snapshotExpiration"]["state"] == "NotYetRun"
+    done = obj("PaimonMaintenanceRun", first.create["metadata"]["name"], first.create["spec"],
+               status_={"phase": "Succeeded", "completionTime": "2026-11-20T12:00:00Z", "result": {"dryRun": False,
+                                                                                             "expiredConsumers": 1}})
+    second = maintenance.decide(table, spec, policy, [done], now=NOW, previous=first.maintenance,
+                                rng=random.Random(2), **kwargs)
+    assert second.create is not None and second.create["spec"]["type"] == "ExpireSnapshots"
+    assert second.maintenance["consumerExpiration"]["lastResult"]["expiredConsumers"] == 1
+    _, _, without = table_and_policy(retention={"snapshots": {"minRetained": 1}})
+    assert maintenance.decide(table, spec, without, [], now=NOW, previous=None, rng=random.Random(1),
+                              **kwargs).maintenance["consumerExpiration"] == {"state": "Disabled"}
+
+
 def test_forbid_concurrency_and_cluster_limit() -> None:
     table, spec, policy = table_and_policy()
     due = {"snapshotExpiration": {"state": "Succeeded", "schedule": "@every 1 h",

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from tablekeeper.core.paimon import Consumer, Table
 
-__all__ = ["ConsumerRow", "list_consumers", "rows_of"]
+__all__ = ["ConsumerRow", "list_consumers", "rows_of", "without_consumers"]
 
 
 @dataclass(frozen=True)
@@ -43,3 +44,18 @@ def rows_of(consumers: list[Consumer], snapshot_ids: list[int], now_ms: int,
 
 def list_consumers(table: Table, now_ms: int, expire_after: timedelta | None) -> list[ConsumerRow]:
     return rows_of(table.consumers(), table.snapshot_ids(), now_ms, expire_after)
+
+
+@dataclass(frozen=True)
+class _WithoutConsumers(Table):
+    removed: frozenset[str] = frozenset()
+
+    def consumers(self) -> list[Consumer]:
+        return [c for c in super().consumers() if c.consumer_id not in self.removed]
+
+
+def without_consumers(table: Table, consumer_ids: Collection[str]) -> Table:
+    """``table`` as expiration sees it once ``consumer_ids`` are removed: what a planned consumer
+    expiry frees is planned together with it (Paimon expires consumers first, for that reason),
+    and what one consumer holds is what expiration keeps without it (``explain``). Reads only."""
+    return _WithoutConsumers(table.file_io, table.root, table.branch, table.identifier, frozenset(consumer_ids))

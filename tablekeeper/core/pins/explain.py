@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from tablekeeper.core import expire, paimon, refs
-from tablekeeper.core.paimon import Consumer, Table
+from tablekeeper.core import consumers, expire, paimon, refs
+from tablekeeper.core.paimon import Table
 
 __all__ = ["Pin", "BranchPins", "explain_branch", "explain_table"]
 
@@ -56,16 +56,6 @@ class BranchPins:
         out = dataclasses.asdict(self)
         out["pins"] = [p.as_dict() for p in self.pins]
         return out
-
-
-@dataclass(frozen=True)
-class _WithoutConsumer(Table):
-    """``table`` as expiration would see it had consumer ``skipped`` been removed."""
-
-    skipped: str = ""
-
-    def consumers(self) -> list[Consumer]:
-        return [c for c in super().consumers() if c.consumer_id != self.skipped]
 
 
 def _end(r: expire.ExpireRange) -> int | None:
@@ -112,7 +102,7 @@ def explain_branch(table: Table, now_ms: int) -> BranchPins:
             pins.append(Pin(kind, name, None, n, detail="a table option (or its default)",
                             bytes_held=bytes_without(table, changed)))
     for c in table.consumers():
-        without = _WithoutConsumer(table.file_io, table.root, table.branch, table.identifier, c.consumer_id)
+        without = consumers.without_consumers(table, [c.consumer_id])
         n = held(expire.compute_range(without, config, now_ms))
         pins.append(Pin("consumer", c.consumer_id, c.next_snapshot, n, detail=f"next snapshot {c.next_snapshot}",
                         bytes_held=bytes_without(without, config) if n else 0))

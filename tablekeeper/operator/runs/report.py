@@ -39,6 +39,7 @@ class RunReport:
     expired_changelogs: int | None = None
     expired_partitions: int | None = None
     expired_tags: int | None = None
+    expired_consumers: int | None = None
     orphan_files: int | None = None
     planned_by_kind: Mapping[str, int] | None = None
     planned_bytes_by_kind: Mapping[str, int] = field(default_factory=dict)
@@ -57,6 +58,7 @@ class RunReport:
         out: dict[str, Any] = {"dryRun": self.dry_run}
         for key, value in (("expiredSnapshots", self.expired_snapshots), ("expiredChangelogs", self.expired_changelogs),
                            ("expiredPartitions", self.expired_partitions), ("expiredTags", self.expired_tags),
+                           ("expiredConsumers", self.expired_consumers),
                            ("orphanFiles", self.orphan_files), ("plannedFiles", self.planned_files),
                            ("plannedBytes", self.planned_bytes), ("writtenFiles", self.written_files),
                            ("deletedFiles", self.deleted_files), ("reclaimedBytes", self.reclaimed_bytes),

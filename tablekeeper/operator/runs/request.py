@@ -23,6 +23,7 @@ __all__ = ["RUN_KINDS", "RunRequest", "RunResult", "Engine", "dry_run_of"]
 #: Run type -> the planner action kinds it carries out.
 RUN_KINDS: Mapping[str, tuple[str, ...]] = {
     "ExpirePartitions": ("ExpirePartitions",),
+    "ExpireConsumers": ("ExpireConsumers",),
     "ExpireSnapshots": ("ExpireSnapshots", "ExpireChangelog"),
     "ExpireTags": ("ExpireTags",),
     "RemoveOrphanFiles": ("CleanOrphans",),

@@ -61,6 +61,8 @@ class Job:
 
 JOBS: tuple[Job, ...] = (
     Job("partitionExpiration", "ExpirePartitions", "prt"),
+    # before snapshots: when both are due, the consumers go first and free what they held
+    Job("consumerExpiration", "ExpireConsumers", "con"),
     Job("snapshotExpiration", "ExpireSnapshots", "exp"),
     Job("tagExpiration", "ExpireTags", "tag"),
     Job("orphanFileCleanup", "RemoveOrphanFiles", "orp"),
@@ -71,8 +73,8 @@ _PHASES = frozenset({"Pending", "Running", *TERMINAL})
 
 
 #: The action kind whose enablement decides whether a run type is scheduled.
-_KIND = {"ExpirePartitions": "ExpirePartitions", "ExpireSnapshots": "ExpireSnapshots", "ExpireTags": "ExpireTags",
-         "RemoveOrphanFiles": "CleanOrphans"}
+_KIND = {"ExpirePartitions": "ExpirePartitions", "ExpireConsumers": "ExpireConsumers",
+         "ExpireSnapshots": "ExpireSnapshots", "ExpireTags": "ExpireTags", "RemoveOrphanFiles": "CleanOrphans"}
 
 
 def enabled(job: Job, spec: PaimonTableSpec, policy: EffectivePolicy) -> bool:

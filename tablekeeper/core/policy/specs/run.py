@@ -23,6 +23,7 @@ RunType = Literal[
     "ExpireSnapshots",
     "ExpirePartitions",
     "ExpireTags",
+    "ExpireConsumers",
     "RemoveOrphanFiles",
     "FastForward",
     "Rollback",
@@ -74,7 +75,7 @@ class PaimonMaintenanceRunSpec(SpecModel):
     )
     type: RunType = Field(
         description="ExpireSnapshots (includes decoupled changelog expiry), ExpirePartitions, ExpireTags, "
-        "RemoveOrphanFiles, FastForward, Rollback or Compact (reserved: Spark engines only)."
+        "ExpireConsumers (consumers.expiration), RemoveOrphanFiles, FastForward, Rollback or Compact (reserved: Spark engines only)."
     )
     parameters: RunParameters = Field(default_factory=RunParameters, description="Inputs frozen at creation.")
     engine: RunEngine | None = Field(
