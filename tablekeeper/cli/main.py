@@ -58,7 +58,7 @@ def cli() -> None:
 for command in (tags.tag_group, branches.branch_group, maintenance.expire_cmd, maintenance.expire_changelog_cmd,
                 maintenance.expire_partitions_cmd, maintenance.clean_orphans_cmd, show.show, gitops.plan_cmd,
                 gitops.apply_cmd, demo.demo, operator.operator, recovery.rollback_cmd, recovery.check_cmd,
-                recovery.explain_cmd, consumers.consumer_group, catalogs.catalog_group, trash.undo_cmd,
+                recovery.repair_cmd, recovery.explain_cmd, consumers.consumer_group, catalogs.catalog_group, trash.undo_cmd,
                 trash.trash_group):
     cli.add_command(command)
 

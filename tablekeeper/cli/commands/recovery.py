@@ -1,4 +1,6 @@
-"""Bad-day commands: ``rollback`` (restore an earlier snapshot or tag as the latest one).
+"""Bad-day commands: ``rollback`` (restore an earlier snapshot or tag as the latest one),
+``check`` (which views lost files), ``repair`` (drop missing data files from the latest
+snapshot), ``explain`` (what holds history).
 
 Decisions live in ``tablekeeper.core.recovery``; this module parses, runs and renders."""
 
@@ -14,7 +16,7 @@ from tablekeeper.core import paimon
 if TYPE_CHECKING:
     from tablekeeper.core.paimon import Table
 
-__all__ = ["rollback_cmd", "check_cmd", "explain_cmd"]
+__all__ = ["rollback_cmd", "check_cmd", "repair_cmd", "explain_cmd"]
 
 
 @click.command("rollback")
@@ -133,6 +135,66 @@ def check_cmd(table: str, warehouse: str | None, options: tuple[str, ...], outpu
     if not report.ok:
         printer.print_pending()
         click.get_current_context().exit(1)
+
+
+@click.command("repair")
+@click.argument("table")
+@click.option("--remove-missing", is_flag=True,
+              help="Drop the data files the latest snapshot lists but storage no longer has (Paimon's "
+                   "remove_unexisting_files).")
+@click.option("--branch", "-b", default=paimon.MAIN, show_default=True, help="Branch to repair.")
+@click.option("--dry-run/--apply", default=True, show_default=True,
+              help="Show the repair (the default), or --apply: commit it.")
+@common.common_options
+@common.maintains("repair")
+def repair_cmd(table: str, remove_missing: bool, branch: str, dry_run: bool, warehouse: str | None,
+               options: tuple[str, ...], output: str) -> None:
+    """Make the latest snapshot of TABLE readable again after data files were lost.
+
+    With --remove-missing: one commit whose delta removes the entries of the data files the
+    latest snapshot lists but storage no longer has (Paimon's remove_unexisting_files); the
+    rows in those files are gone from the table. No file is deleted. Shown only, until you
+    pass --apply. Refused while a tag also reads a missing file (delete the tag or restore the
+    file first). Missing manifests, index and changelog files are reported, not changed.
+    Stop the table's writers first, as for Paimon's procedure.
+
+    \b
+    Examples:
+      tablekeeper check -w /data/wh sales.orders
+      tablekeeper repair -w /data/wh sales.orders --remove-missing
+      tablekeeper repair -w /data/wh sales.orders --remove-missing --apply
+    """
+    from tablekeeper.core import errors, recovery
+
+    if not remove_missing:
+        raise errors.InvalidInputError("name the repair to run: --remove-missing",
+                                       fix="pass --remove-missing (run 'tablekeeper check' to see what is broken)")
+    t = common.open_table(table, warehouse, options, branch)
+    plan = recovery.plan_remove_missing(t)
+    if plan.refused:
+        recovery.remove_missing(t, plan)  # raises the refusal, naming the tag and what to do
+    removed = 0 if dry_run else recovery.remove_missing(t, plan)
+    action = ("would-remove" if dry_run else "removed") if plan.files else "unchanged"
+    payload = results.document(
+        "repair", t.identifier, branch, dry_run=dry_run, action=action, notes=plan.notes(),
+        result=None if dry_run else {"removed_entries": removed, "deleted": {}},
+        fields=plan.as_dict() | {"removed_entries": removed})
+
+    def text() -> None:
+        if not plan.files:
+            click.echo(f"unchanged: the latest snapshot of {t.identifier} (branch {branch}) names no missing data file")
+        else:
+            verb = "would remove" if dry_run else "removed"
+            click.echo(f"{verb} {len(plan.files)} missing data file(s) from snapshot {plan.snapshot_id} of "
+                       f"{t.identifier} (branch {branch}); no file is deleted")
+            for path in plan.files:
+                click.echo(f"  {path}")
+        for note in plan.notes()[1 if not plan.files else 0:]:
+            click.echo(f"note: {note}")
+        if dry_run and plan.files:
+            click.echo("dry run: pass --apply to commit the repair")
+
+    printer.emit(output, payload, text)
 
 
 @click.command("explain")

@@ -17,7 +17,7 @@ from typing import Any
 from tablekeeper.core.paimon import Snapshot, Table, manifests
 from tablekeeper.core.reach import ListRole, RootKind, RootName, copied_lists, dangling_roles, root_kind
 
-__all__ = ["Problem", "CheckReport", "check_table", "retained_views"]
+__all__ = ["Problem", "CheckReport", "check_table", "retained_views", "view_label", "view_kind"]
 
 
 @dataclass(frozen=True)
@@ -87,10 +87,18 @@ def retained_views(table: Table) -> list[tuple[RootName, Snapshot]]:
     return out
 
 
+def view_label(branch: str, kind: str, name: str) -> str:
+    """How a report names a view: ``main snapshot 3``, ``dev tag t1``, ``main changelog 7``."""
+    return f"{branch} {kind} {name}"
+
+
+def view_kind(label: str) -> str:
+    """The kind of a view named by :func:`view_label`: ``snapshot``, ``tag`` or ``changelog``."""
+    return label.split(" ")[1]
+
+
 def _label(root: RootName) -> str:
-    kind = {RootKind.BRANCH_SNAPSHOT: "snapshot", RootKind.BRANCH_TAG: "tag"}.get(
-        root.kind, root.kind.value)
-    return f"{root.branch} {kind} {root.name}"
+    return view_label(root.branch, root.kind.file_kind, root.name)
 
 
 def check_table(table: Table) -> CheckReport:
