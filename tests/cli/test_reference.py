@@ -14,7 +14,7 @@ from tablekeeper.core.policy.specs.retention import PAIMON_OPTIONS
 def test_every_command_and_option_is_in_the_cli_reference() -> None:
     page = render_reference(cli)
     listed = list(commands(cli))
-    assert len(listed) == 37 and all(not command.hidden for _, command in listed)
+    assert len(listed) == 38 and all(not command.hidden for _, command in listed)
     for full, command in listed:
         assert f"## {full}\n" in page and f"](#{anchor(full)})" in page, full
         for param in command.params:
