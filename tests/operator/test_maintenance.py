@@ -154,8 +154,7 @@ async def test_fast_forward_run_merges_the_branch_into_main(harness: Harness, wa
     assert harness.status("PaimonMaintenanceRun", "ff")["result"]["writtenFiles"] > 0
 
 
-async def test_fast_forward_refuses_a_protected_branch_and_rollback_is_not_supported(
-        harness: Harness, warehouse: Path) -> None:
+async def test_fast_forward_and_rollback_refuse_a_protected_branch(harness: Harness, warehouse: Path) -> None:
     from tests.support import paimon as P
 
     await _branch_with_commit(harness, warehouse, protected=True)
@@ -163,12 +162,11 @@ async def test_fast_forward_refuses_a_protected_branch_and_rollback_is_not_suppo
     await harness.apply(obj("PaimonMaintenanceRun", "ff", {"tableRef": {"name": "orders"}, "type": "FastForward",
                                                             "branch": "b"}))
     await harness.apply(obj("PaimonMaintenanceRun", "rb", {"tableRef": {"name": "orders"}, "type": "Rollback",
-                                                            "parameters": {"rollbackTo": {"snapshotId": 3}}}))
+                                                            "branch": "b",
+                                                            "parameters": {"rollbackTo": {"tag": "base"}}}))
     await eventually(lambda: {harness.status("PaimonMaintenanceRun", n).get("phase") for n in ("ff", "rb")}
                      == {"Failed"}, timeout=30)
     reasons = {n: {c["type"]: c.get("reason") for c in harness.status("PaimonMaintenanceRun", n)["conditions"]}
                for n in ("ff", "rb")}
-    assert reasons["ff"]["Failed"] == "BranchProtected" and reasons["rb"]["Failed"] == "NotSupported"
-    assert "rollback_to" in harness.status("PaimonMaintenanceRun", "rb")["conditions"][-1]["message"] or any(
-        "rollback_to" in c["message"] for c in harness.status("PaimonMaintenanceRun", "rb")["conditions"])
+    assert reasons["ff"]["Failed"] == "BranchProtected" and reasons["rb"]["Failed"] == "BranchProtected"
     assert P.snapshot_views(str(warehouse), "sales.orders") == before  # storage unchanged

@@ -256,6 +256,8 @@ MODEL_RULES: Mapping[type[SpecModel], tuple[Rule, ...]] = {
         ),
         Rule("self.type != 'FastForward' || (has(self.branch) && self.branch != 'main')",
              "FastForward merges a branch into main: set branch to that branch, not main"),
+        Rule("self.type != 'Check' || !has(self.branch) || self.branch == 'main'",
+             "a Check run reads every branch of the table: remove branch"),
         Rule("self.type != 'Compact' || !has(self.engine) || self.engine != 'Python'",
              "Compact has no Python implementation: use engine SparkOperator or SparkJob"),
     ),

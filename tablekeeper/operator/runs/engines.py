@@ -2,7 +2,7 @@
 
 :class:`InProcessEngine` runs the same planner and applier the CLI uses (``plan_table`` with
 schedules ignored, then ``apply`` of the run type's actions), under the table's lock, in a worker
-thread; branch verbs (FastForward, Rollback, Compact) go to :mod:`tablekeeper.operator.runs.verbs`.
+thread; the other run types (FastForward, Rollback, Check, RemoveMissingFiles, Compact) go to :mod:`tablekeeper.operator.runs.verbs`.
 It serves engine ``Python``, ``Auto`` below the size threshold, run types the Spark job does not
 do (``ExpireTags``, ``ExpirePartitions``), and every run while Spark runs are off (no
 ``TABLEKEEPER_SPARK_IMAGE``; :func:`select` then notes why in the run's status). Spark runs are
@@ -92,7 +92,7 @@ class InProcessEngine:
 
     def _run(self, request: RunRequest) -> RunResult:
         spec = request.spec
-        if spec.type in ("FastForward", "Rollback", "Compact"):  # branch verbs
+        if spec.type in verbs.VERB_TYPES:  # not planned maintenance
             return verbs.run_verb(request)
         kinds = RUN_KINDS.get(spec.type)
         if kinds is None:

@@ -41,6 +41,15 @@ class RunReport:
     expired_tags: int | None = None
     expired_consumers: int | None = None
     orphan_files: int | None = None
+    #: Check: views and files read, and the views that lost a file
+    checked_views: int | None = None
+    checked_files: int | None = None
+    broken_views: int | None = None
+    #: RemoveMissingFiles: data file entries the repair commit removed (planned, in a dry run)
+    removed_entries: int | None = None
+    #: Rollback: the snapshot the run committed (or would commit), and what it restores
+    restored_snapshot_id: int | None = None
+    target_snapshot_id: int | None = None
     planned_by_kind: Mapping[str, int] | None = None
     planned_bytes_by_kind: Mapping[str, int] = field(default_factory=dict)
     deleted_by_kind: Mapping[str, int] = field(default_factory=dict)
@@ -59,7 +68,11 @@ class RunReport:
         for key, value in (("expiredSnapshots", self.expired_snapshots), ("expiredChangelogs", self.expired_changelogs),
                            ("expiredPartitions", self.expired_partitions), ("expiredTags", self.expired_tags),
                            ("expiredConsumers", self.expired_consumers),
-                           ("orphanFiles", self.orphan_files), ("plannedFiles", self.planned_files),
+                           ("orphanFiles", self.orphan_files), ("checkedViews", self.checked_views),
+                           ("checkedFiles", self.checked_files), ("brokenViews", self.broken_views),
+                           ("removedEntries", self.removed_entries),
+                           ("restoredSnapshotId", self.restored_snapshot_id),
+                           ("targetSnapshotId", self.target_snapshot_id), ("plannedFiles", self.planned_files),
                            ("plannedBytes", self.planned_bytes), ("writtenFiles", self.written_files),
                            ("deletedFiles", self.deleted_files), ("reclaimedBytes", self.reclaimed_bytes),
                            ("missingFiles", self.missing_files), ("failures", self.failures)):

@@ -64,10 +64,9 @@ class Engine(Protocol):
 
 
 def dry_run_of(spec: PaimonMaintenanceRunSpec, policy: Mapping[str, Any]) -> bool:
-    """The run's ``parameters.dryRun``, else for RemoveOrphanFiles the policy's
-    ``orphanFiles.dryRun`` (default true), else false."""
-    if spec.parameters.dry_run is not None:
-        return spec.parameters.dry_run
-    if spec.type == "RemoveOrphanFiles":
+    """The run's dry run (:attr:`PaimonMaintenanceRunSpec.effective_dry_run`), where a
+    RemoveOrphanFiles run without ``dryRun`` follows the table's effective ``orphanFiles.dryRun``
+    (default true) rather than the policy frozen into the run."""
+    if spec.parameters.dry_run is None and spec.type == "RemoveOrphanFiles":
         return bool(policy.get("orphanFiles.dryRun", True))
-    return False
+    return spec.effective_dry_run

@@ -127,6 +127,9 @@ class Reason:
     CONFLICTING_TABLE_OPTION = "ConflictingTableOption"
     TABLE_OPTIONS_APPLIED = "TableOptionsApplied"
     DRIFT_CORRECTED = "DriftCorrected"
+    TABLE_BROKEN = "TableBroken"
+    CONSUMER_PINS_HISTORY = "ConsumerPinsHistory"
+    CONSUMERS_WITHIN_LIMIT = "ConsumersWithinLimit"
 
 
 #: Every reason, for documentation and tests.

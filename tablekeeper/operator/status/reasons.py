@@ -53,6 +53,8 @@ GUIDE: dict[str, ReasonGuide] = {
     R.SUCCEEDED: _g("Success", "nothing: the maintenance run succeeded"),
     R.TABLE_OPTIONS_APPLIED: _g("Success", "nothing: the managed table options were written"),
     R.DRIFT_CORRECTED: _g("Success", "nothing: an out-of-band change of a managed table option was reverted"),
+    R.CONSUMERS_WITHIN_LIMIT: _g("Success", "nothing: no consumer holds more snapshots than "
+                                            "`consumers.warnAboveSnapshots`"),
     # progress
     R.CREATING: _g("Progress", "wait: ownership is recorded and the change follows"),
     R.PENDING: _g("Progress", "wait: the object cannot be worked on yet; the message says what it waits for"),
@@ -121,6 +123,11 @@ GUIDE: dict[str, ReasonGuide] = {
                                         "`constraints`"),
     R.CONFLICTING_TABLE_OPTION: _g("Permanent", "edit the policy or `spec.protectedOptions`: a managed option is "
                                                 "protected"),
+    R.TABLE_BROKEN: _g("Permanent", "restore the files the message names, or run a `RemoveMissingFiles` run "
+                                    "(docs/bad-days.md); a tag that reads them must be deleted first"),
+    R.CONSUMER_PINS_HISTORY: _g("Permanent", "stop or delete the consumer the message names "
+                                             "(`tablekeeper consumer expire/clear/reset`), or set "
+                                             "`consumers.expiration`"),
     R.TIME_ZONE_UNSET: _g("Permanent", "set `spec.timeZone` (table) or `spec.writerTimeZone` (catalog)"),
     R.DEADLINE_EXCEEDED: _g("Permanent", "raise `spec.activeDeadlineSeconds` and create a new run"),
     R.SPARK_SUBMISSION_FAILED: _g("Permanent", "fix the Spark settings the message names and create a new run"),

@@ -25,18 +25,23 @@ RunType = Literal[
     "ExpireTags",
     "ExpireConsumers",
     "RemoveOrphanFiles",
+    "Check",
+    "RemoveMissingFiles",
     "FastForward",
     "Rollback",
     "Compact",
 ]
 
 class RollbackTarget(SpecModel):
-    """Where a Rollback run moves the branch: exactly one of ``tag`` or ``snapshotId``."""
+    """Where a Rollback run moves the branch: exactly one of ``tag`` or ``snapshotId``. The run
+    restores the target as the latest snapshot (Paimon's rollback_to_as_latest), deleting nothing."""
 
     tag: str | None = Field(default=None, description="Roll back to this tag.")
     snapshot_id: int | None = Field(default=None, ge=1, description="Roll back to this snapshot id.")
+    keep_as_tag: str | None = Field(
+        default=None, description="Tag the latest snapshot with this name before rolling back (kept until deleted).")
 
-    @field_validator("tag")
+    @field_validator("tag", "keep_as_tag")
     @classmethod
     def _tag(cls, value: str | None) -> str | None:
         return None if value is None else check_tag_name(value)
@@ -59,8 +64,8 @@ class RunParameters(SpecModel):
     )
     dry_run: bool | None = Field(
         default=None,
-        description="Plan and report only, delete nothing. Absent = true for RemoveOrphanFiles (and the policy's "
-        "orphanFiles.dryRun when retention is given), false for the other types.",
+        description="Plan and report only, change nothing. Absent = true for RemoveOrphanFiles (and the policy's "
+        "orphanFiles.dryRun when retention is given) and RemoveMissingFiles, false for the other types.",
     )
     rollback_to: RollbackTarget | None = Field(default=None, description="Target of a Rollback run (required there).")
 
@@ -75,7 +80,9 @@ class PaimonMaintenanceRunSpec(SpecModel):
     )
     type: RunType = Field(
         description="ExpireSnapshots (includes decoupled changelog expiry), ExpirePartitions, ExpireTags, "
-        "ExpireConsumers (consumers.expiration), RemoveOrphanFiles, FastForward, Rollback or Compact (reserved: Spark engines only)."
+        "ExpireConsumers (consumers.expiration), RemoveOrphanFiles, Check (every view's files exist; every branch), "
+        "RemoveMissingFiles (drop missing data files from the latest snapshot; dry run unless dryRun: false), "
+        "FastForward, Rollback (restore as latest, deleting nothing) or Compact (reserved: Spark engines only)."
     )
     parameters: RunParameters = Field(default_factory=RunParameters, description="Inputs frozen at creation.")
     engine: RunEngine | None = Field(
@@ -107,6 +114,10 @@ class PaimonMaintenanceRunSpec(SpecModel):
         if self.type == "FastForward" and self.branch == values.MAIN_BRANCH:
             raise InvalidSpecError("FastForward merges a branch into main; branch is main",
                                    fix="set branch to the branch to fast-forward into main", fields=("branch",))
+        if self.type == "Check" and self.branch != values.MAIN_BRANCH:
+            raise InvalidSpecError("a Check run reads every branch of the table: remove branch",
+                                   fix="remove branch (the report names the branch of each broken view)",
+                                   fields=("branch",))
         if self.type == "Compact" and self.engine == "Python":
             raise InvalidSpecError("Compact has no Python implementation",
                                    fix="use engine SparkOperator or SparkJob", fields=("engine",))
@@ -114,10 +125,13 @@ class PaimonMaintenanceRunSpec(SpecModel):
 
     @property
     def effective_dry_run(self) -> bool:
-        """Whether the run must only plan: explicit ``dryRun``, else the frozen policy's orphan dry
+        """Whether the run must only plan: explicit ``dryRun``, else true for RemoveMissingFiles (a
+        repair that drops rows is shown first, as the CLI's), else the frozen policy's orphan dry
         run for RemoveOrphanFiles (default true), else false."""
         if self.parameters.dry_run is not None:
             return self.parameters.dry_run
+        if self.type == "RemoveMissingFiles":
+            return True
         if self.type != "RemoveOrphanFiles":
             return False
         retention = self.parameters.retention
