@@ -91,7 +91,7 @@ def open_catalog_table(table: str, warehouse: str | None, storage_options: Mappi
 
 
 #: Commands the REST API carries out, and how their options map onto its calls.
-_SERVED = ("tag create", "tag delete", "branch create", "branch drop", "branch fast-forward")
+_SERVED = ("tag create", "tag delete", "branch create", "branch drop", "branch fast-forward", "rollback")
 
 
 def served_by_catalog(func: F) -> F:
@@ -129,6 +129,9 @@ def _through_rest(operation: str, given: Mapping[str, str], params: Mapping[str,
     catalog = catalogs.open_catalog(given, warehouse=params.get("warehouse"))
     click.get_current_context().call_on_close(catalog.close)
     assert isinstance(catalog, RestCatalog)
+    if operation == "rollback":
+        _rollback_through_rest(catalog, params)
+        return
     ident, name = str(params["table"]), str(params["name"])
     catalog.resolve(ident, {})  # the table exists (TableNotFoundError otherwise)
     if params.get("branch", "main") != "main":
@@ -155,6 +158,39 @@ def _through_rest(operation: str, given: Mapping[str, str], params: Mapping[str,
                                "through": "rest", "action": action}, indent=2))
     else:
         click.echo(f"{operation} {name!r} on {ident}: {'would go' if dry_run else 'done'} through the REST catalog")
+
+
+def _rollback_through_rest(catalog: Any, params: Mapping[str, Any]) -> None:
+    """``rollback --discard-later`` as the REST API's rollback (Paimon's ``rollback_to`` on the
+    server: it deletes the later snapshots and tags). Restore-as-latest has no endpoint: refused."""
+    import json
+
+    ident = str(params["table"])
+    if not params.get("discard_later"):
+        raise errors.CatalogError(
+            "the REST catalog's rollback deletes the later snapshots and tags (Paimon's rollback_to); its API has no "
+            "rollback that keeps them", option="metastore",
+            fix="pass --discard-later to roll back through the server (it deletes what came after the target)")
+    if params.get("branch", "main") != "main":
+        _refuse("--branch", "rollback")
+    for flag in ("to_timestamp", "keep_as_tag"):
+        if params.get(flag):
+            _refuse("--" + flag.replace("_", "-"), "rollback")
+    snapshot_id, tag = params.get("to_snapshot"), params.get("to_tag")
+    if (snapshot_id is None) == (tag is None):
+        raise errors.InvalidInputError("name exactly one rollback target", fix="pass one of --to-snapshot N, --to-tag NAME")
+    catalog.resolve(ident, {})  # the table exists (TableNotFoundError otherwise)
+    dry_run = bool(params.get("dry_run"))
+    if not dry_run:
+        catalog.rollback(ident, snapshot_id=snapshot_id, tag=tag)
+    target = f"snapshot {snapshot_id}" if tag is None else f"tag {tag}"
+    if params.get("output") == "json":
+        click.echo(json.dumps({"operation": "rollback", "table": ident, "target": target, "dry_run": dry_run,
+                               "through": "rest", "action": ("would-" if dry_run else "") + "call the REST catalog"},
+                              indent=2))
+    else:
+        click.echo(f"rollback of {ident} to {target}: {'would go' if dry_run else 'done'} through the REST catalog "
+                   "(the server deletes the later snapshots and tags)")
 
 
 def refuse_on_spark() -> None:

@@ -175,3 +175,29 @@ def test_a_wrong_token_and_an_unreachable_server_are_one_line_naming_the_option(
     with pytest.raises(errors.CatalogError) as raised:
         catalogs.open_catalog({**rest_catalog_server.catalog_options(), "token.provider": "dlf"})
     assert raised.value.option == "token.provider"
+
+
+def test_rollback_discard_later_goes_through_the_server_and_restore_as_latest_is_refused(
+        rest_catalog_server: C.RestCatalogServer, catalog_java: JavaPaimon, capsys: pytest.CaptureFixture[str]) -> None:
+    ident = _table(rest_catalog_server, commits=4)
+    options = _cli(rest_catalog_server.catalog_options())
+    db, name = ident.split(".")
+    snapshot_dir = Path(rest_catalog_server.data_path) / f"{db}.db" / name / "snapshot"
+    listing = sorted(p.name for p in snapshot_dir.iterdir())
+    capsys.readouterr()
+    for refused in ([], ["--discard-later", "--keep-as-tag", "head"], ["--discard-later", "--branch", "b1"]):
+        assert main(["rollback", *options, ident, "--to-snapshot", "2", *refused]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[0].startswith("error: ") and "REST" in err[0] and err[1].strip().startswith("fix: "), err
+    assert main(["rollback", *options, ident, "--to-snapshot", "2", "--discard-later", "--dry-run"]) == 0
+    assert "would go through the REST catalog" in capsys.readouterr().out
+    assert sorted(p.name for p in snapshot_dir.iterdir()) == listing  # nothing changed so far
+    assert _py_ids(rest_catalog_server, ident) == [0, 10, 20, 30]
+
+    assert main(["rollback", *options, ident, "--to-snapshot", "2", "--discard-later", "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["through"] == "rest" and doc["target"] == "snapshot 2"
+    assert _py_ids(rest_catalog_server, ident) == _java_ids(catalog_java, rest_catalog_server, ident) == [0, 10]
+    assert not (snapshot_dir / "snapshot-3").exists() and not (snapshot_dir / "snapshot-4").exists()
+    P.write(CatalogFactory.create(rest_catalog_server.catalog_options()).get_table(ident), P.rows("2024-01-01", 40, 1))
+    assert _py_ids(rest_catalog_server, ident) == _java_ids(catalog_java, rest_catalog_server, ident) == [0, 10, 40]

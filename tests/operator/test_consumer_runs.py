@@ -68,3 +68,34 @@ async def test_without_consumers_expiration_the_run_does_nothing(
     run = await finished_run(harness, "consumers", "ExpireConsumers")
     assert "expiredConsumers" not in run["result"] and dir_listing(warehouse) == listing
     assert job_entry(harness, "consumerExpiration").get("state") == "Disabled"
+
+
+async def test_the_table_status_says_what_holds_history_and_warns_of_a_consumer_over_the_limit(
+        harness: Harness, warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cli_json(capsys, "consumer", "reset", "-w", str(warehouse), IDENT, "stopped-job", "--next-snapshot", "2")
+    os.utime(warehouse / "sales.db" / "orders" / "consumer" / "consumer-stopped-job", (time.time() - 9 * 86_400,) * 2)
+    await started_table(harness, warehouse, retention={"snapshots": {"minRetained": 1, "maxRetained": 1},
+                                                       "consumers": {"warnAboveSnapshots": 3}})
+    listing = dir_listing(warehouse)
+    said = cli_json(capsys, "consumer", "list", "-w", str(warehouse), IDENT)
+    assert [c["snapshots_held"] for c in said] == [5]  # snapshots 2..6, as the CLI lists them
+
+    pins = harness.status("PaimonTable", "orders")["pins"]
+    assert pins["oldestRetainedSnapshotId"] == 2 and pins["heldBy"] == "consumer stopped-job at 2"
+    assert pins["expirableSnapshots"] == 1 and pins["consumers"] == 1
+    [over] = pins["consumersOverLimit"]
+    assert (over["consumerId"], over["snapshotsHeld"], over["nextSnapshotId"], over["age"]) == \
+        ("stopped-job", 5, 2, "9 d")
+    cond = harness.condition("PaimonTable", "orders", "ConsumersHealthy")
+    assert cond["status"] == "False" and cond["reason"] == "ConsumerPinsHistory"
+    assert "'stopped-job' keeps 5 snapshots" in cond["message"] and "9 d ago" in cond["message"]
+    event = await harness.wait_event("orders", "ConsumerPinsHistory")
+    assert event["type"] == "Warning" and "stopped-job" in event["message"]
+    assert dir_listing(warehouse) == listing  # the status is only read: nothing changed since the start
+
+    # the consumer moves on: the warning clears
+    cli_json(capsys, "consumer", "reset", "-w", str(warehouse), IDENT, "stopped-job", "--next-snapshot", "6")
+    await harness.patch("PaimonTable", "orders", {"spec": {"retention": {"consumers": {"warnAboveSnapshots": 4}}}})
+    await eventually(lambda: (harness.condition("PaimonTable", "orders", "ConsumersHealthy") or {}).get("message")
+                     == "no consumer keeps more than 4 snapshots")
+    assert "consumersOverLimit" not in harness.status("PaimonTable", "orders")["pins"]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from tablekeeper.cli import common, printer, render, results
+from tablekeeper.cli import catalog_tables, common, printer, render, results
 from tablekeeper.core import paimon
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ __all__ = ["rollback_cmd", "check_cmd", "repair_cmd", "explain_cmd"]
 @click.option("--dry-run", is_flag=True, help="Show what would be written or deleted, change nothing.")
 @common.common_options
 @common.maintains("rollback")
+@catalog_tables.served_by_catalog
 def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_timestamp: str | None,
                  keep_as_tag: str | None, discard_later: bool, branch: str, dry_run: bool, warehouse: str | None,
                  options: tuple[str, ...], output: str) -> None:
@@ -46,6 +47,8 @@ def rollback_cmd(table: str, to_snapshot: int | None, to_tag: str | None, to_tim
     With --discard-later: Paimon's rollback_to. The snapshots, tags and changelogs after the
     target are deleted with the files no remaining snapshot, tag or changelog of any branch
     uses; refused when a branch was created after the target or a consumer read past it.
+    Through a REST catalog (--catalog-option metastore=rest) only --discard-later is offered:
+    the server's rollback endpoint carries it out.
 
     \b
     Examples:
@@ -142,56 +145,95 @@ def check_cmd(table: str, warehouse: str | None, options: tuple[str, ...], outpu
 @click.option("--remove-missing", is_flag=True,
               help="Drop the data files the latest snapshot lists but storage no longer has (Paimon's "
                    "remove_unexisting_files).")
+@click.option("--remove-missing-manifests", is_flag=True,
+              help="Drop the manifests the latest snapshot lists but storage no longer has (Paimon's "
+                   "remove_unexisting_manifests); runs first when both are given.")
 @click.option("--branch", "-b", default=paimon.MAIN, show_default=True, help="Branch to repair.")
 @click.option("--dry-run/--apply", default=True, show_default=True,
               help="Show the repair (the default), or --apply: commit it.")
 @common.common_options
 @common.maintains("repair")
-def repair_cmd(table: str, remove_missing: bool, branch: str, dry_run: bool, warehouse: str | None,
-               options: tuple[str, ...], output: str) -> None:
-    """Make the latest snapshot of TABLE readable again after data files were lost.
+def repair_cmd(table: str, remove_missing: bool, remove_missing_manifests: bool, branch: str, dry_run: bool,
+               warehouse: str | None, options: tuple[str, ...], output: str) -> None:
+    """Make the latest snapshot of TABLE readable again after files were lost.
 
     With --remove-missing: one commit whose delta removes the entries of the data files the
-    latest snapshot lists but storage no longer has (Paimon's remove_unexisting_files); the
-    rows in those files are gone from the table. No file is deleted. Shown only, until you
-    pass --apply. Refused while a tag also reads a missing file (delete the tag or restore the
-    file first). Missing manifests, index and changelog files are reported, not changed.
-    Stop the table's writers first, as for Paimon's procedure.
+    latest snapshot lists but storage no longer has (Paimon's remove_unexisting_files). With
+    --remove-missing-manifests: one commit whose manifest list leaves out the manifests storage
+    lost (Paimon's remove_unexisting_manifests). The rows in the lost files are gone from the
+    table; no file is deleted. Shown only, until you pass --apply. Refused while a tag also
+    reads a lost file (delete the tag or restore the file first). Other missing files (index,
+    changelog) are reported, not changed. Stop the table's writers first, as for Paimon's
+    procedures.
 
     \b
     Examples:
       tablekeeper check -w /data/wh sales.orders
       tablekeeper repair -w /data/wh sales.orders --remove-missing
-      tablekeeper repair -w /data/wh sales.orders --remove-missing --apply
+      tablekeeper repair -w /data/wh sales.orders --remove-missing-manifests --remove-missing --apply
     """
     from tablekeeper.core import errors, recovery
 
-    if not remove_missing:
-        raise errors.InvalidInputError("name the repair to run: --remove-missing",
-                                       fix="pass --remove-missing (run 'tablekeeper check' to see what is broken)")
+    if not (remove_missing or remove_missing_manifests):
+        raise errors.InvalidInputError("name the repair to run: --remove-missing or --remove-missing-manifests",
+                                       fix="pass --remove-missing and/or --remove-missing-manifests (run "
+                                           "'tablekeeper check' to see what is broken)")
     t = common.open_table(table, warehouse, options, branch)
-    plan = recovery.plan_remove_missing(t)
-    if plan.refused:
-        recovery.remove_missing(t, plan)  # raises the refusal, naming the tag and what to do
-    removed = 0 if dry_run else recovery.remove_missing(t, plan)
-    action = ("would-remove" if dry_run else "removed") if plan.files else "unchanged"
+    fields: dict[str, Any] = {}
+    notes: list[str] = []
+    lines: list[str] = []
+    changed = False
+    removed_manifests = 0
+    if remove_missing_manifests:
+        mplan = recovery.plan_remove_missing_manifests(t)
+        if mplan.refused:
+            recovery.remove_missing_manifests(t, mplan)  # raises the refusal, naming the tag and what to do
+        removed_manifests = 0 if dry_run else recovery.remove_missing_manifests(t, mplan)
+        changed = bool(mplan.manifests)
+        fields["manifests"] = mplan.as_dict() | {"removed_manifests": removed_manifests}
+        notes += mplan.notes()
+        if mplan.manifests:
+            lines.append(f"{'would drop' if dry_run else 'dropped'} {len(mplan.manifests)} missing manifest(s) from "
+                         f"snapshot {mplan.snapshot_id} of {t.identifier} (branch {branch}); no file is deleted")
+            lines += [f"  {name}" for name in mplan.manifests]
+            if dry_run and remove_missing:
+                notes.append("the data files of the lost manifests' snapshot are checked once they are dropped: "
+                             "run with --apply, then check again")
+        else:
+            lines.append(f"unchanged: the latest snapshot of {t.identifier} (branch {branch}) lists no missing "
+                         "manifest")
+    removed = 0
+    if remove_missing:
+        plan = recovery.plan_remove_missing(t)
+        if plan.refused:
+            recovery.remove_missing(t, plan)  # raises the refusal, naming the tag and what to do
+        removed = 0 if dry_run else recovery.remove_missing(t, plan)
+        changed = changed or bool(plan.files)
+        fields |= plan.as_dict()
+        notes += plan.notes()[1 if not plan.files else 0:] if remove_missing_manifests else plan.notes()
+        if plan.files:
+            lines.append(f"{'would remove' if dry_run else 'removed'} {len(plan.files)} missing data file(s) from "
+                         f"snapshot {plan.snapshot_id} of {t.identifier} (branch {branch}); no file is deleted")
+            lines += [f"  {path}" for path in plan.files]
+        else:
+            lines.append(f"unchanged: the latest snapshot of {t.identifier} (branch {branch}) names no missing data "
+                         "file")
+    action = ("would-remove" if dry_run else "removed") if changed else "unchanged"
     payload = results.document(
-        "repair", t.identifier, branch, dry_run=dry_run, action=action, notes=plan.notes(),
-        result=None if dry_run else {"removed_entries": removed, "deleted": {}},
-        fields=plan.as_dict() | {"removed_entries": removed})
+        "repair", t.identifier, branch, dry_run=dry_run, action=action, notes=notes,
+        result=None if dry_run else {"removed_entries": removed, "removed_manifests": removed_manifests,
+                                     "deleted": {}},
+        fields=fields | {"removed_entries": removed})
 
     def text() -> None:
-        if not plan.files:
-            click.echo(f"unchanged: the latest snapshot of {t.identifier} (branch {branch}) names no missing data file")
-        else:
-            verb = "would remove" if dry_run else "removed"
-            click.echo(f"{verb} {len(plan.files)} missing data file(s) from snapshot {plan.snapshot_id} of "
-                       f"{t.identifier} (branch {branch}); no file is deleted")
-            for path in plan.files:
-                click.echo(f"  {path}")
-        for note in plan.notes()[1 if not plan.files else 0:]:
-            click.echo(f"note: {note}")
-        if dry_run and plan.files:
+        for line in lines:
+            click.echo(line)
+        shown = set()
+        for note in notes:
+            if note not in shown and not note.startswith("the latest snapshot of branch"):
+                click.echo(f"note: {note}")
+            shown.add(note)
+        if dry_run and changed:
             click.echo("dry run: pass --apply to commit the repair")
 
     printer.emit(output, payload, text)

@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 
 from tablekeeper.core import lazy
 
-_PUBLIC = {"list_consumers": "listing", "without_consumers": "listing", "expiration_of": "planning", "EXPIRATION_OPTION": "planning",
+_PUBLIC = {"list_consumers": "listing", "without_consumers": "listing", "holding_more_than": "listing", "ConsumerRow": "listing", "expiration_of": "planning", "EXPIRATION_OPTION": "planning",
     "plan_clear": "planning", "plan_expire": "planning", "plan_reset": "planning"}
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:
-    from .listing import list_consumers as list_consumers, without_consumers as without_consumers
+    from .listing import (list_consumers as list_consumers, without_consumers as without_consumers,
+        holding_more_than as holding_more_than, ConsumerRow as ConsumerRow)
     from .planning import (expiration_of as expiration_of, EXPIRATION_OPTION as EXPIRATION_OPTION,
         plan_clear as plan_clear, plan_expire as plan_expire, plan_reset as plan_reset)
 else:

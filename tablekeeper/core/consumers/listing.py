@@ -10,7 +10,7 @@ from typing import Any
 
 from tablekeeper.core.paimon import Consumer, Table
 
-__all__ = ["ConsumerRow", "list_consumers", "rows_of", "without_consumers"]
+__all__ = ["ConsumerRow", "list_consumers", "rows_of", "holding_more_than", "without_consumers"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,12 @@ def rows_of(consumers: list[Consumer], snapshot_ids: list[int], now_ms: int,
         out.append(ConsumerRow(c.consumer_id, c.next_snapshot, c.mtime_ms, age, held,
                                expire_after is not None and age > expire_after))
     return sorted(out, key=lambda r: r.consumer_id)
+
+
+def holding_more_than(rows: list[ConsumerRow], limit: int) -> list[ConsumerRow]:
+    """The consumers that keep more than ``limit`` snapshots from expiring (the policy's
+    ``consumers.warnAboveSnapshots``): most held first."""
+    return sorted((r for r in rows if r.snapshots_held > limit), key=lambda r: (-r.snapshots_held, r.consumer_id))
 
 
 def list_consumers(table: Table, now_ms: int, expire_after: timedelta | None) -> list[ConsumerRow]:

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 from tablekeeper.core import lazy
 
-_PUBLIC = {"explain_table": "explain"}
+_PUBLIC = {"explain_table": "explain", "oldest_pin": "explain", "OldestPin": "explain"}
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:
-    from .explain import explain_table as explain_table
+    from .explain import explain_table as explain_table, oldest_pin as oldest_pin, OldestPin as OldestPin
 else:
     __getattr__, __dir__ = lazy.public_names(__name__, _PUBLIC)

@@ -16,7 +16,7 @@ from typing import Any
 from tablekeeper.core import consumers, expire, paimon, refs
 from tablekeeper.core.paimon import Table
 
-__all__ = ["Pin", "BranchPins", "explain_branch", "explain_table"]
+__all__ = ["Pin", "BranchPins", "OldestPin", "oldest_pin", "explain_branch", "explain_table"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,27 @@ def _end(r: expire.ExpireRange) -> int | None:
     return max(r.earliest, r.end_exclusive)
 
 
+@dataclass(frozen=True)
+class OldestPin:
+    """The short answer: where expiration stops on one branch, and why."""
+
+    branch: str
+    earliest: int | None
+    latest: int | None
+    #: Snapshots the next expiration removes.
+    expirable_now: int
+    #: The oldest snapshot left after it (None: no snapshot).
+    oldest_retained: int | None
+    #: What holds it: expiration's own stop reason (``consumer job-1 at 4``, ``snapshot.num-retained.min=10``...).
+    held_by: str
+
+
+def oldest_pin(table: Table, config: expire.ExpireConfig, now_ms: int) -> OldestPin:
+    """Where expiration by ``config`` stops on ``table``'s branch (reads only; no sizes)."""
+    real = expire.compute_range(table, config, now_ms)
+    return OldestPin(table.branch, real.earliest, real.latest, real.count, _end(real), real.reason)
+
+
 def _plan_bytes(table: Table, config: expire.ExpireConfig, now_ms: int) -> int:
     """What expiration's own plan would delete, in bytes (sized as a dry run sizes it)."""
     from tablekeeper.core import plans
@@ -76,8 +97,8 @@ def explain_branch(table: Table, now_ms: int) -> BranchPins:
     options = table.options()
     config = expire.expire_config(expire.from_options(options, expire.RetentionFlags()),
                                   options)
-    real = expire.compute_range(table, config, now_ms)
-    oldest = _end(real)
+    head = oldest_pin(table, config, now_ms)
+    oldest = head.oldest_retained
 
     def held(other: expire.ExpireRange) -> int:
         end = _end(other)
@@ -122,14 +143,14 @@ def explain_branch(table: Table, now_ms: int) -> BranchPins:
     if changelogs:
         pins.append(Pin("changelog", f"changelog-{changelogs[0]}..{changelogs[-1]}", changelogs[0], 0,
                         detail=f"{len(changelogs)} decoupled changelog file(s) kept by changelog.num-retained.*"))
-    reason = real.reason
+    reason = head.held_by
     for i, pin in enumerate(pins):
         binding = (pin.kind == "consumer" and reason.startswith(f"consumer {pin.name} ")) or (
             pin.kind != "consumer" and pin.name in reason) or (
             pin.kind == "time-retained" and "snapshot.time-retained" in reason)
         if binding and pin.snapshots_held:
             pins[i] = dataclasses.replace(pin, holds_oldest=True)
-    return BranchPins(table.branch, real.earliest, real.latest, real.count, oldest, reason, tuple(pins))
+    return BranchPins(table.branch, head.earliest, head.latest, head.expirable_now, oldest, reason, tuple(pins))
 
 
 def explain_table(table: Table, now_ms: int) -> list[BranchPins]:

@@ -1,4 +1,5 @@
-"""Manifest lists written by a rollback: the target's manifests, listed again under new names.
+"""Manifest lists written by a rollback (the target's manifests, listed again under new names)
+and by ``repair --remove-missing-manifests`` (the latest snapshot's manifests without the lost ones).
 
 Why new lists that name the *same* manifests: a restored snapshot must read exactly what the
 target read, and a manifest list belongs to one snapshot (expiration deletes a snapshot's lists
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import io
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +21,7 @@ from tablekeeper.core import errors, paimon
 from tablekeeper.core.paimon import Snapshot
 from tablekeeper.core.storage import FileIO, join
 
-__all__ = ["WrittenLists", "list_names", "write_restored_lists"]
+__all__ = ["WrittenLists", "list_names", "write_restored_lists", "write_kept_lists", "repair_list_names"]
 
 _NAMESPACE = uuid.UUID("5b0f8f52-5e0c-4d57-9f3e-7a4f0d2c9a10")
 
@@ -35,6 +37,12 @@ class WrittenLists:
 def list_names(identifier: str, branch: str, latest_id: int, target_id: int) -> tuple[str, str]:
     """The (base, delta) list names of the rollback of ``branch`` from ``latest_id`` to ``target_id``."""
     key = uuid.uuid5(_NAMESPACE, f"{identifier}|{branch}|{latest_id}|{target_id}")
+    return f"manifest-list-{key}-0", f"manifest-list-{key}-1"
+
+
+def repair_list_names(identifier: str, branch: str, snapshot_id: int) -> tuple[str, str]:
+    """The (base, delta) list names of the manifest repair of ``branch``'s snapshot ``snapshot_id``."""
+    key = uuid.uuid5(_NAMESPACE, f"{identifier}|{branch}|repair-manifests|{snapshot_id}")
     return f"manifest-list-{key}-0", f"manifest-list-{key}-1"
 
 
@@ -61,6 +69,31 @@ def _encode(schema: dict[str, Any], codec: str, records: list[Any]) -> bytes:
     return out.getvalue()
 
 
+def _write_lists(file_io: FileIO, table_root: str, snapshot: Snapshot, names: tuple[str, str],
+                 keep: Callable[[str], bool]) -> tuple[WrittenLists, list[str]]:
+    """Write ``snapshot``'s base and delta entries whose manifest ``keep`` accepts as one base
+    list (and an empty delta list) under ``names``, overwriting a crashed run's; the kept names."""
+    manifest_dir = join(table_root, paimon.MANIFEST_DIR)
+    if snapshot.base_manifest_list is None:
+        raise errors.FormatError(f"snapshot {snapshot.id} names no base manifest list",
+                                 fix="pick another snapshot or tag")
+    schema, codec, records = _read(file_io, join(manifest_dir, snapshot.base_manifest_list))
+    if snapshot.delta_manifest_list:
+        delta_schema, _codec, delta = _read(file_io, join(manifest_dir, snapshot.delta_manifest_list))
+        if delta_schema != schema:
+            raise errors.FormatError(
+                f"snapshot {snapshot.id}'s base and delta manifest lists were written with different schemas",
+                fix="use a snapshot or tag committed by a single Paimon version")
+        records += delta
+    records = [r for r in records if keep(str(r["_FILE_NAME"]))]
+    base_name, delta_name = names
+    base_bytes, delta_bytes = _encode(schema, codec, records), _encode(schema, codec, [])
+    file_io.overwrite(join(manifest_dir, base_name), base_bytes)
+    file_io.overwrite(join(manifest_dir, delta_name), delta_bytes)
+    return WrittenLists(base_name, len(base_bytes), delta_name, len(delta_bytes)), [str(r["_FILE_NAME"])
+                                                                                    for r in records]
+
+
 def write_restored_lists(file_io: FileIO, table_root: str, identifier: str, branch: str, latest_id: int,
                          target: Snapshot) -> WrittenLists:
     """Write the base and delta lists of the restored snapshot (overwriting a crashed run's).
@@ -69,20 +102,11 @@ def write_restored_lists(file_io: FileIO, table_root: str, identifier: str, bran
         FormatError: the target's base and delta lists use different schemas.
         NotFoundError: a list of the target is gone.
     """
-    manifest_dir = join(table_root, paimon.MANIFEST_DIR)
-    if target.base_manifest_list is None:
-        raise errors.FormatError(f"snapshot {target.id} names no base manifest list",
-                                 fix="pick another snapshot or tag")
-    schema, codec, records = _read(file_io, join(manifest_dir, target.base_manifest_list))
-    if target.delta_manifest_list:
-        delta_schema, _codec, delta = _read(file_io, join(manifest_dir, target.delta_manifest_list))
-        if delta_schema != schema:
-            raise errors.FormatError(
-                f"snapshot {target.id}'s base and delta manifest lists were written with different schemas",
-                fix="roll back to a snapshot or tag committed by a single Paimon version")
-        records += delta
-    base_name, delta_name = list_names(identifier, branch, latest_id, target.id)
-    base_bytes, delta_bytes = _encode(schema, codec, records), _encode(schema, codec, [])
-    file_io.overwrite(join(manifest_dir, base_name), base_bytes)
-    file_io.overwrite(join(manifest_dir, delta_name), delta_bytes)
-    return WrittenLists(base_name, len(base_bytes), delta_name, len(delta_bytes))
+    names = list_names(identifier, branch, latest_id, target.id)
+    return _write_lists(file_io, table_root, target, names, lambda _name: True)[0]
+
+
+def write_kept_lists(file_io: FileIO, table_root: str, names: tuple[str, str], latest: Snapshot,
+                     dropped: frozenset[str]) -> tuple[WrittenLists, list[str]]:
+    """Write ``latest``'s manifests except ``dropped`` as the lists ``names``; the kept manifests."""
+    return _write_lists(file_io, table_root, latest, names, lambda name: name not in dropped)

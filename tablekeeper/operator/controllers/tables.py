@@ -38,6 +38,7 @@ from tablekeeper.operator import metrics
 from tablekeeper.operator.cluster.scopes import ScopePlan, StatusRecordStore
 from tablekeeper.operator.cluster.view import Obj, View
 from tablekeeper.operator.context import TableContext, dependency_cause, table_context
+from tablekeeper.operator.controllers import pins as table_pins
 from tablekeeper.operator.runs import schedule
 from tablekeeper.operator.runs.claims import spark_run_in_flight
 from tablekeeper.operator.runtime import Runtime
@@ -111,8 +112,8 @@ def _failed(rt: Runtime, obj: Obj, failure: Failure, now: datetime, retry: int |
     if failure.reason == Reason.POLICY_VIOLATION:
         out.conditions.append(conditions.condition(conditions.POLICY_COMPLIANT, False, Reason.POLICY_VIOLATION,
                                                    failure.message, generation=obj.generation, now=now))
-    out.keep = ((conditions.POLICY_COMPLIANT, conditions.MAINTENANCE_HEALTHY)
-                if failure.reason != Reason.POLICY_VIOLATION else (conditions.MAINTENANCE_HEALTHY,))
+    out.keep = ((conditions.POLICY_COMPLIANT, conditions.MAINTENANCE_HEALTHY, conditions.CONSUMERS_HEALTHY)
+                if failure.reason != Reason.POLICY_VIOLATION else (conditions.MAINTENANCE_HEALTHY, conditions.CONSUMERS_HEALTHY))
     if failure.reason == Reason.RESOURCE_CONFLICT:
         out.fields.update(effectivePolicy=None, table=None)
     if rt.first_time(obj.uid, failure.reason, failure.message):
@@ -254,6 +255,11 @@ async def _reconcile(rt: Runtime, view: View, obj: Obj, now: datetime) -> TableO
         await _prune_policy_tags(rt, view, obj)
     policy = plan.policy
     stats = table_stats(plan.state)
+    try:
+        found: table_pins.TablePins | None = await asyncio.to_thread(
+            table_pins.table_pins, plan.table, policy.values, plan.state.options, now)
+    except core_errors.TablekeeperError:  # status only: the maintenance runs report the cause
+        found = None
     table_label = obj.short
     metrics.TABLE_SNAPSHOTS.labels(table=table_label).set(stats["snapshotCount"])
     metrics.TABLE_TAGS.labels(table=table_label).set(stats["tagCount"])
@@ -319,11 +325,23 @@ async def _reconcile(rt: Runtime, view: View, obj: Obj, now: datetime) -> TableO
         policy_cond,
         health,
     ]
+    if found is not None and found.limit is not None:
+        if found.over_limit:
+            message, key = table_pins.consumer_warning(found)
+            out.conditions.append(conditions.condition(conditions.CONSUMERS_HEALTHY, False,
+                                                       Reason.CONSUMER_PINS_HISTORY, message,
+                                                       generation=obj.generation, now=now))
+            if rt.first_time(obj.uid, Reason.CONSUMER_PINS_HISTORY, key):
+                out.event("Warning", Reason.CONSUMER_PINS_HISTORY, message)
+        else:
+            out.conditions.append(conditions.condition(
+                conditions.CONSUMERS_HEALTHY, True, Reason.CONSUMERS_WITHIN_LIMIT,
+                f"no consumer keeps more than {found.limit} snapshots", generation=obj.generation, now=now))
     violations = sorted({c.policy for c in policy.clamped.values()} | {w.policy for w in policy.warnings})
     out.fields.update(
         identity={"warehouse": table.location.warehouse, "table": table.location.identifier},
         effectivePolicy=policy.to_status(), appliedPolicies=list(policy.policies), policyViolations=violations or None,
-        table=stats, maintenance=decision.maintenance, lastMaintenanceTime=decision.last_maintenance_time,
+        table=stats, pins=found.status if found is not None else None, maintenance=decision.maintenance, lastMaintenanceTime=decision.last_maintenance_time,
         writerTimeZone=plan.target.writer_zone, lastError=None,
         appliedTableOptions=applied_options or None,
         appliedTableOptionsHash=paimon.options_hash(applied_options) if applied_options else None)

@@ -67,6 +67,7 @@ VALUES: dict[str, tuple[Any, Any]] = {
     "orphanFiles.listing": ("s3://inv/lake/cfg/2026-01-01T00-00Z/manifest.json", "/tmp/files.csv"),
     "consumers.state": ("Disabled", "Enabled"),
     "consumers.expiration": ("7 d", "14 d"),
+    "consumers.warnAboveSnapshots": (200, 50),
 }
 
 LEVELS = (

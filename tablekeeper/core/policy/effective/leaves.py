@@ -119,6 +119,7 @@ BUILTIN_DEFAULTS: dict[str, tuple[Any, str]] = {
     "orphanFiles.listing": (None, _T),
     "consumers.state": ("Enabled", _T),
     "consumers.expiration": (None, _P),
+    "consumers.warnAboveSnapshots": (1000, _T),
 }
 
 

@@ -419,6 +419,11 @@ class ConsumerRetention(SpecModel):
         description="Consumers not updated for this long are removed (consumer.expiration-time), e.g. '7 d'. "
         "Longer than 0. Default: never.",
     )
+    warn_above_snapshots: int | None = Field(
+        default=None, ge=1,
+        description="Warn (condition ConsumersHealthy=False and a Warning Event naming the consumer and its age) "
+        "when one consumer keeps more than this many snapshots from expiring. Default 1000.",
+    )
 
     @field_validator("expiration")
     @classmethod
