@@ -178,7 +178,31 @@ def make(work: Path) -> dict[str, list[bytes]]:
         by_kind.setdefault(s[0], []).append(s)
     seeds["cr_specs"] = [s for group in zip(*[v + [b""] * 8 for v in by_kind.values()], strict=False)
                          for s in group if s][:PER_TARGET * 2]
+    seeds["rest_responses"] = rest_seeds()
     return {name: found[:PER_TARGET * 2 if name == "cr_specs" else PER_TARGET] for name, found in seeds.items()}
+
+
+def rest_seeds() -> list[bytes]:
+    """Answers in the shapes Paimon's RESTCatalogServer gives (tests/catalogs/test_rest_commands.py
+    reads them from the real server), one or more per answer kind."""
+    from tests.fuzz.targets import REST_ANSWERS
+
+    def of(answer: str, doc: object) -> bytes:
+        return bytes([REST_ANSWERS.index(answer)]) + json.dumps(doc).encode()
+    return [
+        of("config", {"defaults": {"prefix": "tablekeeper_rest", "data-token.enabled": "true"},
+                      "overrides": {"warehouse": "tablekeeper_rest"}}),
+        of("config", {"defaults": {}, "overrides": {"header.x": "1", "cache-enabled": False}}),
+        of("databases", {"databases": ["default", "sales"], "nextPageToken": None}),
+        of("databases", {"databases": ["a"], "nextPageToken": "a"}),
+        of("tables", {"tables": ["orders", "events"]}),
+        of("table", {"id": "b3f1", "name": "orders", "path": "file:/tmp/wh/sales.db/orders", "isExternal": False,
+                     "schemaId": 0, "schema": {"fields": [{"id": 0, "name": "dt", "type": "STRING"}]}}),
+        of("table", {"id": 7, "path": "s3://lake/wh/sales.db/orders"}),
+        of("token", {"token": {"fs.s3.accessKeyId": "AK", "fs.s3.secretAccessKey": "SK", "fs.s3.sessionToken": "T"},
+                     "expiresAtMillis": 1767225600000}),
+        of("token", {"token": {}, "expiresAtMillis": None}),
+    ]
 
 
 def _inventory_seeds() -> list[bytes]:

@@ -20,6 +20,9 @@ exception is a finding too: libFuzzer reports it with the input).
   name missing that occurs as a key in the block.
 - ``cr_specs``: the spec of every CR kind (JSON) through the policy models: only the typed
   validation errors, and the report of a refusal renders.
+- ``rest_responses``: a REST catalog server's answer (config, a page of databases or tables, a
+  table, a data token) through the client's parsers: only CatalogError, and what parses is plain
+  strings and numbers.
 """
 
 from __future__ import annotations
@@ -415,6 +418,40 @@ def cr_specs(data: bytes) -> None:
         raise Finding(f"an untyped ValidationError escaped: {e}") from e
 
 
+# -- rest_responses --------------------------------------------------------------------------------
+#: Byte 0 of a rest_responses input selects the answer it is.
+REST_ANSWERS = ("config", "databases", "tables", "table", "token")
+
+
+def rest_responses(data: bytes) -> None:
+    """Byte 0 selects the answer (:data:`REST_ANSWERS`); the rest is its body."""
+    from tablekeeper.core import errors
+    from tablekeeper.core.catalogs import rest_responses as R
+
+    if not data:
+        return
+    answer = REST_ANSWERS[data[0] % len(REST_ANSWERS)]
+    try:
+        doc = R.decode(data[1:], f"fuzzed {answer}")
+        if answer == "config":
+            for options in R.config(doc):
+                _check(all(isinstance(k, str) and isinstance(v, str) for k, v in options.items()), "options")
+        elif answer in ("databases", "tables"):
+            names, token = R.page(doc, f"fuzzed {answer}", answer)
+            _check(all(isinstance(n, str) and n for n in names), "names")
+            _check(token is None or (isinstance(token, str) and bool(token)), "page token")
+        elif answer == "table":
+            path, table_id = R.table_location(doc, "db.t")
+            _check(isinstance(path, str) and bool(path) and "\x00" not in path, "path")
+            _check(table_id is None or isinstance(table_id, (str, int)), "id")
+        else:
+            token_options, expires = R.data_token(doc, "db.t")
+            _check(all(isinstance(k, str) and isinstance(v, str) for k, v in token_options.items()), "token")
+            _check(isinstance(expires, int) and not isinstance(expires, bool) and expires >= 0, "expiry")
+    except errors.CatalogError as e:
+        _check(bool(e.message) and bool(e.fix), "an error without a message or fix")
+
+
 TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("avro_decoders", avro_decoders, 8192),
     Target("manifest_files", manifest_files, 65536),
@@ -422,4 +459,5 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("inventory", inventory, 16384),
     Target("name_scan", name_scan, 8192),
     Target("cr_specs", cr_specs, 4096),
+    Target("rest_responses", rest_responses, 4096),
 )}

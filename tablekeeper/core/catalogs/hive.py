@@ -186,7 +186,12 @@ class HiveCatalog(Catalog):
                 f"{identifier} in the Hive Metastore is not a Paimon table (table_type={kind or 'none'})",
                 option="metastore", fix="name a table Paimon's HiveCatalog created (table_type=PAIMON)")
         keys = [k.name for k in hive_table.partitionKeys or []]
-        return CatalogTable(identifier, _plain_location(hive_table.sd.location), self, dict(storage_options),
+        location = getattr(hive_table.sd, "location", None) if hive_table.sd is not None else None
+        if not isinstance(location, str) or not location or "\x00" in location:
+            raise errors.CatalogError(f"the Hive Metastore gave no usable location for {identifier} ({location!r})",
+                                      option="metastore", fix="check the table in the metastore: Paimon's "
+                                                              "HiveCatalog stores the table's path as its location")
+        return CatalogTable(identifier, _plain_location(location), self, dict(storage_options),
                             {"partition_keys": keys, "parameters": dict(hive_table.parameters or {})})
 
     def commit_lock(self, identifier: str) -> TableLock | None:

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from tablekeeper.core import errors
+from tablekeeper.core.catalogs import rest_responses
 from tablekeeper.core.catalogs.catalog import Catalog, CatalogTable, Operation, Owner, split_identifier
 from tablekeeper.core.catalogs.options import CatalogOptions
 
@@ -56,8 +57,9 @@ class RestCatalog(Catalog):
                                       option="token.provider", fix="use token.provider=bear with token=<bearer token>")
         self._token = options.require("token", "the bearer token")
         warehouse = options.require("warehouse", "the catalog's warehouse name")
-        config = self._request("GET", "/v1/config?" + urlencode({"warehouse": warehouse}))
-        merged = {**(config.get("defaults") or {}), **dict(options.raw), **(config.get("overrides") or {})}
+        defaults, overrides = rest_responses.config(
+            self._request("GET", "/v1/config?" + urlencode({"warehouse": warehouse})))
+        merged = {**defaults, **dict(options.raw), **overrides}
         self.server_options: dict[str, str] = {str(k): str(v) for k, v in merged.items()}
         prefix = self.server_options.get("prefix")
         self._base = "/v1/" + (quote(prefix, safe="") + "/" if prefix else "")
@@ -88,7 +90,7 @@ class RestCatalog(Catalog):
         except (urllib.error.URLError, OSError) as e:
             raise errors.CatalogError(f"no REST catalog answers at {self.uri} ({getattr(e, 'reason', e)})",
                                       option="uri", fix="check uri and that the catalog server is running") from e
-        return json.loads(raw) if raw else {}
+        return rest_responses.decode(raw, f"{method} {path.split('?')[0]}")
 
     def _table_path(self, identifier: str) -> str:
         db, name = split_identifier(identifier)
@@ -97,12 +99,19 @@ class RestCatalog(Catalog):
     def _paged(self, path: str, key: str) -> list[str]:
         out: list[str] = []
         token: str | None = None
-        while True:
+        seen: set[str] = set()
+        for _ in range(rest_responses.MAX_PAGES):
             answer = self._request("GET", path + ("?" + urlencode({"pageToken": token}) if token else ""))
-            out.extend(answer.get(key) or [])
-            token = answer.get("nextPageToken")
-            if not token:
+            names, token = rest_responses.page(answer, f"GET {path}", key)
+            out.extend(names)
+            if token is None:
                 return out
+            if token in seen:
+                raise errors.CatalogError(f"the REST catalog answered GET {path} with page token {token!r} twice: "
+                                          "the listing never ends", option="uri", fix="check the server's log")
+            seen.add(token)
+        raise errors.CatalogError(f"the REST catalog answered GET {path} with more than {rest_responses.MAX_PAGES} "
+                                  "pages", option="uri", fix="check the server's log")
 
     # -- the catalog --------------------------------------------------------------------------
     def list_databases(self) -> list[str]:
@@ -121,12 +130,9 @@ class RestCatalog(Catalog):
         except errors.NotFoundError:
             raise errors.TableNotFoundError(f"table {identifier} is not in the REST catalog {self.uri}",
                                             fix="check the database.table name") from None
-        path = str(table.get("path") or "")
-        if not path:
-            raise errors.CatalogError(f"the REST catalog gave no path for {identifier}", option="uri",
-                                      fix="check the server: tables of the REST API have a path")
-        return CatalogTable(identifier, path.removeprefix("file:") if path.startswith("file:/") else path, self,
-                            {**storage_options, **self.data_token(identifier)}, {"id": table.get("id")})
+        path, table_id = rest_responses.table_location(table, identifier)
+        return CatalogTable(identifier, path, self, {**storage_options, **self.data_token(identifier)},
+                            {"id": table_id})
 
     def data_token(self, identifier: str) -> dict[str, str]:
         """The storage credentials the server vends for the table (``data-token.enabled``), fetched
@@ -137,9 +143,8 @@ class RestCatalog(Catalog):
         with self._tokens_lock:
             cached = self._tokens.get(identifier)
             if cached is None or cached[1] - TOKEN_REFRESH_MARGIN_S * 1000 <= time.time() * 1000:
-                answer = self._request("GET", self._table_path(identifier) + "/token")
-                token = {str(k): str(v) for k, v in (answer.get("token") or {}).items()}
-                cached = (token, int(answer.get("expiresAtMillis") or 0))
+                cached = rest_responses.data_token(self._request("GET", self._table_path(identifier) + "/token"),
+                                                   identifier)
                 self._tokens[identifier] = cached
             return {k: v for k, v in cached[0].items() if k.startswith(("fs.", "s3.", "oss.", "dlf."))}
 
