@@ -40,24 +40,6 @@ class Pin:
         return dataclasses.asdict(self)
 
 
-@dataclass(frozen=True)
-class BranchPins:
-    branch: str
-    earliest: int | None
-    latest: int | None
-    #: Snapshots the next ``expire`` removes (by the table's options).
-    expirable_now: int
-    #: The oldest snapshot left after that, and what holds it (expiration's own reason).
-    oldest_retained: int | None
-    held_by: str
-    pins: tuple[Pin, ...] = field(default=())
-
-    def as_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["pins"] = [p.as_dict() for p in self.pins]
-        return out
-
-
 def _end(r: expire.ExpireRange) -> int | None:
     if r.earliest is None or r.end_exclusive is None:
         return r.earliest
@@ -77,6 +59,18 @@ class OldestPin:
     oldest_retained: int | None
     #: What holds it: expiration's own stop reason (``consumer job-1 at 4``, ``snapshot.num-retained.min=10``...).
     held_by: str
+
+
+@dataclass(frozen=True)
+class BranchPins(OldestPin):
+    """The short answer of a branch with every pin on it."""
+
+    pins: tuple[Pin, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["pins"] = [p.as_dict() for p in self.pins]
+        return out
 
 
 def oldest_pin(table: Table, config: expire.ExpireConfig, now_ms: int) -> OldestPin:
@@ -150,7 +144,7 @@ def explain_branch(table: Table, now_ms: int) -> BranchPins:
             pin.kind == "time-retained" and "snapshot.time-retained" in reason)
         if binding and pin.snapshots_held:
             pins[i] = dataclasses.replace(pin, holds_oldest=True)
-    return BranchPins(table.branch, head.earliest, head.latest, head.expirable_now, oldest, reason, tuple(pins))
+    return BranchPins(**dataclasses.asdict(head), pins=tuple(pins))
 
 
 def explain_table(table: Table, now_ms: int) -> list[BranchPins]:

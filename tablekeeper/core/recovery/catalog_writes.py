@@ -12,8 +12,23 @@ from tablekeeper.core import concurrency, errors, paimon, refs
 from tablekeeper.core.paimon import Snapshot, Table
 from tablekeeper.core.storage import join
 
-__all__ = ["commit_snapshot", "advance_latest", "create_tag", "unpublish_snapshot", "unpublish_changelog",
+__all__ = ["latest_as_planned", "commit_snapshot", "advance_latest", "create_tag", "unpublish_snapshot", "unpublish_changelog",
            "delete_tag_file", "reset_latest"]
+
+
+def latest_as_planned(table: Table, planned_id: int, what: str, fix: str) -> Snapshot:
+    """The branch's latest snapshot, which must still be ``planned_id`` (the one ``what`` was
+    planned on) before anything is committed on top of it.
+
+    Raises:
+        ConcurrentModificationError: a writer committed since (``fix`` says what to do).
+    """
+    latest = table.latest_snapshot()
+    if latest is None or latest.id != planned_id:
+        raise errors.ConcurrentModificationError(
+            f"the latest snapshot of {table.identifier} moved from {planned_id} to "
+            f"{latest.id if latest else None} since the {what} was planned", fix=fix)
+    return latest
 
 
 def commit_snapshot(table: Table, snapshot: Snapshot) -> None:

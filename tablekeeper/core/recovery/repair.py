@@ -227,12 +227,8 @@ def remove_missing_manifests(table: Table, plan: RemoveMissingManifestsPlan, *, 
             fix="restore the file, or delete the tag ('tablekeeper tag delete') and repair again")
     if not plan.manifests or plan.snapshot_id is None:
         return 0
-    latest = table.latest_snapshot()
-    if latest is None or latest.id != plan.snapshot_id:
-        raise errors.ConcurrentModificationError(
-            f"the latest snapshot of {table.identifier} moved from {plan.snapshot_id} to "
-            f"{latest.id if latest else None} since the repair was planned",
-            fix="stop the writers and run the repair again")
+    latest = catalog_writes.latest_as_planned(table, plan.snapshot_id, "repair",
+                                              "stop the writers and run the repair again")
     concurrency.point("repair-manifests:before:lists")
     lists, kept = manifest_lists.write_kept_lists(table.file_io, table.root, plan.list_names, latest,
                                                   frozenset(plan.manifests))

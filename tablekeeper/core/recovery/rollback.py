@@ -218,12 +218,8 @@ def execute(table: Table, plan: RollbackPlan, *, now_ms: int | None = None) -> R
     if plan.action == "unchanged":
         catalog_writes.advance_latest(table, plan.new_snapshot_id)
         return RollbackResult(plan, tuple(created), tuple(written))
-    latest = table.latest_snapshot()
-    if latest is None or latest.id != plan.previous_latest_id:
-        raise errors.ConcurrentModificationError(
-            f"the latest snapshot of {table.identifier} moved from {plan.previous_latest_id} to "
-            f"{latest.id if latest else None} since the rollback was planned",
-            fix="rerun the same command: it plans again from the new latest snapshot")
+    latest = catalog_writes.latest_as_planned(table, plan.previous_latest_id, "rollback",
+                                              "rerun the same command: it plans again from the new latest snapshot")
     concurrency.point("rollback:before:manifest-lists")
     lists = manifest_lists.write_restored_lists(table.file_io, table.root, table.identifier, table.branch, latest.id, plan.target)
     written += [f"{table.root}/manifest/{lists.base}", f"{table.root}/manifest/{lists.delta}"]
