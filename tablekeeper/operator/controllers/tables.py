@@ -32,7 +32,7 @@ from typing import Any
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core import paimon, values
+from tablekeeper.core import paimon, trash, values
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.operator import metrics
 from tablekeeper.operator.cluster.scopes import ScopePlan, StatusRecordStore
@@ -231,6 +231,13 @@ async def _reconcile(rt: Runtime, view: View, obj: Obj, now: datetime) -> TableO
     out = TableOutcome(generation=obj.generation)
     async with rt.table_lock(table.identity):
         plan = await asyncio.to_thread(table.plan, now)
+        if plan.state.options.get(trash.KEEP_OPTION) is not None:  # the window's end, on every pass
+            purged = await asyncio.to_thread(trash.purge, plan.table.file_io, plan.table.root,
+                                             int(now.timestamp() * 1000))
+            if purged.runs:
+                out.event("Normal", "TrashPurged", f"purged {len(purged.runs)} trash run(s) past their window "
+                                                   f"({purged.files} file(s), {purged.bytes} bytes): "
+                                                   + ", ".join(purged.runs[:5]))
         applied_options, option_conflicts = await _enforce_table_options(rt, obj, table, plan, out)
         auto = [a for a in plan.actions if isinstance(a, A.CreateTag) and a.auto]
         busy = spark_run_in_flight(rt, view, obj.namespace, obj.name) if auto else None

@@ -256,6 +256,8 @@ MODEL_RULES: Mapping[type[SpecModel], tuple[Rule, ...]] = {
         ),
         Rule("self.type != 'FastForward' || (has(self.branch) && self.branch != 'main')",
              "FastForward merges a branch into main: set branch to that branch, not main"),
+        Rule("(self.type == 'Undo') == (has(self.parameters) && has(self.parameters.undoRun))",
+             "parameters.undoRun is required for Undo runs and not allowed for other types"),
         Rule("self.type != 'Check' || !has(self.branch) || self.branch == 'main'",
              "a Check run reads every branch of the table: remove branch"),
         Rule("self.type != 'Compact' || !has(self.engine) || self.engine != 'Python'",

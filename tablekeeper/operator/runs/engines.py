@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from tablekeeper import reconcile
-from tablekeeper.core import paimon, storage
+from tablekeeper.core import paimon, storage, trash
 from tablekeeper.operator.cluster import scopes
 from tablekeeper.operator.runs import verbs
 from tablekeeper.operator.runs.report import RunReport
@@ -26,10 +26,14 @@ from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import planner
 from tablekeeper.spark import run_steps
 
-__all__ = ["InProcessEngine", "select", "SPARK_RUN_TYPES"]
+__all__ = ["InProcessEngine", "select", "SPARK_RUN_TYPES", "TRASH_OPERATIONS"]
 
 #: Run types the Spark job carries out (:mod:`tablekeeper.operator.runs.spark` launches them).
 SPARK_RUN_TYPES = frozenset({"ExpireSnapshots", "RemoveOrphanFiles"})
+#: Run types that delete files, and the operation their trash runs are named by (the CLI's command
+#: names): with the table option ``trash.keep`` they move the files into the table's trash.
+TRASH_OPERATIONS = {"ExpireSnapshots": "expire", "RemoveOrphanFiles": "clean-orphans", "ExpireTags": "expire-tags",
+                    "ExpireConsumers": "consumer-expire"}
 
 
 def _counts(actions: Sequence[A.Action], dry_run: bool, spoken: Collection[str]) -> RunReport:
@@ -125,8 +129,11 @@ class InProcessEngine:
             what = "dry run: nothing deleted" if dry_run else "nothing to do"
             return RunResult(True, Reason.SUCCEEDED, _with_notes(what, notes), report, policy=policy)
         store = scopes.StatusRecordStore(plan.records)
-        applied = scopes.apply_actions(plan, [a for a in picked if a.is_change], store, request.opener,
-                                       reconcile.ReconcileConfig(ignore_schedules=True, estimate=False))
+        window = trash.keep_window(None, plan.state.options) if spec.type in TRASH_OPERATIONS else None
+        with trash.keeping(plan.table.file_io, plan.table.root, TRASH_OPERATIONS.get(spec.type, ""), window,
+                           table=plan.table.identifier) as kept:
+            applied = scopes.apply_actions(plan, [a for a in picked if a.is_change], store, request.opener,
+                                           reconcile.ReconcileConfig(ignore_schedules=True, estimate=False))
         failed = applied.failed
         totals = applied.totals()
         def executed(kind: str, planned: int | None) -> int | None:
@@ -143,6 +150,9 @@ class InProcessEngine:
         report = replace(counts, deleted_files=totals["deletedFiles"], reclaimed_bytes=totals["deletedBytes"],
                          failures=len(failed), sample=tuple(r.message for r in applied.results),
                          deleted_by_kind=by_kind)
+        if kept is not None and kept.started:  # (a run that removed nothing makes no trash run)
+            report = replace(report, trash_run=kept.run_id, trash_keep_until_ms=kept.keep_until_ms,
+                             trash_moved_files=kept.moved, trash_moved_bytes=kept.moved_bytes)
         if failed:
             return RunResult(False, Reason.MAINTENANCE_FAILED, failed[0].message, report, policy)
         message = "; ".join(r.message for r in applied.results) or "nothing to do"

@@ -50,6 +50,13 @@ class RunReport:
     #: Rollback: the snapshot the run committed (or would commit), and what it restores
     restored_snapshot_id: int | None = None
     target_snapshot_id: int | None = None
+    #: the trash run that keeps what the run removed (the table's trash.keep window), its end
+    #: (epoch ms) and what it moved; Undo: the files put back
+    trash_run: str | None = None
+    trash_keep_until_ms: int | None = None
+    trash_moved_files: int | None = None
+    trash_moved_bytes: int | None = None
+    restored_files: int | None = None
     planned_by_kind: Mapping[str, int] | None = None
     planned_bytes_by_kind: Mapping[str, int] = field(default_factory=dict)
     deleted_by_kind: Mapping[str, int] = field(default_factory=dict)
@@ -70,7 +77,7 @@ class RunReport:
                            ("expiredConsumers", self.expired_consumers),
                            ("orphanFiles", self.orphan_files), ("checkedViews", self.checked_views),
                            ("checkedFiles", self.checked_files), ("brokenViews", self.broken_views),
-                           ("removedEntries", self.removed_entries),
+                           ("removedEntries", self.removed_entries), ("restoredFiles", self.restored_files),
                            ("restoredSnapshotId", self.restored_snapshot_id),
                            ("targetSnapshotId", self.target_snapshot_id), ("plannedFiles", self.planned_files),
                            ("plannedBytes", self.planned_bytes), ("writtenFiles", self.written_files),
@@ -78,6 +85,13 @@ class RunReport:
                            ("missingFiles", self.missing_files), ("failures", self.failures)):
             if value is not None:
                 out[key] = value
+        if self.trash_run is not None:
+            from tablekeeper.core import values
+
+            out["trash"] = {"run": self.trash_run, "movedFiles": self.trash_moved_files or 0,
+                            "movedBytes": self.trash_moved_bytes or 0}
+            if self.trash_keep_until_ms is not None:
+                out["trash"]["keepUntil"] = values.rfc3339_ms(self.trash_keep_until_ms)
         if self.planned_by_kind is not None:
             out["planned"] = {"files": dict(self.planned_by_kind), "bytes": dict(self.planned_bytes_by_kind)}
             out["executed"] = {"deleted": dict(self.deleted_by_kind), "deletedBytes": dict(self.deleted_bytes_by_kind),

@@ -52,7 +52,7 @@ from typing import Any
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core import expire, paimon
+from tablekeeper.core import expire, paimon, trash
 from tablekeeper.core.policy.specs import ClusterPaimonCatalogSpec, PaimonMaintenanceRunSpec, PaimonTableSpec
 from tablekeeper.core.storage import join
 from tablekeeper.operator import kopfcompat
@@ -158,13 +158,15 @@ _OPERATIONS: Mapping[str, job_request.Operation] = {"ExpireSnapshots": "expire",
 
 def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: str, options: Mapping[str, str], *,
                    dry_run: bool, run_name: str | None = None, policy: Mapping[str, Any] | None = None,
-                   result: str | None = None, secret_keys: Collection[str] = ()) -> job_request.JobRequest | None:
+                   result: str | None = None, secret_keys: Collection[str] = (),
+                   trash_run: Mapping[str, Any] | None = None) -> job_request.JobRequest | None:
     """The Spark job request of a run, or None for types the Spark job does not do. Options
     carrying credentials are left out; ``secret_keys`` (the keys of the catalog's Secret when it is
     mounted into the pods) go by *name* only, as ``env_options``: the pods read their values from
     the Secret, mounted as environment variables of the same names. ``policy``: the
     table's effective policy values (``snapshots.minRetained``...), passed on as the job's
-    thresholds; ``result``: where the job writes its artifact.
+    thresholds; ``result``: where the job writes its artifact; ``trash_run``: the trash run the
+    job's deletes move into (the table's ``trash.keep``).
 
     ``ExpireSnapshots`` does what the in-process run does (:data:`RUN_KINDS`): snapshot
     expiration, then (unless ``changelog.state`` is ``Disabled``) expiration of the decoupled
@@ -190,7 +192,7 @@ def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: s
         extra["listing"] = str(v["orphanFiles.listing"])  # the driver reads the inventory
     return job_request.JobRequest(operation=operation, warehouse=warehouse, table=identifier, branch=spec.branch,
                              options=safe, dry_run=dry_run, run_name=run_name, result=result,
-                             env_options=extra_env, **extra)
+                             env_options=extra_env, trash_run=trash_run, **extra)
 
 
 def launch_manifest(request: job_request.JobRequest, *, engine: str, name: str, namespace: str, owner_name: str,
@@ -333,9 +335,16 @@ async def launch_run(rt: Runtime, ctx: RunContext, *, now: datetime, plan: Scope
     artifact = result_uri(config, scope.location.warehouse, obj.namespace or namespace, name)
     dry_run = dry_run_of(spec, observed.policy.values)
     secret = _credentials_secret(scope, namespace, rt.config.operator_namespace)
+    window = None if dry_run else trash.keep_window(None, observed.state.options)
+    trash_run = None
+    if window is not None:  # the table's trash.keep: the job moves what it removes into one trash run
+        with trash.keeping(observed.table.file_io, observed.table.root, operation, window,
+                           table=scope.location.identifier) as kept:
+            trash_run = kept.spec() if kept is not None else None
     request = launch_request(spec, scope.location.warehouse, scope.location.identifier, scope.options,
                              dry_run=dry_run, run_name=name, policy=observed.policy.values, result=artifact,
-                             secret_keys=tuple(await rt.secret(namespace, secret)) if secret else ())
+                             secret_keys=tuple(await rt.secret(namespace, secret)) if secret else (),
+                             trash_run=trash_run)
     assert request is not None  # spec.type is one of engines.SPARK_RUN_TYPES
     driver, executor, conf, image, version = _resources(scope.table.spec)
     try:

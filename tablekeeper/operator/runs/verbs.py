@@ -14,6 +14,9 @@ out by the core function the CLI's command calls:
 - ``RemoveMissingFiles`` drops the missing data files from the latest snapshot of the run's
   branch (``tablekeeper repair --remove-missing``); a dry run unless ``dryRun: false``; refused
   (``TableBroken``) while a tag reads a missing file.
+- ``Undo`` puts back every file of trash run ``parameters.undoRun`` (``tablekeeper undo``), so
+  the table reads as before that run; refused (nothing changed) for an unknown, purged or undone
+  run, a later run still in the trash, or a place that holds other bytes now.
 - ``Compact`` is reserved: no Python compaction exists (Spark engines only, not launched yet).
 
 ``parameters.dryRun`` makes each of them report what it would write and delete.
@@ -34,7 +37,7 @@ from tablekeeper.operator.status.errors import classify
 __all__ = ["VERB_TYPES", "run_verb"]
 
 #: Run types this module answers (the engine hands them over before planning maintenance).
-VERB_TYPES = frozenset({"FastForward", "Rollback", "Check", "RemoveMissingFiles", "Compact"})
+VERB_TYPES = frozenset({"FastForward", "Rollback", "Check", "RemoveMissingFiles", "Undo", "Compact"})
 
 COMPACT_NOT_SUPPORTED = (
     "Compact is reserved: there is no Python compaction, and launching Spark compaction is not implemented; run "
@@ -55,6 +58,8 @@ def run_verb(request: RunRequest) -> RunResult:
     try:
         if spec.type == "Check":
             return _check(request)
+        if spec.type == "Undo":
+            return _undo(request, dry_run)
         table = _open(request, spec.branch if spec.type != "FastForward" else paimon.MAIN)
         if table is None:
             return RunResult(False, Reason.BRANCH_NOT_FOUND,
@@ -121,6 +126,22 @@ def _rollback(request: RunRequest, table: Table, dry_run: bool) -> RunResult:
                        restored_snapshot_id=plan.new_snapshot_id, target_snapshot_id=plan.target_id,
                        notes=tuple(tags))
     return RunResult(True, Reason.SUCCEEDED, "; ".join([message, *tags])[:1000], report)
+
+
+def _undo(request: RunRequest, dry_run: bool) -> RunResult:
+    from tablekeeper.core import trash
+
+    run_id = request.spec.parameters.undo_run
+    assert run_id is not None  # the spec requires it for Undo
+    table = scopes.plan_scope(request.scope, request.opener, request.now, objects=False).table
+    done = trash.undo(table.file_io, table.root, run_id, dry_run=dry_run)
+    verb = "dry run: would put back" if dry_run else "put back"
+    message = (f"{verb} {done.restored} file(s) of trash run {run_id} ({done.run.operation}) in {table.identifier}"
+               + (f"; {done.already_back} already in place" if done.already_back else "")
+               + ("" if dry_run else "; the table reads as before that run"))
+    report = RunReport(dry_run=dry_run, restored_files=done.restored, deleted_files=0, written_files=done.restored,
+                       sample=tuple(done.hints))
+    return RunResult(True, Reason.SUCCEEDED, message, report)
 
 
 def _check(request: RunRequest) -> RunResult:

@@ -27,6 +27,7 @@ RunType = Literal[
     "RemoveOrphanFiles",
     "Check",
     "RemoveMissingFiles",
+    "Undo",
     "FastForward",
     "Rollback",
     "Compact",
@@ -68,6 +69,10 @@ class RunParameters(SpecModel):
         "orphanFiles.dryRun when retention is given) and RemoveMissingFiles, false for the other types.",
     )
     rollback_to: RollbackTarget | None = Field(default=None, description="Target of a Rollback run (required there).")
+    undo_run: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=r"^[0-9A-Za-z][0-9A-Za-z._-]*$",
+        description="The trash run an Undo run puts back (required there): the id a run with a window reports in "
+        "status.result.trash.run.")
 
 
 class PaimonMaintenanceRunSpec(SpecModel):
@@ -82,7 +87,8 @@ class PaimonMaintenanceRunSpec(SpecModel):
         description="ExpireSnapshots (includes decoupled changelog expiry), ExpirePartitions, ExpireTags, "
         "ExpireConsumers (consumers.expiration), RemoveOrphanFiles, Check (every view's files exist; every branch), "
         "RemoveMissingFiles (drop missing data files from the latest snapshot; dry run unless dryRun: false), "
-        "FastForward, Rollback (restore as latest, deleting nothing) or Compact (reserved: Spark engines only)."
+        "Undo (put back what a run with a trash window removed), FastForward, Rollback (restore as latest, "
+        "deleting nothing) or Compact (reserved: Spark engines only)."
     )
     parameters: RunParameters = Field(default_factory=RunParameters, description="Inputs frozen at creation.")
     engine: RunEngine | None = Field(
@@ -111,6 +117,10 @@ class PaimonMaintenanceRunSpec(SpecModel):
         if self.type != "Rollback" and self.parameters.rollback_to is not None:
             raise InvalidSpecError(f"parameters.rollbackTo is only used by Rollback runs, not {self.type}",
                                    fix="remove parameters.rollbackTo")
+        if (self.type == "Undo") != (self.parameters.undo_run is not None):
+            raise InvalidSpecError("parameters.undoRun is required for Undo runs and not allowed for other types",
+                                   fix="set parameters.undoRun to the trash run id (status.result.trash.run) on an "
+                                       "Undo run only")
         if self.type == "FastForward" and self.branch == values.MAIN_BRANCH:
             raise InvalidSpecError("FastForward merges a branch into main; branch is main",
                                    fix="set branch to the branch to fast-forward into main", fields=("branch",))
