@@ -186,9 +186,8 @@ def repair_cmd(table: str, remove_missing: bool, remove_missing_manifests: bool,
     removed_manifests = 0
     if remove_missing_manifests:
         mplan = recovery.plan_remove_missing_manifests(t)
-        if mplan.refused:
-            recovery.remove_missing_manifests(t, mplan)  # raises the refusal, naming the tag and what to do
-        removed_manifests = 0 if dry_run else recovery.remove_missing_manifests(t, mplan)
+        # (a refused plan raises its refusal, naming the tag and what to do, also in a dry run)
+        removed_manifests = recovery.remove_missing_manifests(t, mplan) if mplan.refused or not dry_run else 0
         changed = bool(mplan.manifests)
         fields["manifests"] = mplan.as_dict() | {"removed_manifests": removed_manifests}
         notes += mplan.notes()
@@ -205,9 +204,7 @@ def repair_cmd(table: str, remove_missing: bool, remove_missing_manifests: bool,
     removed = 0
     if remove_missing:
         plan = recovery.plan_remove_missing(t)
-        if plan.refused:
-            recovery.remove_missing(t, plan)  # raises the refusal, naming the tag and what to do
-        removed = 0 if dry_run else recovery.remove_missing(t, plan)
+        removed = recovery.remove_missing(t, plan) if plan.refused or not dry_run else 0
         changed = changed or bool(plan.files)
         fields |= plan.as_dict()
         notes += plan.notes()[1 if not plan.files else 0:] if remove_missing_manifests else plan.notes()
