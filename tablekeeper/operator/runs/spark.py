@@ -361,7 +361,8 @@ async def launch_run(rt: Runtime, ctx: RunContext, *, now: datetime, plan: Scope
                                                RUN_ANNOTATION: f"{obj.namespace}/{obj.name}"})
     if namespace != obj.namespace:
         meta.pop("ownerReferences", None)  # cross-namespace owners are ignored and the dependent deleted
-    ref = Ref(KINDS[engine][0], name, namespace)
+    kind = KINDS[engine][0]
+    ref = Ref(kind, name, namespace, observe(kind, {}).state)  # what a poll says until the object reports
     # Under the table's lock: a tag or branch change in flight finishes before the launch; from
     # here on they wait for the run (claims.spark_run_in_flight).
     async with rt.table_lock(table.identity):
