@@ -39,6 +39,12 @@ def main(argv: list[str]) -> None:
         assert native._NATIVE is sys.modules["tablekeeper.core.paimon.manifests._avro_native"], "not the sanitized build"
     print(f"fuzz target {target.name}: sanitized extensions: {', '.join(loaded) or 'none (ordinary build)'}",
           file=sys.stderr, flush=True)
+    import pyarrow
+
+    # one thread in pyarrow's pools: the inventory target's Parquet/ORC reads otherwise start
+    # worker threads, which under the sanitizer runtime have been seen to stall the run once
+    pyarrow.set_cpu_count(1)
+    pyarrow.set_io_thread_count(1)
     target.one_input(b"")  # warm the target's imports and caches outside the timed executions
     atheris.Setup([argv[0], f"-max_len={target.max_len}", *argv[2:]], target.one_input)
     atheris.Fuzz()
