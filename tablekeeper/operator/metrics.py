@@ -24,6 +24,9 @@ __all__ = [
     "MAINTENANCE_DURATION",
     "MAINTENANCE_LAST_SUCCESS",
     "TABLE_SNAPSHOTS",
+    "TRASH_BYTES",
+    "TRASH_PURGED_BYTES",
+    "TRASH_RUNS",
     "TABLE_TAGS",
     "TABLE_BRANCHES",
     "SNAPSHOTS_EXPIRED",
@@ -47,6 +50,11 @@ MAINTENANCE_LAST_SUCCESS = Gauge("tablekeeper_maintenance_last_success_timestamp
 TABLE_SNAPSHOTS = Gauge("tablekeeper_table_snapshots", "Snapshots of the main branch.", ["table"])
 TABLE_TAGS = Gauge("tablekeeper_table_tags", "Tags of the main branch.", ["table"])
 TABLE_BRANCHES = Gauge("tablekeeper_table_branches", "Branches of the table.", ["table"])
+TRASH_BYTES = Gauge("tablekeeper_trash_bytes", "Bytes in the table's trash that can still be undone "
+                    "(tables with a trash.keep window).", ["table"])
+TRASH_RUNS = Gauge("tablekeeper_trash_runs", "Trash runs of the table that can still be undone.", ["table"])
+TRASH_PURGED_BYTES = Counter("tablekeeper_trash_purged_bytes", "Bytes purged from tables' trash after their window.",
+                             ["table"])
 SNAPSHOTS_EXPIRED = Counter("tablekeeper_snapshots_expired", "Snapshots expired by maintenance runs.", ["table"])
 FILES_DELETED = Counter("tablekeeper_files_deleted", "Files deleted by maintenance runs.", ["table", "type"])
 BYTES_RECLAIMED = Counter("tablekeeper_bytes_reclaimed", "Bytes deleted by maintenance runs.", ["table"])

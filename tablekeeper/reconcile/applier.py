@@ -24,7 +24,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from tablekeeper.core import concurrency, consumers, errors, expire, orphans, paimon, partitions, plans, refs, values
+from tablekeeper.core import (
+    concurrency,
+    consumers,
+    errors,
+    expire,
+    orphans,
+    paimon,
+    partitions,
+    plans,
+    refs,
+    trash,
+    values,
+)
 from tablekeeper.core.paimon import Table
 from tablekeeper.core.policy import Duration
 from tablekeeper.reconcile import actions as A
@@ -34,7 +46,7 @@ from tablekeeper.reconcile.plan_context import ReconcileConfig, with_sizes
 from tablekeeper.reconcile.planner import ReconcilePlan, TablePlan, plan
 from tablekeeper.reconcile.records import BranchRecord, RecordStore, TableRecords, TagRecord
 
-__all__ = ["ActionResult", "ApplyResult", "ConvergeResult", "apply", "converge"]
+__all__ = ["ActionResult", "ApplyResult", "ConvergeResult", "KeptRun", "apply", "converge"]
 
 Status = Literal["applied", "unchanged", "failed"]
 
@@ -78,8 +90,27 @@ class ActionResult:
 
 
 @dataclass(frozen=True)
+class KeptRun:
+    """A trash run that applying filled: what it removed from ``table`` can be put back until
+    ``keep_until_ms`` (``tablekeeper undo TABLE RUN``)."""
+
+    table: str
+    run: str
+    keep_until_ms: int
+    moved_files: int
+    moved_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"table": self.table, "run": self.run,
+                "keepUntil": values.iso_ms(self.keep_until_ms),
+                "movedFiles": self.moved_files, "movedBytes": self.moved_bytes}
+
+
+@dataclass(frozen=True)
 class ApplyResult:
     results: tuple[ActionResult, ...] = ()
+    #: the trash runs of tables whose policy keeps what is removed (``trash.keep``)
+    kept: tuple[KeptRun, ...] = ()
 
     @property
     def failed(self) -> tuple[ActionResult, ...]:
@@ -97,7 +128,10 @@ class ApplyResult:
                 "deletedBytes": sum(r.deleted_bytes for r in self.results)}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"totals": self.totals(), "results": [r.to_dict() for r in self.results]}
+        out: dict[str, Any] = {"totals": self.totals(), "results": [r.to_dict() for r in self.results]}
+        if self.kept:
+            out["trash"] = [k.to_dict() for k in self.kept]
+        return out
 
 
 @dataclass(frozen=True)
@@ -411,6 +445,7 @@ def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = N
     opener = opener or Opener()
     config = config or ReconcileConfig()
     results: list[ActionResult] = []
+    kept: list[KeptRun] = []
     for table_plan in plan_.tables:
         if not table_plan.changes:
             continue
@@ -429,31 +464,38 @@ def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = N
                 if on_result is not None:
                     on_result(result)
             continue
+        # the table's undo window: what its actions remove goes into one trash run (unless the
+        # caller opened one already: an operator run reports its own)
+        window = table_plan.trash_window if trash.active() is None else None
         try:
-            for action in table_plan.changes:
-                start_files, start_bytes = run.deleted_files, run.deleted_bytes
-                engine = getattr(action, "engine", None)
-                error: BaseException | None = None
-                run.expired = None
-                try:
-                    status, message = _HANDLERS[action.kind](run, action)
-                    if action.kind in A.MAINTENANCE_KINDS:
-                        run.save(run.records.with_run(action.kind, values.epoch_ms(plan_.now)))
-                    if engine == "spark":
-                        message += " (engine spark: no Spark runner in this process, ran in-process)"
-                        engine = "in-process"
-                except Exception as e:  # one failing action must not stop the others
-                    status, error = "failed", e
-                    message = e.message + (f" ({e.fix})" if e.fix else "") if isinstance(e, errors.TablekeeperError) \
-                        else f"{type(e).__name__}: {e}"
-                result = ActionResult(action, status, message, run.deleted_files - start_files,
-                                      run.deleted_bytes - start_bytes, engine, run.expired, error)
-                results.append(result)
-                if on_result is not None:
-                    on_result(result)
+            with trash.keeping(table.file_io, table.root, "apply", window, table=loc.identifier) as kept_run:
+                for action in table_plan.changes:
+                    start_files, start_bytes = run.deleted_files, run.deleted_bytes
+                    engine = getattr(action, "engine", None)
+                    error: BaseException | None = None
+                    run.expired = None
+                    try:
+                        status, message = _HANDLERS[action.kind](run, action)
+                        if action.kind in A.MAINTENANCE_KINDS:
+                            run.save(run.records.with_run(action.kind, values.epoch_ms(plan_.now)))
+                        if engine == "spark":
+                            message += " (engine spark: no Spark runner in this process, ran in-process)"
+                            engine = "in-process"
+                    except Exception as e:  # one failing action must not stop the others
+                        status, error = "failed", e
+                        message = (e.message + (f" ({e.fix})" if e.fix else "")
+                                   if isinstance(e, errors.TablekeeperError) else f"{type(e).__name__}: {e}")
+                    result = ActionResult(action, status, message, run.deleted_files - start_files,
+                                          run.deleted_bytes - start_bytes, engine, run.expired, error)
+                    results.append(result)
+                    if on_result is not None:
+                        on_result(result)
         finally:
             maintainer.__exit__(None, None, None)
-    return ApplyResult(tuple(results))
+        if kept_run is not None and kept_run.started:
+            kept.append(KeptRun(loc.identifier, kept_run.run_id, kept_run.keep_until_ms, kept_run.moved,
+                                kept_run.moved_bytes))
+    return ApplyResult(tuple(results), tuple(kept))
 
 
 def converge(desired: DesiredState, *, now: datetime, store: RecordStore, opener: Opener | None = None,

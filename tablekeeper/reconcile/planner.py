@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from tablekeeper.core import errors, paimon
+from tablekeeper.core import errors, paimon, trash
 from tablekeeper.core.paimon import Table
 from tablekeeper.core.policy import InvalidSpecError
 from tablekeeper.core.policy.effective import EffectivePolicy
@@ -54,6 +54,8 @@ class TablePlan:
     actions: tuple[A.Action, ...]
     effective: dict[str, dict[str, Any]] = field(default_factory=dict)
     zone: str | None = None
+    #: the undo window of what applying removes (the policy's ``trash.keep``); None: deleted at once
+    trash_window: timedelta | None = None
 
     @property
     def changes(self) -> tuple[A.Action, ...]:
@@ -163,7 +165,7 @@ def plan_table(target: TableTarget, table: Table, state: TableState, records: Ta
     if kinds is not None:
         acts = [a for a in acts if a.kind in kinds or (isinstance(a, A.Skipped) and a.what in kinds)]
     acts = tags_planner.size_tag_deletions(acts, table, config)
-    return TablePlan(target, tuple(acts), policy.to_status(), target.writer_zone)
+    return TablePlan(target, tuple(acts), policy.to_status(), target.writer_zone, trash.policy_window(policy.values))
 
 
 def plan(desired: DesiredState, *, now: datetime, store: RecordStore, opener: Opener | None = None,

@@ -74,6 +74,9 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
         maintainer.enter_context(run_steps.maintenance_lease(request))
         if request.trash_run is not None and not request.dry_run:  # every delete moves into it (core/trash)
             maintainer.enter_context(trash.resumed(run_steps.open_request_table(request).file_io, request.trash_run))
+            # the operator's status names the trash run from the artifact (its deletes are its moves)
+            result.details["trash"] = {"run": request.trash_run["run_id"],
+                                       "keepUntilMs": int(request.trash_run["keep_until_ms"])}
         due = request.with_changelog and _changelog_due(request)
         if request.operation not in run_steps.BATCH_UNIT:
             _OPERATIONS[request.operation](ctx)

@@ -133,7 +133,9 @@ async def test_spark_operator_run_launches_and_completes_with_the_spark_artifact
     from tablekeeper.spark import job as spark_job
 
     h = spark_harness
-    await setup(h, warehouse, spark_config(), retention=RETAIN_TWO, maintenance={"engine": "SparkOperator"})
+    # with an undo window (trash.keep): the job moves what it removes into the run the operator opened
+    await setup(h, warehouse, spark_config(), retention={**RETAIN_TWO, "trash": {"keep": "7 d"}},
+                maintenance={"engine": "SparkOperator"})
     before = P.snapshot_views(str(warehouse), "sales.orders")
     await h.patch("PaimonTable", "orders", {"metadata": {"annotations": {"tablekeeper.io/run-now": "ExpireSnapshots"}}})
     app = await the_launched(h, SPARK_APPS)
@@ -206,6 +208,16 @@ async def test_spark_operator_run_launches_and_completes_with_the_spark_artifact
     assert set(after) == {"main@latest", "main@snapshot-5", "main@snapshot-6"}
     assert all(after[key] == before[key] for key in after)
     assert len(launched(h, SPARK_APPS)) == 1
+
+    # the status names the trash run the job filled; an Undo run puts every snapshot back
+    assert request.trash_run is not None
+    kept = got["trash"]
+    assert kept["run"] == request.trash_run["run_id"] and kept["keepUntil"]
+    assert (kept["movedFiles"], kept["movedBytes"]) == (result.total_deleted, sum(result.deleted_bytes.values()))
+    await h.apply(obj("PaimonMaintenanceRun", "undo", {"tableRef": {"name": "orders"}, "type": "Undo",
+                                                       "parameters": {"undoRun": kept["run"]}}))
+    await wait_phase(h, "undo", "Succeeded")
+    assert P.snapshot_views(str(warehouse), "sales.orders") == before
 
 
 # -- batch Job ----------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from tablekeeper.core import trash
 from tablekeeper.core.paimon.table import open_table
@@ -69,3 +70,47 @@ async def test_the_operator_purges_trash_runs_past_their_window(harness: Harness
     assert run_id in event["message"]
     await eventually(lambda: trash.list_runs(table.file_io, table.root) == [])
     assert open_table(str(wh), IDENT).snapshot_ids() == [5, 6]  # only the trash was touched
+
+
+async def test_a_cluster_minimum_window_keeps_what_runs_and_tag_deletions_of_any_table_remove(
+        harness: Harness, tmp_path: Path) -> None:
+    """``ClusterPaimonRetentionPolicy.constraints.trash.keep.min``: a table that sets no window
+    gets the minimum (Clamp), so its expiration run and the deletion of its PaimonTag are kept in
+    the trash, and Undo runs put both back (newest first)."""
+    from tests.operator.conftest import basic_objects, obj
+
+    wh = tmp_path / "policy-trash-wh"
+    P.build_history(str(wh), IDENT, commits=6)  # no trash.keep option on the table
+    await harness.start()
+    await harness.apply(obj("ClusterPaimonRetentionPolicy", "undo", {
+        "constraints": {"trash": {"keep": {"min": "3 d"}}}}))
+    catalog, table = basic_objects(wh)
+    table["spec"]["retention"] = {"snapshots": {"minRetained": 1, "maxRetained": 2}}
+    await harness.apply(catalog)
+    await harness.apply(table)
+    await eventually(lambda: (harness.status("PaimonTable", "orders").get("effectivePolicy") or {})
+                     .get("trash.keep", {}).get("value") == "3 d", timeout=30)
+    # enforcement Both (the default) writes the window as the table option, for ad-hoc commands
+    await eventually(lambda: open_table(str(wh), IDENT).options().get("trash.keep") == "3 d", timeout=30)
+    await harness.apply(obj("PaimonTag", "audit", {"tableRef": {"name": "orders"}, "snapshotId": 2}))
+    await harness.wait_condition("PaimonTag", "audit", reason="Created")
+    before = P.snapshot_views(str(wh), IDENT)
+
+    expired = await finished_run(harness, "expire", "ExpireSnapshots")
+    kept = expired["result"]["trash"]
+    keep_until = time.mktime(time.strptime(kept["keepUntil"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    assert abs(keep_until - (time.time() + 3 * 86400)) < 600  # the cluster's minimum, not "deleted at once"
+    # the table's next pass exports what its trash holds
+    await harness.patch("PaimonTable", "orders", {"spec": {"retention": {"snapshots": {"maxRetained": 3}}}})
+    await eventually(lambda: REGISTRY.get_sample_value("tablekeeper_trash_bytes", {"table": "sales/orders"})
+                     == kept["movedBytes"], timeout=30)
+    assert REGISTRY.get_sample_value("tablekeeper_trash_runs", {"table": "sales/orders"}) == 1
+    await harness.delete("PaimonTag", "audit")
+    await harness.wait_gone("PaimonTag", "audit")
+    event = await harness.wait_event("audit", "KeptInTrash")
+    tag_run = event["message"].split(" as run ", 1)[1].split(" ", 1)[0]
+    assert "audit" not in open_table(str(wh), IDENT).tag_names()
+
+    await finished_run(harness, "undo-tag", "Undo", undoRun=tag_run)
+    await finished_run(harness, "undo-expire", "Undo", undoRun=kept["run"])
+    assert P.snapshot_views(str(wh), IDENT) == before  # the tag and every snapshot read as before

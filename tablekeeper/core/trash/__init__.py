@@ -24,17 +24,19 @@ from typing import TYPE_CHECKING
 from tablekeeper.core import lazy
 
 _PUBLIC = {"active": "context", "KEEP_OPTION": "context", "list_runs": "layout", "state_of": "layout",
-    "trash_root": "layout", "keeping": "moves", "move_batch": "moves", "move_files": "moves", "resumed": "moves",
-    "TrashRun": "moves", "purge": "purging", "undo": "restore", "keep_window": "window"}
+    "trash_root": "layout", "usage": "layout", "TrashUsage": "layout", "keeping": "moves", "move_batch": "moves", "move_files": "moves", "resumed": "moves",
+    "TrashRun": "moves", "purge": "purging", "undo": "restore", "keep_window": "window",
+    "policy_window": "window"}
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:
     from .context import active as active, KEEP_OPTION as KEEP_OPTION
-    from .layout import list_runs as list_runs, state_of as state_of, trash_root as trash_root
+    from .layout import (list_runs as list_runs, state_of as state_of, trash_root as trash_root,
+        TrashUsage as TrashUsage, usage as usage)
     from .moves import (keeping as keeping, move_batch as move_batch, move_files as move_files, resumed as resumed,
         TrashRun as TrashRun)
     from .purging import purge as purge
     from .restore import undo as undo
-    from .window import keep_window as keep_window
+    from .window import keep_window as keep_window, policy_window as policy_window
 else:
     __getattr__, __dir__ = lazy.public_names(__name__, _PUBLIC)

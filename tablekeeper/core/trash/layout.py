@@ -114,6 +114,23 @@ def read_moves(io: FileIO, table_root: str, run_id: str) -> list[MovedFile]:
     return list(seen.values())
 
 
+@dataclass(frozen=True)
+class TrashUsage:
+    """What a table's trash holds: its runs that can still be undone, their files and bytes."""
+
+    runs: int
+    files: int
+    bytes: int
+
+
+def usage(io: FileIO, table_root: str, now_ms: int) -> TrashUsage:
+    """The trash's runs that can still be undone (within their window, not undone) and what they
+    hold, from their move records (a size a record lacks counts 0)."""
+    kept = [r for r in list_runs(io, table_root) if state_of(io, table_root, r, now_ms) is RunState.KEPT]
+    moved = [m for r in kept for m in read_moves(io, table_root, r.run_id)]
+    return TrashUsage(len(kept), len(moved), sum(m.size or 0 for m in moved))
+
+
 def state_of(io: FileIO, table_root: str, record: RunRecord, now_ms: int) -> RunState:
     if io.file_exists(undone_marker(table_root, record.run_id)):
         return RunState.UNDONE

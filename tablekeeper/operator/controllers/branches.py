@@ -28,6 +28,7 @@ from tablekeeper.operator.controllers.children import (
     come_back,
     failed_outcome,
     gate,
+    kept_in_trash,
     needs_record,
     persist_records,
     previous_origin,
@@ -147,6 +148,7 @@ async def _expire_branch(rt: Runtime, ctx: ChildContext[PaimonBranchSpec], plan:
     out = state_outcome(obj, "Deleting", ("False", Reason.BRANCH_EXPIRED, f"dropped: {drop.reason}"), ctx.now)
     out.fields.update(owned=None, expired=True)
     out.event("Normal", "Deleted", f"branch {drop.name!r} dropped ({drop.reason}); deleting the PaimonBranch")
+    kept_in_trash(out, result, "branch")
     await rt.api.delete(url_of("paimonbranches", obj.namespace, obj.name))
     return out
 

@@ -39,6 +39,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
+from tablekeeper.core import values
 from tablekeeper.core.policy.specs import PaimonBranchSpec, PaimonTagSpec
 from tablekeeper.operator import metrics, persistence
 from tablekeeper.operator.cluster.scopes import Member, ScopePlan, StatusRecordStore
@@ -54,7 +55,7 @@ from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.observe import TableState
 from tablekeeper.reconcile.records import TableRecords
 
-__all__ = ["Phase", "ChildContext", "PLURAL", "STATE_LABEL", "needs_finalizer", "kopf_holds_finalizer",
+__all__ = ["Phase", "ChildContext", "PLURAL", "STATE_LABEL", "kept_in_trash", "needs_finalizer", "kopf_holds_finalizer",
            "table_fields", "state_outcome", "child_labels", "failed_outcome", "persist_records", "in_flight",
            "wait_for_run", "gate", "needs_record", "heads_to_change", "write_ahead", "come_back", "previous_origin",
            "reconcile_child", "apply_change", "reobserve"]
@@ -368,3 +369,13 @@ async def apply_change(rt: Runtime, view: View, ctx: ChildContext[Any], plan: Sc
 def reobserve(plan: ScopePlan) -> TableState:
     """The table observed again after a change (blocking)."""
     return reconcile.observe(plan.table)
+
+
+def kept_in_trash(outcome: Outcome, result: reconcile.ApplyResult, what: str) -> None:
+    """An Event per trash run an apply filled (the table's ``trash.keep``): the deletion can be
+    undone until the window's end, and how."""
+    for kept in result.kept:
+        outcome.event("Normal", "KeptInTrash",
+                      f"what deleting the {what} removed is kept in the trash as run {kept.run} until "
+                      f"{values.iso_ms(kept.keep_until_ms)}: an Undo run with parameters.undoRun {kept.run} "
+                      f"(or 'tablekeeper undo {kept.table} {kept.run}') puts it back")

@@ -20,7 +20,7 @@ from tablekeeper.operator.cluster.scopes import StatusRecordStore
 from tablekeeper.operator.cluster.view import Obj, View
 from tablekeeper.operator.context import child_context
 from tablekeeper.operator.controllers.branches import KEPT_REASONS
-from tablekeeper.operator.controllers.children import state_outcome, wait_for_run
+from tablekeeper.operator.controllers.children import kept_in_trash, state_outcome, wait_for_run
 from tablekeeper.operator.runs.claims import spark_run_in_flight
 from tablekeeper.operator.runtime import Runtime
 from tablekeeper.operator.status.conditions import Reason
@@ -91,6 +91,7 @@ async def _delete(rt: Runtime, view: View, obj: Obj, retry: int, pick: Callable[
                               retry, now)
     for r in result.results:
         outcome.event("Normal", "Deleted", r.message)
+    kept_in_trash(outcome, result, what)
     metrics.observe_reconcile(obj.kind, "deleted", 0.0)
     return outcome
 

@@ -224,6 +224,20 @@ async def reconcile_table(rt: Runtime, view: View, obj: Obj, *, retry: int | Non
     return outcome
 
 
+async def _purge_trash(plan: ScopePlan, table_label: str, now_ms: int, out: TableOutcome) -> None:
+    """Purge the trash runs past their window (Event ``TrashPurged``) and export what is left."""
+    io, root = plan.table.file_io, plan.table.root
+    purged = await asyncio.to_thread(trash.purge, io, root, now_ms)
+    if purged.runs:
+        out.event("Normal", "TrashPurged", f"purged {len(purged.runs)} trash run(s) past their window "
+                                           f"({purged.files} file(s), {purged.bytes} bytes): "
+                                           + ", ".join(purged.runs[:5]))
+        metrics.TRASH_PURGED_BYTES.labels(table=table_label).inc(purged.bytes)
+    left = await asyncio.to_thread(trash.usage, io, root, now_ms)
+    metrics.TRASH_BYTES.labels(table=table_label).set(left.bytes)
+    metrics.TRASH_RUNS.labels(table=table_label).set(left.runs)
+
+
 async def _reconcile(rt: Runtime, view: View, obj: Obj, now: datetime) -> TableOutcome:
     table = await table_context(rt, view, obj)
     spec = table.spec
@@ -231,13 +245,8 @@ async def _reconcile(rt: Runtime, view: View, obj: Obj, now: datetime) -> TableO
     out = TableOutcome(generation=obj.generation)
     async with rt.table_lock(table.identity):
         plan = await asyncio.to_thread(table.plan, now)
-        if plan.state.options.get(trash.KEEP_OPTION) is not None:  # the window's end, on every pass
-            purged = await asyncio.to_thread(trash.purge, plan.table.file_io, plan.table.root,
-                                             int(now.timestamp() * 1000))
-            if purged.runs:
-                out.event("Normal", "TrashPurged", f"purged {len(purged.runs)} trash run(s) past their window "
-                                                   f"({purged.files} file(s), {purged.bytes} bytes): "
-                                                   + ", ".join(purged.runs[:5]))
+        if trash.policy_window(plan.policy.values) is not None:  # the window's end, on every pass
+            await _purge_trash(plan, obj.short, int(now.timestamp() * 1000), out)
         applied_options, option_conflicts = await _enforce_table_options(rt, obj, table, plan, out)
         auto = [a for a in plan.actions if isinstance(a, A.CreateTag) and a.auto]
         busy = spark_run_in_flight(rt, view, obj.namespace, obj.name) if auto else None

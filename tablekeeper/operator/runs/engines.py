@@ -31,7 +31,8 @@ __all__ = ["InProcessEngine", "select", "SPARK_RUN_TYPES", "TRASH_OPERATIONS"]
 #: Run types the Spark job carries out (:mod:`tablekeeper.operator.runs.spark` launches them).
 SPARK_RUN_TYPES = frozenset({"ExpireSnapshots", "RemoveOrphanFiles"})
 #: Run types that delete files, and the operation their trash runs are named by (the CLI's command
-#: names): with the table option ``trash.keep`` they move the files into the table's trash.
+#: names): with a window (the policy's ``trash.keep``, or the table option) they move the files into the
+#: table's trash.
 TRASH_OPERATIONS = {"ExpireSnapshots": "expire", "RemoveOrphanFiles": "clean-orphans", "ExpireTags": "expire-tags",
                     "ExpireConsumers": "consumer-expire"}
 
@@ -129,7 +130,7 @@ class InProcessEngine:
             what = "dry run: nothing deleted" if dry_run else "nothing to do"
             return RunResult(True, Reason.SUCCEEDED, _with_notes(what, notes), report, policy=policy)
         store = scopes.StatusRecordStore(plan.records)
-        window = trash.keep_window(None, plan.state.options) if spec.type in TRASH_OPERATIONS else None
+        window = trash.policy_window(plan.policy.values) if spec.type in TRASH_OPERATIONS else None
         with trash.keeping(plan.table.file_io, plan.table.root, TRASH_OPERATIONS.get(spec.type, ""), window,
                            table=plan.table.identifier) as kept:
             applied = scopes.apply_actions(plan, [a for a in picked if a.is_change], store, request.opener,

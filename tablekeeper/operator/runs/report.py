@@ -129,4 +129,13 @@ def from_artifact(artifact: result_artifact.RunResult, run_type: str) -> RunRepo
         missing_by_kind=dict(artifact.missing), sample=tuple(artifact.sample[:SAMPLE_MAX]),
         failure_sample=tuple(dict(x) for x in artifact.failure_sample[:SAMPLE_MAX]),
         storage_requests=dict(artifact.requests) if artifact.requests else None,
-        notes=tuple(dict.fromkeys(artifact.notes)))
+        notes=tuple(dict.fromkeys(artifact.notes)), **_trash_of(artifact))
+
+
+def _trash_of(artifact: result_artifact.RunResult) -> dict[str, Any]:
+    """The trash run of a Spark run with a window: what it deleted, it moved there."""
+    kept = artifact.details.get("trash")
+    if not isinstance(kept, dict) or artifact.dry_run or not artifact.total_deleted:
+        return {}
+    return {"trash_run": str(kept["run"]), "trash_keep_until_ms": int(kept["keepUntilMs"]),
+            "trash_moved_files": artifact.total_deleted, "trash_moved_bytes": sum(artifact.deleted_bytes.values())}

@@ -335,7 +335,7 @@ async def launch_run(rt: Runtime, ctx: RunContext, *, now: datetime, plan: Scope
     artifact = result_uri(config, scope.location.warehouse, obj.namespace or namespace, name)
     dry_run = dry_run_of(spec, observed.policy.values)
     secret = _credentials_secret(scope, namespace, rt.config.operator_namespace)
-    window = None if dry_run else trash.keep_window(None, observed.state.options)
+    window = None if dry_run else trash.policy_window(observed.policy.values)
     trash_run = None
     if window is not None:  # the table's trash.keep: the job moves what it removes into one trash run
         with trash.keeping(observed.table.file_io, observed.table.root, operation, window,

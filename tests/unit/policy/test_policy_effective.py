@@ -68,6 +68,7 @@ VALUES: dict[str, tuple[Any, Any]] = {
     "consumers.state": ("Disabled", "Enabled"),
     "consumers.expiration": ("7 d", "14 d"),
     "consumers.warnAboveSnapshots": (200, 50),
+    "trash.keep": ("7 d", "2 d"),
 }
 
 LEVELS = (
@@ -436,6 +437,30 @@ class TestConstraints:
         assert (warning.path, warning.reason, warning.policy) == ("partitions.expiration", "PolicyViolation",
                                                                   "cluster/prod")
         assert "unset" in warning.message
+
+    def test_a_trash_minimum_gives_a_table_without_a_window_the_minimum(self) -> None:
+        # unset trash.keep means no window at all (not unlimited): a cluster minimum applies to it
+        guard = cluster_policy("undo", constraints={"trash": {"keep": {"min": "3 d"}}})
+        result = resolve_effective_policy(table(), cluster_policies=[guard])
+        assert (result.values["trash.keep"], result.sources["trash.keep"]) == ("3 d", "cluster/undo")
+        assert result.clamped["trash.keep"].original is None
+        short = resolve_effective_policy(table(retention(**{"trash.keep": "1 d"})), cluster_policies=[guard])
+        assert short.values["trash.keep"] == "3 d" and short.clamped["trash.keep"].original_source == "inline"
+        longer = resolve_effective_policy(table(retention(**{"trash.keep": "7 d"})), cluster_policies=[guard])
+        assert (longer.values["trash.keep"], longer.sources["trash.keep"]) == ("7 d", "inline")
+        # the table's own option is a level too (the lowest)
+        option = resolve_effective_policy(table(), table_options={"trash.keep": "2 d"})
+        assert (option.values["trash.keep"], option.sources["trash.keep"]) == ("2 d", "table-option/trash.keep")
+
+    def test_a_rejected_trash_minimum_refuses_a_table_without_a_window(self) -> None:
+        guard = cluster_policy("undo", enforcement="Reject", constraints={"trash": {"keep": {"min": "3 d"}}})
+        with pytest.raises(errors.UnsafePolicyError, match=r"trash.keep = unset \(none\) .* below the minimum 3 d"):
+            resolve_effective_policy(table(), cluster_policies=[guard])
+
+    def test_a_cluster_default_window_applies_to_every_table(self) -> None:
+        result = resolve_effective_policy(table(), cluster_policies=[cluster_policy(
+            "undo", retention(**{"trash.keep": "5 d"}))])
+        assert (result.values["trash.keep"], result.sources["trash.keep"]) == ("5 d", "cluster/undo")
 
     def test_value_within_bounds_is_untouched(self) -> None:
         result = resolve_effective_policy(

@@ -14,6 +14,7 @@ from tablekeeper.core.policy.duration_field import Duration
 from tablekeeper.core.policy.effective.leaves import (
     _PERIOD,
     _PERIOD_DURATION,
+    UNSET_MEANS_NONE,
 )
 from tablekeeper.core.policy.effective.result import (
     ClampRecord,
@@ -51,9 +52,12 @@ def _amount(value: Any) -> int | timedelta:
     return value.to_timedelta() if isinstance(value, Duration) else int(value)
 
 
-def _violated(value: Any, bound: Bound) -> tuple[Literal["min", "max"], Any] | None:
-    """Which side of ``bound`` ``value`` breaks (None = unset = unlimited)."""
+def _violated(value: Any, bound: Bound, path: str) -> tuple[Literal["min", "max"], Any] | None:
+    """Which side of ``bound`` ``value`` breaks (None = unset = unlimited, or none at all for the
+    leaves of :data:`UNSET_MEANS_NONE`)."""
     if value is None:
+        if path in UNSET_MEANS_NONE:
+            return ("min", bound.min) if bound.min is not None else None
         return ("max", bound.max) if bound.max is not None else None
     if bound.min is not None and _amount(value) < _amount(bound.min):  # type: ignore[operator]
         return "min", bound.min
@@ -62,8 +66,10 @@ def _violated(value: Any, bound: Bound) -> tuple[Literal["min", "max"], Any] | N
     return None
 
 
-def _describe(value: Any) -> str:
-    return "unset (unlimited)" if value is None else str(value)
+def _describe(value: Any, path: str = "") -> str:
+    if value is None:
+        return "unset (none)" if path in UNSET_MEANS_NONE else "unset (unlimited)"
+    return str(value)
 
 
 @dataclass
@@ -89,11 +95,11 @@ class _Constrainer:
         original, original_source = value, source
         last_side: Literal["min", "max"] = "min"
         for policy, bound in reversed(clamps):
-            broken = _violated(value, bound)
+            broken = _violated(value, bound, path)
             if broken is None:
                 continue
             side, limit = broken
-            if value is None:
+            if value is None and side == "max":
                 self.warnings.append(PolicyWarning(
                     path, "PolicyViolation",
                     f"{path} is unset (unlimited) (set by {source}), above the maximum {limit} of {policy}; Clamp "
@@ -102,7 +108,7 @@ class _Constrainer:
                 continue
             value, source, last_side = limit, policy, side
         for policy, bound in clamps:
-            broken = _violated(value, bound)
+            broken = _violated(value, bound, path)
             if broken is not None and value is not None:
                 self.warnings.append(PolicyWarning(
                     path, "PolicyViolation",
@@ -111,12 +117,12 @@ class _Constrainer:
         if source != original_source:
             self.clamped[path] = ClampRecord(path, original, original_source, value, source, last_side)
         for policy, bound, action in judged:
-            broken = _violated(value, bound)
+            broken = _violated(value, bound, path)
             if broken is None:
                 continue
             side, limit = broken
             relation = "below the minimum" if side == "min" else "above the maximum"
-            what = f"{path} = {_describe(value)} (set by {source}) is {relation} {limit} of {policy}"
+            what = f"{path} = {_describe(value, path)} (set by {source}) is {relation} {limit} of {policy}"
             if action == "Reject":
                 self.rejections.append((what, policy))
             else:

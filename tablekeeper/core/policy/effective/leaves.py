@@ -18,7 +18,7 @@ from tablekeeper.core.policy.effective.result import (
 from tablekeeper.core.policy.schedule import Schedule
 from tablekeeper.core.policy.specs import RetentionSpec
 
-__all__ = ["LeafKind", "Leaf", "RETENTION_LEAVES", "LEAF_PATHS", "BUILTIN_DEFAULTS"]
+__all__ = ["LeafKind", "Leaf", "RETENTION_LEAVES", "LEAF_PATHS", "BUILTIN_DEFAULTS", "UNSET_MEANS_NONE"]
 
 
 LeafKind = Literal["state", "int", "bool", "duration", "schedule", "str", "choice"]
@@ -120,7 +120,12 @@ BUILTIN_DEFAULTS: dict[str, tuple[Any, str]] = {
     "consumers.state": ("Enabled", _T),
     "consumers.expiration": (None, _P),
     "consumers.warnAboveSnapshots": (1000, _T),
+    "trash.keep": (None, _T),
 }
+
+#: Leaves whose unset value means none of it (no undo window), not unlimited: a minimum bound
+#: applies to them when unset.
+UNSET_MEANS_NONE: frozenset[str] = frozenset({"trash.keep"})
 
 
 if set(BUILTIN_DEFAULTS) != set(LEAF_PATHS):  # pragma: no cover - guards future edits

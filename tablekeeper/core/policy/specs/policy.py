@@ -215,6 +215,14 @@ class ConsumerConstraints(SpecModel):
     expiration: DurationBound | None = Field(default=None, description="Bounds on consumers.expiration.")
 
 
+class TrashConstraints(SpecModel):
+    """Bounds on trash.*."""
+
+    keep: DurationBound | None = Field(
+        default=None, description="Bounds on trash.keep. A minimum also applies to a table that sets no window "
+        "(unset counts as 0 here): Clamp gives it the minimum, Reject refuses it.")
+
+
 class RetentionConstraints(SpecModel):
     """Per-field bounds, shaped like RetentionSpec; each leaf is {min, max, enforcement}."""
 
@@ -224,6 +232,7 @@ class RetentionConstraints(SpecModel):
     tags: TagConstraints | None = Field(default=None, description="Bounds on tag retention.")
     orphan_files: OrphanFileConstraints | None = Field(default=None, description="Bounds on orphan cleanup.")
     consumers: ConsumerConstraints | None = Field(default=None, description="Bounds on consumer expiration.")
+    trash: TrashConstraints | None = Field(default=None, description="Bounds on the undo window.")
 
 
 class ClusterPaimonRetentionPolicySpec(SpecModel):

@@ -34,6 +34,7 @@ __all__ = [
     "TagRetention",
     "OrphanFileCleanup",
     "ConsumerRetention",
+    "TrashRetention",
     "RetentionSpec",
     "PartitionStrategy",
     "TagCreationMode",
@@ -87,6 +88,9 @@ PAIMON_OPTIONS: dict[str, tuple[str, ...]] = {
     "tags.autoCreate.maxRetained": ("tag.num-retained-max",),
     "tags.autoCreate.catchUp": ("tag.automatic-completion",),
     "consumers.expiration": ("consumer.expiration-time",),
+    # tablekeeper's own option: Paimon keeps it in the schema and ignores it; ad-hoc commands
+    # (``tablekeeper expire ...``) read it, so a window written there covers them too
+    "trash.keep": ("trash.keep",),
 }
 
 _STATE_DESCRIPTION = (
@@ -431,6 +435,25 @@ class ConsumerRetention(SpecModel):
         return _positive(value, "consumers.expiration", "use a positive age such as '7 d'")
 
 
+class TrashRetention(SpecModel):
+    """The undo window: what tablekeeper removes from the table is kept in its trash meanwhile."""
+
+    keep: Duration | None = Field(
+        default=None,
+        description="Keep what tablekeeper removes from this table (snapshot, changelog, tag, consumer and orphan "
+        "files of its runs; tags and branches it deletes) in the table's trash for this long, so that "
+        "'tablekeeper undo' or an Undo run puts it back; purged afterwards. Written as the table option "
+        "trash.keep under enforcement TableOptions or Both, which ad-hoc commands honour too. What the table's "
+        "writers expire on commit (enforcement TableOptions, or Both while writers are active) Paimon deletes "
+        "for good. Longer than 0. Default: no window (deleted at once).",
+    )
+
+    @field_validator("keep")
+    @classmethod
+    def _keep(cls, value: Duration | None) -> Duration | None:
+        return _positive(value, "trash.keep", "use a positive duration such as '7 d', or leave it out")
+
+
 class RetentionSpec(SpecModel):
     """Retention settings of a table; every absent field is inherited from the next level."""
 
@@ -440,3 +463,4 @@ class RetentionSpec(SpecModel):
     tags: TagRetention | None = Field(default=None, description="Tag TTL and automatic tag creation.")
     orphan_files: OrphanFileCleanup | None = Field(default=None, description="Orphan file cleanup.")
     consumers: ConsumerRetention | None = Field(default=None, description="Consumer expiration.")
+    trash: TrashRetention | None = Field(default=None, description="The undo window of what tablekeeper removes.")
