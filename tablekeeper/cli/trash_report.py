@@ -8,11 +8,18 @@ from typing import Any
 
 import click
 
-__all__ = ["with_trash_run", "iso"]
+__all__ = ["with_trash_run", "iso", "kept_line"]
 
 
 def iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def kept_line(table: str, run_id: str, keep_until_ms: int, files: int | None = None) -> str:
+    """The line that names a trash run, until when it is kept and how to undo it."""
+    count = f" ({files} file(s))" if files is not None else ""
+    return (f"kept in the trash as run {run_id} until {iso(keep_until_ms)}{count}: "
+            f"'tablekeeper undo {table} {run_id}' puts it back")
 
 
 def with_trash_run(payload: Any, text: Callable[[], None]) -> tuple[Any, Callable[[], None]]:
@@ -29,7 +36,6 @@ def with_trash_run(payload: Any, text: Callable[[], None]) -> tuple[Any, Callabl
 
     def told() -> None:
         text()
-        click.echo(f"kept in the trash as run {run.run_id} until {info['keep_until']}: "
-                   f"'tablekeeper undo {run.table or 'TABLE'} {run.run_id}' puts it back")
+        click.echo(kept_line(run.table or "TABLE", run.run_id, run.keep_until_ms))
 
     return payload, told

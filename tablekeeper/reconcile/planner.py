@@ -57,6 +57,11 @@ class TablePlan:
     #: the undo window of what applying removes (the policy's ``trash.keep``); None: deleted at once
     trash_window: timedelta | None = None
 
+    @classmethod
+    def of(cls, target: TableTarget, actions: Iterable[A.Action], policy: EffectivePolicy) -> TablePlan:
+        """``actions`` with what applying them needs from ``policy`` (its status, the undo window)."""
+        return cls(target, tuple(actions), policy.to_status(), target.writer_zone, trash.policy_window(policy.values))
+
     @property
     def changes(self) -> tuple[A.Action, ...]:
         return tuple(a for a in self.actions if a.is_change)
@@ -165,7 +170,7 @@ def plan_table(target: TableTarget, table: Table, state: TableState, records: Ta
     if kinds is not None:
         acts = [a for a in acts if a.kind in kinds or (isinstance(a, A.Skipped) and a.what in kinds)]
     acts = tags_planner.size_tag_deletions(acts, table, config)
-    return TablePlan(target, tuple(acts), policy.to_status(), target.writer_zone, trash.policy_window(policy.values))
+    return TablePlan.of(target, acts, policy)
 
 
 def plan(desired: DesiredState, *, now: datetime, store: RecordStore, opener: Opener | None = None,

@@ -88,8 +88,7 @@ def apply_cmd(paths: tuple[str, ...], relative_to: str, tables: tuple[str, ...],
     2 bad manifests ('error:' on stderr, nothing changed).
     """
     from tablekeeper import reconcile
-    from tablekeeper.cli import gitops
-    from tablekeeper.core import values
+    from tablekeeper.cli import gitops, trash_report
 
     desired, opener, store, config = _reconcile_setup(paths, relative_to, spark_threshold, ignore_schedules,
                                                       no_estimate)
@@ -126,8 +125,7 @@ def apply_cmd(paths: tuple[str, ...], relative_to: str, tables: tuple[str, ...],
         click.echo(f"\nApply complete{extra}: {applied} applied, {failed} failed; deleted {deleted} file(s), "
                    f"{gitops.human_bytes(size)}.")
         for kept in (k for r in result.applied for k in r.kept):
-            click.echo(f"kept in the trash as run {kept.run} until {values.iso_ms(kept.keep_until_ms)} "
-                       f"({kept.moved_files} file(s)): 'tablekeeper undo {kept.table} {kept.run}' puts it back")
+            click.echo(trash_report.kept_line(kept.table, kept.run, kept.keep_until_ms, kept.moved_files))
         if not result.final.is_empty:
             click.echo("Still pending (run apply again):")
             for tp in result.final.tables:

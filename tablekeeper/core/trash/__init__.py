@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 from tablekeeper.core import lazy
 
 _PUBLIC = {"active": "context", "KEEP_OPTION": "context", "list_runs": "layout", "state_of": "layout",
-    "trash_root": "layout", "usage": "layout", "TrashUsage": "layout", "keeping": "moves", "move_batch": "moves", "move_files": "moves", "resumed": "moves",
-    "TrashRun": "moves", "purge": "purging", "undo": "restore", "keep_window": "window",
-    "policy_window": "window"}
+    "trash_root": "layout", "usage": "layout", "TrashUsage": "layout", "keeping": "moves", "move_batch": "moves",
+    "move_files": "moves", "resumed": "moves", "TrashRun": "moves", "purge": "purging", "undo": "restore",
+    "keep_window": "window", "policy_window": "window"}
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from datetime import datetime
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core import paimon, trash, values
+from tablekeeper.core import paimon, values
 from tablekeeper.core.paimon import Table, table_path
 from tablekeeper.core.policy import SpecModel, effective
 from tablekeeper.core.policy.specs import (
@@ -368,7 +368,6 @@ def apply_actions(plan: ScopePlan, actions: Sequence[A.Action], store: StatusRec
     """Carry out ``actions`` (a subset of the plan's) through the shared applier. Blocking."""
     if not actions:
         return reconcile.ApplyResult()
-    table_plan = reconcile.TablePlan(plan.target, tuple(actions), plan.policy.to_status(), plan.target.writer_zone,
-                                     trash.policy_window(plan.policy.values))
+    table_plan = reconcile.TablePlan.of(plan.target, actions, plan.policy)
     return reconcile.apply(reconcile.ReconcilePlan(plan.now, (table_plan,)), store=store, opener=opener,
                            config=config or reconcile.ReconcileConfig(estimate=False))
