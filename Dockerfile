@@ -17,7 +17,7 @@ COPY tablekeeper ./tablekeeper
 RUN apt-get update \
     && apt-get install -y --no-install-recommends gcc libc6-dev \
     && pip install ".[operator]" \
-    && (cd / && python -c "import tablekeeper.core.paimon.manifests._avro_native, tablekeeper.core.orphans._name_scan_native, tablekeeper.core.storage._fs_native") \
+    && (cd / && python -c "import tablekeeper.core.paimon.manifests._avro_native, tablekeeper.core.reclaim.orphans._name_scan_native, tablekeeper.core.storage._fs_native") \
     && apt-get purge -y --auto-remove gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/* /src \
     && groupadd --gid 65532 tablekeeper \

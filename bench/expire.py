@@ -55,11 +55,11 @@ if __package__ in (None, ""):
 
 import _synth  # noqa: E402
 
-from tablekeeper.core.expire import planning  # noqa: E402
 from tablekeeper.core.paimon.table import open_table  # noqa: E402
 from tablekeeper.core.plans import execution
 from tablekeeper.core.plans import plan as plans
-from tablekeeper.core.reach.reachability import Reachability  # noqa: E402
+from tablekeeper.core.reclaim.expire import planning  # noqa: E402
+from tablekeeper.core.reclaim.reach.reachability import Reachability  # noqa: E402
 from tablekeeper.core.storage import FileIO  # noqa: E402
 
 GOAL_VS_NAIVE = 10.0

@@ -39,9 +39,9 @@ if __package__ in (None, ""):
 
 import _synth  # noqa: E402
 
-from tablekeeper.core.orphans import planning, references  # noqa: E402
 from tablekeeper.core.paimon.table import open_table  # noqa: E402
 from tablekeeper.core.plans import execution
+from tablekeeper.core.reclaim.orphans import planning, references  # noqa: E402
 
 GOAL_VS_FIND = 2.0
 AGE_S = 2 * 86_400
@@ -73,7 +73,7 @@ def build_elsewhere(warehouse: str, spec: _synth.SynthSpec, early: list[int]) ->
     in the child); the ground truth comes back pickled."""
     import pickle
 
-    from tablekeeper.core.reach import child_process
+    from tablekeeper.core.reclaim.reach import child_process
 
     def build(_send: child_process.Send) -> bytes:
         built = _synth.build_table(warehouse, spec, track_referenced=True, sample_live=early)
@@ -119,8 +119,8 @@ def instrumented_phases(warehouse: str, config: planning.OrphanConfig) -> dict[s
     scanning this process's share of the manifests, waiting for the forked helpers and merging
     what their scanners did not see. The helpers walk the lists, build their scanners and scan
     their shares meanwhile, in other processes."""
-    from tablekeeper.core.orphans import name_scan, references
-    from tablekeeper.core.reach import child_process
+    from tablekeeper.core.reclaim.orphans import name_scan, references
+    from tablekeeper.core.reclaim.reach import child_process
 
     acc: dict[str, float] = {}
     patched: list[tuple[Any, str, Any]] = []

@@ -82,7 +82,7 @@ def _rss_kb(pid: int) -> int:
 
 
 def _request(args: argparse.Namespace) -> Any:
-    from tablekeeper.core.expire import retention
+    from tablekeeper.core.reclaim.expire import retention
     from tablekeeper.spark import job_request
 
     now = int(time.time() * 1000)

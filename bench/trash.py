@@ -24,11 +24,11 @@ if __package__ in (None, ""):
 import _synth  # noqa: E402
 from orphans import age_table, spec_for  # noqa: E402
 
-from tablekeeper.core import trash  # noqa: E402
-from tablekeeper.core.expire import commit, planning, retention
-from tablekeeper.core.orphans import planning as orphans
 from tablekeeper.core.paimon.table import open_table  # noqa: E402
 from tablekeeper.core.plans import execution
+from tablekeeper.core.reclaim.expire import commit, planning, retention
+from tablekeeper.core.reclaim.orphans import planning as orphans
+from tablekeeper.core.safety import trash  # noqa: E402
 
 IDENT = _synth.IDENTIFIER
 FAR_MS = 4_102_444_800_000  # 2100-01-01: every snapshot is old

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from tablekeeper.core.catalogs import CatalogTable
     from tablekeeper.core.paimon import Table
-    from tablekeeper.core.partitions import PartitionPlan
+    from tablekeeper.core.reclaim.partitions import PartitionPlan
 
 __all__ = ["catalog_option", "catalog_options", "open_catalog_table", "opened", "apply_partition_expiry",
            "refuse_on_spark", "served_by_catalog"]
@@ -211,7 +211,7 @@ def opened() -> CatalogTable | None:
 
 def apply_partition_expiry(t: Table, plan: PartitionPlan, options: Mapping[str, str]) -> int:
     """The partition drop; through the catalog first (Paimon's order) when it keeps partitions."""
-    from tablekeeper.core import partitions
+    from tablekeeper.core.reclaim import partitions
 
     def commit() -> int:
         return partitions.apply_partition_expiry(t, plan, options=options)

@@ -71,9 +71,9 @@ KEEP_META = "tablekeeper.keep-deleted"
 
 def maintains(operation: str, *, destructive: bool = False, deletes_files: bool = True) -> Callable[[F], F]:
     """A command that changes a table: adds ``--wait`` and makes :func:`open_table` take the table's
-    maintenance lease (core/concurrency/lease.py) for the rest of the command (not for ``--dry-run``).
+    maintenance lease (core/safety/concurrency/lease.py) for the rest of the command (not for ``--dry-run``).
     ``destructive``: adds ``--keep-deleted`` too, and :func:`open_table` opens the trash window
-    (core/trash) that every plan the command executes moves its files into; ``deletes_files=False``:
+    (core/safety/trash) that every plan the command executes moves its files into; ``deletes_files=False``:
     a destructive command that deletes no file itself (the flag is refused by the command, and no
     window is opened)."""
     def decorate(func: F) -> F:
@@ -104,12 +104,12 @@ def _take_lease(t: Table, schema_ids: list[int] | None) -> None:
         return
     operation, wait, dry_run = wanted
     if not dry_run:
-        from tablekeeper.core import concurrency
+        from tablekeeper.core.safety import concurrency
 
         ctx.meta[_LEASE_META] = None  # one lease per command, taken by the first table opened
         ctx.with_resource(concurrency.held(t.file_io, t.root, f"tablekeeper {operation}", wait=wait))
         destructive, keep = ctx.meta.get(KEEP_META, (False, None))
-        from tablekeeper.core import trash  # (its window's code loads only when one is asked for)
+        from tablekeeper.core.safety import trash  # (its window's code loads only when one is asked for)
 
         if not destructive:
             return
@@ -127,7 +127,7 @@ def open_table(table: str, warehouse: str | None, options: tuple[str, ...], bran
     """The table, its lease taken. ``guard=False``: the command runs ``format_guard.check_latest``
     itself, first thing in its decision's view (after the lease, before anything changes), so the
     guard's reads are the decision's own instead of a second copy (docs/storage-internals.md)."""
-    from tablekeeper.core import concurrency
+    from tablekeeper.core.safety import concurrency
 
     t = resolve_table(table, warehouse, options, branch)
     ctx = click.get_current_context(silent=True)

@@ -19,7 +19,8 @@ __all__ = ["run"]
 def run(operation: str, t: Table, options: tuple[str, ...], dry_run: bool, output: str,
                   **params: Any) -> None:
     """Run a maintenance command through ``tablekeeper.spark`` (local Spark unless configured)."""
-    from tablekeeper.core import storage, trash
+    from tablekeeper.core import storage
+    from tablekeeper.core.safety import trash
     from tablekeeper.spark import dispatch, job_request
 
     catalog_tables.refuse_on_spark()

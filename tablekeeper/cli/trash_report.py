@@ -24,7 +24,7 @@ def kept_line(table: str, run_id: str, keep_until_ms: int, files: int | None = N
 
 def with_trash_run(payload: Any, text: Callable[[], None]) -> tuple[Any, Callable[[], None]]:
     """``payload`` and ``text`` with the running command's trash run, if it moved anything."""
-    from tablekeeper.core import trash
+    from tablekeeper.core.safety import trash
 
     run = trash.active()
     if run is None or not run.started:

@@ -121,7 +121,7 @@ class ConcurrentModificationError(TablekeeperError):
 
 
 class TableLockedError(TablekeeperError):
-    """Another tablekeeper process holds the table's maintenance lease (core/concurrency/lease.py)."""
+    """Another tablekeeper process holds the table's maintenance lease (core/safety/concurrency/lease.py)."""
 
     reason = "TableLocked"
 

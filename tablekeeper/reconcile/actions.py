@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, WithJsonSchema
 
-from tablekeeper.core.expire import Retention
+from tablekeeper.core.reclaim.expire import Retention
 
 __all__ = [
     "Estimate",

@@ -24,21 +24,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from tablekeeper.core import (
-    concurrency,
-    consumers,
-    errors,
-    expire,
-    orphans,
-    paimon,
-    partitions,
-    plans,
-    refs,
-    trash,
-    values,
-)
+from tablekeeper.core import errors, paimon, plans, refs, values
 from tablekeeper.core.paimon import Table
 from tablekeeper.core.policy import Duration
+from tablekeeper.core.reclaim import expire, orphans, partitions
+from tablekeeper.core.refs import consumers
+from tablekeeper.core.safety import concurrency, trash
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.desired import DesiredState
 from tablekeeper.reconcile.opener import Opener
@@ -371,7 +362,7 @@ def _expire_snapshots(run: _Run, a: A.ExpireSnapshots) -> tuple[Status, str]:
     config = expire.expire_config(a.retention, t.options())
 
     def batch(_n: int) -> int | None:
-        # unpublish, verify, then delete (core/expire/commit.py)
+        # unpublish, verify, then delete (core/reclaim/expire/commit.py)
         eplan, _done = expire.run_expire(t, config, values.epoch_ms(run.now), lambda p: run.execute(p, t))
         if eplan.is_empty:
             return None
@@ -388,7 +379,7 @@ def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
     config = expire.changelog_config(a.retention, t.options())  # the planned limit, not the table option's
 
     def batch(_n: int) -> int | None:
-        # unpublish, verify, then delete (core/expire/commit.py)
+        # unpublish, verify, then delete (core/reclaim/expire/commit.py)
         cplan, _done = expire.run_expire_changelog(t, config, values.epoch_ms(run.now),
                                                           lambda p: run.execute(p, t))
         if cplan.is_empty:
@@ -452,7 +443,7 @@ def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = N
         loc = table_plan.target.location
         table = opener.open(loc)
         run = _Run(table_plan, table, store.load(loc.warehouse, loc.identifier), store, plan_.now, config)
-        # One maintainer per table (core/concurrency/lease.py): a locked table fails its actions with TableLocked.
+        # One maintainer per table (core/safety/concurrency/lease.py): a locked table fails its actions with TableLocked.
         maintainer = concurrency.held(table.file_io, table.root, f"apply {loc.identifier}")
         try:
             maintainer.__enter__()

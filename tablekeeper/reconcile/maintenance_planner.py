@@ -12,9 +12,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from tablekeeper.core import consumers, expire, orphans, partitions, plans, values
+from tablekeeper.core import plans, values
 from tablekeeper.core.paimon import Table
 from tablekeeper.core.policy.effective import EffectivePolicy
+from tablekeeper.core.reclaim import expire, orphans, partitions
+from tablekeeper.core.refs import consumers
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import enabled_jobs, plan_context
 from tablekeeper.reconcile.desired import TableTarget

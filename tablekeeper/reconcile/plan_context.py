@@ -10,9 +10,10 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from tablekeeper.core import errors, expire, paimon, plans, refs
+from tablekeeper.core import errors, paimon, plans, refs
 from tablekeeper.core.policy import Duration
 from tablekeeper.core.policy.effective import EffectivePolicy
+from tablekeeper.core.reclaim import expire
 from tablekeeper.core.storage import FileIO
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile.desired import TableTarget, describe

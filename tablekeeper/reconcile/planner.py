@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from tablekeeper.core import errors, paimon, trash
+from tablekeeper.core import errors, paimon
 from tablekeeper.core.paimon import Table
 from tablekeeper.core.policy import InvalidSpecError
 from tablekeeper.core.policy.effective import EffectivePolicy
+from tablekeeper.core.safety import trash
 from tablekeeper.reconcile import actions as A
 from tablekeeper.reconcile import (
     maintenance_planner,

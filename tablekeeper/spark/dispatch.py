@@ -17,8 +17,9 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from tablekeeper.core import expire, orphans, paimon, plans, values
+from tablekeeper.core import paimon, plans, values
 from tablekeeper.core.paimon import Table
+from tablekeeper.core.reclaim import expire, orphans
 from tablekeeper.spark import job_request, result_artifact
 from tablekeeper.spark.engine_choice import choose_engine, estimate_plan_size, spark_threshold
 from tablekeeper.spark.run_steps import (

@@ -1,6 +1,6 @@
 """What every executor-side function of the Spark job stands on: rows in and out of Arrow, the
 FileIO of a Python worker, the request count of a task, and the manifest-list read both
-operations share. The functions that evaluate core's decisions (``tablekeeper.core.orphans.decision``)
+operations share. The functions that evaluate core's decisions (``tablekeeper.core.reclaim.orphans.decision``)
 live beside the stage that uses them: ``spark/orphans/executor.py``,
 ``spark/expire/executor.py``, ``spark/deletes/executor.py``. No rule is stated here.
 

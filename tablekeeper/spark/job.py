@@ -1,7 +1,7 @@
 """The driver of the tablekeeper Spark jobs: core's decisions, evaluated distributed.
 
 Nothing here decides what is safe to delete. Each run asks core for a decision
-(:mod:`tablekeeper.core.orphans.decision`) and evaluates it at scale; what is distributed is what grows
+(:mod:`tablekeeper.core.reclaim.orphans.decision`) and evaluates it at scale; what is distributed is what grows
 with the table: listing, manifest reads, set differences and deletes. The driver holds root
 descriptors, bucket directories, error rows, per-kind counts and a sample of at most
 ``safety.STATUS_SAMPLE_MAX`` paths — never a list of files, except an object store's flat
@@ -30,7 +30,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from tablekeeper.core import expire, trash, values
+from tablekeeper.core import values
+from tablekeeper.core.reclaim import expire
+from tablekeeper.core.safety import trash
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import job_request, request_tally, result_artifact, run_steps
 from tablekeeper.spark.expire import driver as expiration
@@ -66,13 +68,13 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
     result.started_at = values.iso_ms(started)
     t0 = time.perf_counter()
     PHASES.clear()
-    maintainer = contextlib.ExitStack()  # one maintainer per table (core/concurrency/lease.py); released below
+    maintainer = contextlib.ExitStack()  # one maintainer per table (core/safety/concurrency/lease.py); released below
     tally = maintainer.enter_context(request_tally.Tally(spark))  # storage requests of the run
     ctx = RunContext(spark, request, result, fault)
     result.details["parallelism"] = ctx.n
     try:
         maintainer.enter_context(run_steps.maintenance_lease(request))
-        if request.trash_run is not None and not request.dry_run:  # every delete moves into it (core/trash)
+        if request.trash_run is not None and not request.dry_run:  # every delete moves into it (core/safety/trash)
             maintainer.enter_context(trash.resumed(run_steps.open_request_table(request).file_io, request.trash_run))
             # the operator's status names the trash run from the artifact (its deletes are its moves)
             result.details["trash"] = {"run": request.trash_run["run_id"],

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tablekeeper.core import errors, paimon, storage, values
-from tablekeeper.core.expire import Retention
+from tablekeeper.core.reclaim.expire import Retention
 
 __all__ = ["Operation", "OPERATIONS", "JobRequest", "is_secret_option", "env_option_values", "argument_parser", "parse_args"]
 
@@ -62,7 +62,7 @@ class JobRequest:
     #: ``manifest.json`` or a CSV/Parquet file list, docs/inventory.md) instead of listing the
     #: store; the driver reads and validates it, roots are still read live.
     listing: str | None = None
-    #: the trash run (core/trash ``TrashRun.spec()``) every delete of the job moves its files into
+    #: the trash run (core/safety/trash ``TrashRun.spec()``) every delete of the job moves its files into
     #: instead of deleting them (``--keep-deleted``); None: files are deleted
     trash_run: Mapping[str, Any] | None = None
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 
-from tablekeeper.core import concurrency, expire, orphans, plans, values
-from tablekeeper.core.expire import Retention
+from tablekeeper.core import plans, values
 from tablekeeper.core.paimon import Table, open_table
+from tablekeeper.core.reclaim import expire, orphans
+from tablekeeper.core.reclaim.expire import Retention
+from tablekeeper.core.safety import concurrency
 from tablekeeper.spark import job_request, result_artifact
 
 __all__ = ["versions", "orphan_threshold", "retention_of", "expire_config", "changelog_config", "changelog_range",
@@ -141,7 +143,7 @@ def merge_execution(result: result_artifact.RunResult, executed: plans.Execution
 
 
 def maintenance_lease(request: job_request.JobRequest) -> contextlib.AbstractContextManager[object]:
-    """The table's maintenance lease (core/concurrency/lease.py, one maintainer per table) for a run that
+    """The table's maintenance lease (core/safety/concurrency/lease.py, one maintainer per table) for a run that
     changes the table; none for a dry run. Re-entrant per thread, so the driver may take it
     again inside the dispatcher's."""
     if request.dry_run:

@@ -15,8 +15,9 @@ from typing import Any, TypeVar
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tablekeeper.core import errors, paimon, plans, trash
+from tablekeeper.core import errors, paimon, plans
 from tablekeeper.core.paimon import Table
+from tablekeeper.core.safety import trash
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import job_request, request_tally, result_artifact
 

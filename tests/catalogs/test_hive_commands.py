@@ -16,7 +16,7 @@ import pytest
 
 from tablekeeper.cli.main import main
 from tablekeeper.core import catalogs, errors
-from tablekeeper.core.concurrency import seams
+from tablekeeper.core.safety.concurrency import seams
 from tests.support import catalogs as C
 from tests.support import paimon as P
 from tests.support.javapaimon import JavaPaimon

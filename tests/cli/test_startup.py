@@ -50,18 +50,18 @@ REMOTE_ONLY = ("tablekeeper.core.storage.layers.retry", "tablekeeper.core.storag
 #: hint writes, which only expirations read or write; the duration parser: the thresholds are
 #: points in time or defaults; the crash-test kill switch's signal module).
 ORPHANS_UNUSED = ("decimal", "socket", "concurrent.futures", "logging", "urllib.parse",
-                  "tablekeeper.core.reach.forked_decode", "tablekeeper.core.reach.child_process", "mmap", "select", "signal",
-                  "traceback", "tablekeeper.core.reach.root_metadata", "tablekeeper.core.paimon.pypaimon.adapter",
+                  "tablekeeper.core.reclaim.reach.forked_decode", "tablekeeper.core.reclaim.reach.child_process", "mmap", "select", "signal",
+                  "traceback", "tablekeeper.core.reclaim.reach.root_metadata", "tablekeeper.core.paimon.pypaimon.adapter",
                   "tablekeeper.core.paimon.partition_paths", "tablekeeper.core.paimon.metadata.consumer",
-                  "tablekeeper.core.concurrency.hint_writes", "tablekeeper.core.values.durations",
-                  "tablekeeper.core.expire.decision") + REMOTE_ONLY
+                  "tablekeeper.core.safety.concurrency.hint_writes", "tablekeeper.core.values.durations",
+                  "tablekeeper.core.reclaim.expire.decision") + REMOTE_ONLY
 #: ``tag list`` reads tag files only: nothing that reads manifests or decides deletions.
-TAG_LIST_UNUSED = ("tablekeeper.core.reach.reachability", "tablekeeper.core.orphans.decision", "tablekeeper.core.paimon.manifests",
+TAG_LIST_UNUSED = ("tablekeeper.core.reclaim.reach.reachability", "tablekeeper.core.reclaim.orphans.decision", "tablekeeper.core.paimon.manifests",
                    "tablekeeper.core.paimon.manifests.readers", "tablekeeper.core.paimon.manifests.avro_container",
-                   "tablekeeper.core.plans.execution", "tablekeeper.core.concurrency.lease", "zstandard") + REMOTE_ONLY
+                   "tablekeeper.core.plans.execution", "tablekeeper.core.safety.concurrency.lease", "zstandard") + REMOTE_ONLY
 #: Needed by no command's start-up either; loaded by the commands that use them.
-ENGINE = ("fastavro", "zstandard", "tablekeeper.core.orphans", "tablekeeper.core.expire", "tablekeeper.core.refs.tags",
-          "tablekeeper.core.refs.branches", "tablekeeper.core.orphans.inventory", "tablekeeper.core.paimon.manifests")
+ENGINE = ("fastavro", "zstandard", "tablekeeper.core.reclaim.orphans", "tablekeeper.core.reclaim.expire", "tablekeeper.core.refs.tags",
+          "tablekeeper.core.refs.branches", "tablekeeper.core.reclaim.orphans.inventory", "tablekeeper.core.paimon.manifests")
 
 
 def _modules(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
@@ -121,7 +121,7 @@ def test_local_clean_orphans_loads_no_remote_store_or_pypaimon(
     assert code == 0
     for loaded in (dry, modules, at):
         assert _loaded(loaded, HEAVY + ORPHANS_UNUSED) == []
-        assert "tablekeeper.core.orphans" in loaded and "tablekeeper.core.expire" not in loaded
+        assert "tablekeeper.core.reclaim.orphans" in loaded and "tablekeeper.core.reclaim.expire" not in loaded
     assert P.snapshot_views(warehouse, "db.orders") == views  # pypaimon reads every snapshot as before
 
 
@@ -143,7 +143,7 @@ def test_local_expire_of_common_partition_types_loads_no_pypaimon(tmp_path: Path
     assert {p.split("/", 1)[0] for p in gone if "/bucket-" in p} == {
         "dt=2026-01-01", "dt=a b%2Fc%3Ad", "dt=__DEFAULT_PARTITION__"}, gone  # data of every partition went
     assert _loaded(modules, ("pypaimon", "pyarrow", "numpy", "pandas", "fsspec", "pyspark") + REMOTE_ONLY) == []
-    assert "tablekeeper.core.expire" in modules
+    assert "tablekeeper.core.reclaim.expire" in modules
     views = P.snapshot_views(str(warehouse), "db.orders")
     assert views["main@latest"] == latest and len([k for k in views if "@snapshot-" in k]) == 1
 

@@ -455,7 +455,7 @@ def test_delete_uses_the_merged_set_pitfall_2(wh: str) -> None:
     overwrite(pt, rows("d1", 20), {"dt": "d1"})
     (a_path,), (b_path,) = a, b
     # the tag really holds +A, -A, +B unmerged
-    from tablekeeper.core.reach.reachability import Reachability
+    from tablekeeper.core.reclaim.reach.reachability import Reachability
 
     snap = t.tag("t").snapshot
     reach = Reachability(t)

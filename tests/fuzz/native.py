@@ -15,7 +15,7 @@ __all__ = ["MODULES", "load_sanitized"]
 #: Extension module -> its file name stem in the build directory.
 MODULES = {
     "tablekeeper.core.paimon.manifests._avro_native": "_avro_native",
-    "tablekeeper.core.orphans._name_scan_native": "_name_scan_native",
+    "tablekeeper.core.reclaim.orphans._name_scan_native": "_name_scan_native",
     "tablekeeper.core.storage._fs_native": "_fs_native",
 }
 

@@ -21,13 +21,13 @@ def main(argv: list[str]) -> None:
     loaded = load_sanitized()
     with atheris.instrument_imports(include=["tablekeeper", "tests.fuzz.targets"]):
         # instrumented before any target imports them (a package's __init__ imports nothing itself)
-        import tablekeeper.core.orphans.inventory  # noqa: F401
-        import tablekeeper.core.orphans.name_scan  # noqa: F401
         import tablekeeper.core.paimon.manifests.merge  # noqa: F401 - with the readers and decoders
         import tablekeeper.core.paimon.manifests.readers  # noqa: F401
         import tablekeeper.core.paimon.table  # noqa: F401
         import tablekeeper.core.policy.effective.resolution  # noqa: F401 - with the models it resolves
         import tablekeeper.core.policy.kinds  # noqa: F401 - every spec model
+        import tablekeeper.core.reclaim.orphans.inventory  # noqa: F401
+        import tablekeeper.core.reclaim.orphans.name_scan  # noqa: F401
         from tests.fuzz import targets
 
     target = targets.TARGETS.get(argv[1])

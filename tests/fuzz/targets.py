@@ -334,7 +334,7 @@ _CSV_MANIFEST = {"sourceBucket": "b", "destinationBucket": "arn:aws:s3:::d", "fi
 def inventory(data: bytes) -> None:
     """Byte 0: manifest.json, a CSV data file of a fixed manifest, a Parquet or ORC data file,
     or a plain file list."""
-    from tablekeeper.core.orphans import inventory as inv
+    from tablekeeper.core.reclaim.orphans import inventory as inv
 
     if not data:
         return
@@ -364,7 +364,7 @@ _PREFIXES = ("data-", "changelog-", "x", "dat")
 def name_scan(data: bytes) -> None:
     """Byte 0: how many of the names (lines of the part before the first NUL) are listed and the
     prefix set; the rest after the NUL is one manifest block."""
-    from tablekeeper.core.orphans import name_scan as ns
+    from tablekeeper.core.reclaim.orphans import name_scan as ns
 
     if len(data) < 2:
         return

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from tablekeeper.core.paimon.table import open_table
-from tablekeeper.core.reach.reachability import Reachability
+from tablekeeper.core.reclaim.reach.reachability import Reachability
 from tests.javapaimon import judge
 from tests.javapaimon import warehouse as W
 from tests.support import javapaimon as J

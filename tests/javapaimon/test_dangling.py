@@ -1,4 +1,4 @@
-"""One regression test per reference Paimon lets dangle (``core/reach/guarantees.py``), each on a state
+"""One regression test per reference Paimon lets dangle (``core/reclaim/reach/guarantees.py``), each on a state
 Java Paimon made itself (tests/javapaimon/streaming.py; ``sales.dyn`` of warehouse.py), on both
 versions: first that Java really left the reference without its file, then that tablekeeper's
 planners (orphan cleanup, expiration, tag deletion; dry runs) exit 0, ignore it and name it with

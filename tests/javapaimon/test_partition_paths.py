@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core.expire import planning
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon import partition_paths as pp
 from tablekeeper.core.paimon.pypaimon.adapter import PartitionPathResolver
 from tablekeeper.core.paimon.table import open_table
-from tablekeeper.core.reach.reachability import Reachability
+from tablekeeper.core.reclaim.expire import planning
+from tablekeeper.core.reclaim.reach.reachability import Reachability
 from tests.support import javapaimon as J
 
 pytestmark = [pytest.mark.javapaimon, pytest.mark.timeout(900)]

@@ -504,7 +504,7 @@ def spark_request(warehouse: str, operation: str, identifier: str = IDENT, **kw:
     """A Spark ``JobRequest``; retention flags (``retain_min=1, time_retained="0 ms"``...) are
     resolved over the table's options (``retention_settings.from_options``), as the CLI resolves
     its own flags, and carried as the request's ``retention``."""
-    from tablekeeper.core.expire import retention
+    from tablekeeper.core.reclaim.expire import retention
     from tablekeeper.core.values import durations
 
 

@@ -80,7 +80,7 @@ def test_expire_text_output(mixed: str, capsys: pytest.CaptureFixture[str]) -> N
 def test_expire_json_reports_the_bytes_of_each_kind(mixed: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, summary, _ = cli(capsys, "expire", "-w", mixed, IDENT, "--retain-min", "1", "--time-retained", "0 ms",
                            "--dry-run", "-o", "json")
-    from tablekeeper.core.expire import planning
+    from tablekeeper.core.reclaim.expire import planning
 
     plan = planning.plan_expire(handle(mixed), planning.ExpireConfig(retain_min=1, time_retained=__import__(
         "datetime").timedelta(0)), 2**42)
@@ -135,8 +135,8 @@ def decoupled(tmp_path: Path) -> str:
     for i in range(6):
         write(t, rows("a", 10 * i))
     h = handle(wh)
-    from tablekeeper.core.expire import planning
     from tablekeeper.core.plans import execution
+    from tablekeeper.core.reclaim.expire import planning
 
     execution.execute(planning.plan_expire(h, planning.config_from_options(h.options()), 2**42), h.file_io)
     assert h.changelog_ids() == [1, 2, 3, 4, 5]
@@ -262,7 +262,7 @@ def test_clean_orphans_plan_processes(mixed: str, capsys: pytest.CaptureFixture[
     here) and plans the same as one process."""
     import uuid
 
-    from tablekeeper.core.orphans import references
+    from tablekeeper.core.reclaim.orphans import references
 
     monkeypatch.setattr(references, "MIN_NAMES_TO_FORK", 0)
     root = table_root(mixed)

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.core.expire import planning
-from tablekeeper.core.orphans import planning as orphans
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.plans import execution
 from tablekeeper.core.plans import plan as plans
+from tablekeeper.core.reclaim.expire import planning
+from tablekeeper.core.reclaim.orphans import planning as orphans
 from tablekeeper.core.refs import tags
 from tests.maintenance.helpers import (
     Crash,

@@ -17,9 +17,9 @@ import pytest
 
 from tablekeeper.cli.main import main as cli_main
 from tablekeeper.core import errors
-from tablekeeper.core.expire import planning
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.plans import plan as plans
+from tablekeeper.core.reclaim.expire import planning
 from tablekeeper.core.storage import FileIO
 from tests.maintenance.helpers import (
     IDENT,
@@ -710,7 +710,7 @@ def test_p8_missing_index_manifest_of_a_protecting_root_aborts(tmp_path: Path, v
     before = dir_listing(wh)
     with pytest.raises(errors.IncompleteProtectionSetError):
         planning.plan_expire(handle(wh), cfg(), later())
-    from tablekeeper.core.orphans import planning as orphans
+    from tablekeeper.core.reclaim.orphans import planning as orphans
 
     with pytest.raises(errors.IncompleteProtectionSetError):
         orphans.plan_orphan_clean(handle(wh), orphans.OrphanConfig(now_ms() + 60_000))

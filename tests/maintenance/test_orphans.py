@@ -19,10 +19,10 @@ import pytest
 import s3fs
 
 from tablekeeper.core import errors
-from tablekeeper.core.expire import planning
-from tablekeeper.core.orphans import planning as orphans
 from tablekeeper.core.plans import execution
 from tablekeeper.core.plans import plan as plans
+from tablekeeper.core.reclaim.expire import planning
+from tablekeeper.core.reclaim.orphans import planning as orphans
 from tablekeeper.core.storage import DeleteOutcome, FileIO, FileStatus, ListedEntry
 from tests.maintenance.helpers import (
     DAY_MS,
@@ -551,7 +551,7 @@ def test_root_expired_concurrently_while_building_the_used_set(mixed: str, proce
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A concurrent expiry between listing and used-set building is tolerated; it never makes
     a retained root lose a file (also with the manifest scan shared with a forked helper)."""
-    from tablekeeper.core.orphans import references
+    from tablekeeper.core.reclaim.orphans import references
 
     monkeypatch.setattr(references, "MIN_NAMES_TO_FORK", 0)
     root = table_root(mixed)
@@ -659,12 +659,12 @@ def test_s3_pitfall_06_and_09_commit_between_listing_and_used_set_and_no_directo
     assert _s3_keys(s3, prefix) == keys
 
 
-# -- the byte-level name scan (core/orphans/name_scan.py) against decoding every entry ----------------------
+# -- the byte-level name scan (core/reclaim/orphans/name_scan.py) against decoding every entry ----------------------
 
 
 def _plans_by_scan_and_by_decoding(t_factory: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[set[str], set[str]]:
-    from tablekeeper.core.orphans import name_scan
     from tablekeeper.core.paimon import manifests
+    from tablekeeper.core.reclaim.orphans import name_scan
 
     decoded: list[str] = []
     real_refs = manifests.read_manifest_refs
@@ -715,9 +715,9 @@ def test_name_scan_on_the_java_fixture_matches_decoding(tmp_path: Path, monkeypa
 @pytest.fixture
 def forking(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Fork helpers on tables of any size; the pids of the helpers started."""
-    from tablekeeper.core import reach
-    from tablekeeper.core.orphans import references
-    from tablekeeper.core.reach import child_process
+    from tablekeeper.core.reclaim import reach
+    from tablekeeper.core.reclaim.orphans import references
+    from tablekeeper.core.reclaim.reach import child_process
 
     monkeypatch.setattr(references, "MIN_NAMES_TO_FORK", 0)
     pids: list[int] = []
@@ -781,7 +781,7 @@ def test_forked_scan_plans_exactly_what_one_process_plans(templates: dict[str, s
 
 def test_a_failing_helper_share_is_scanned_by_the_caller(mixed: str, forking: list[int],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from tablekeeper.core.orphans import references
+    from tablekeeper.core.reclaim.orphans import references
 
     planted = plant_shaped_orphans(table_root(mixed))
     backdate_tree(mixed, OLD)
@@ -801,7 +801,7 @@ def test_a_stuck_helper_is_killed_and_its_share_scanned_by_the_caller(mixed: str
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """A helper that hangs (a lock another thread held at fork time, say) costs a timeout, never
     a wrong plan or a planner that waits forever."""
-    from tablekeeper.core.orphans import references
+    from tablekeeper.core.reclaim.orphans import references
 
     planted = plant_shaped_orphans(table_root(mixed))
     backdate_tree(mixed, OLD)
@@ -821,7 +821,7 @@ def test_a_stuck_helper_is_killed_and_its_share_scanned_by_the_caller(mixed: str
 def test_the_first_helpers_walk_is_adopted(mixed: str, forking: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
     """The caller builds its name scanner while the first helper walks the lists, and takes that
     walk over instead of walking again."""
-    from tablekeeper.core.orphans import references
+    from tablekeeper.core.reclaim.orphans import references
 
     planted = plant_shaped_orphans(table_root(mixed))
     backdate_tree(mixed, OLD)
@@ -846,8 +846,8 @@ def test_a_helper_that_walked_other_roots_is_not_trusted(mixed: str, forking: li
     than the indices it claims, so it claims nothing."""
     import functools
 
-    from tablekeeper.core import reach
-    from tablekeeper.core.orphans import references
+    from tablekeeper.core.reclaim import reach
+    from tablekeeper.core.reclaim.orphans import references
 
     planted = plant_shaped_orphans(table_root(mixed))
     backdate_tree(mixed, OLD)
@@ -875,8 +875,8 @@ def test_a_helper_claims_manifests_only_when_its_walk_is_the_published_one(mixed
     leaves the counter untouched."""
     import pickle
 
-    from tablekeeper.core.orphans import references
-    from tablekeeper.core.reach import child_process
+    from tablekeeper.core.reclaim.orphans import references
+    from tablekeeper.core.reclaim.reach import child_process
 
     t = handle(mixed)
     roots = orphans.read_roots(t, orphans.enumerate_roots(t))
@@ -906,9 +906,9 @@ def test_the_caller_ignores_a_helper_result_of_another_walk(mixed: str) -> None:
     import pickle
     import uuid as uuid_
 
-    from tablekeeper.core.orphans import references
-    from tablekeeper.core.orphans.name_scan import NameScanner
-    from tablekeeper.core.reach import child_process
+    from tablekeeper.core.reclaim.orphans import references
+    from tablekeeper.core.reclaim.orphans.name_scan import NameScanner
+    from tablekeeper.core.reclaim.reach import child_process
 
     root = table_root(mixed)
     orphan_name = f"data-{uuid_.uuid4()}-0.parquet"

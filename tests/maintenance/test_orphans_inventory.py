@@ -29,7 +29,7 @@ import pytest
 import s3fs
 
 from tablekeeper.cli.main import main as cli_main
-from tablekeeper.core.orphans import inventory, planning
+from tablekeeper.core.reclaim.orphans import inventory, planning
 from tests.maintenance.helpers import (
     DAY_MS,
     IDENT,

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.expire import planning
-from tablekeeper.core.partitions import expiration
+from tablekeeper.core.reclaim.expire import planning
+from tablekeeper.core.reclaim.partitions import expiration
 from tests.maintenance.helpers import (
     IDENT,
     append_table,

@@ -41,11 +41,11 @@ from hypothesis.stateful import (
 )
 
 from tablekeeper.core import errors
-from tablekeeper.core.expire import planning
-from tablekeeper.core.orphans import planning as orphans
 from tablekeeper.core.paimon.table import Table
-from tablekeeper.core.partitions import expiration
 from tablekeeper.core.plans import execution
+from tablekeeper.core.reclaim.expire import planning
+from tablekeeper.core.reclaim.orphans import planning as orphans
+from tablekeeper.core.reclaim.partitions import expiration
 from tablekeeper.core.refs import branches, tags
 from tablekeeper.core.storage import FileIO
 from tests.maintenance.helpers import (
@@ -493,7 +493,7 @@ SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, He
 
 
 def test_random_histories_keep_every_retained_view(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tablekeeper.core.orphans import references
+    from tablekeeper.core.reclaim.orphans import references
 
     monkeypatch.setattr(references, "MIN_NAMES_TO_FORK", 0)
 

@@ -56,11 +56,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule, run_state_machine_as_test
 
 from tablekeeper.core import errors
-from tablekeeper.core.expire import planning
-from tablekeeper.core.expire import retention as retention_settings
-from tablekeeper.core.orphans import planning as orphans
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.plans import execution, plan
+from tablekeeper.core.reclaim.expire import planning
+from tablekeeper.core.reclaim.expire import retention as retention_settings
+from tablekeeper.core.reclaim.orphans import planning as orphans
 from tablekeeper.core.values import durations
 from tablekeeper.spark import job, job_request
 from tests.maintenance.helpers import IDENT, copy_tree, handle, py_roots, py_tables, root_requirements

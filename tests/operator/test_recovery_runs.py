@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tablekeeper.core.paimon.table import open_table
-from tablekeeper.core.reach.reachability import Reachability
+from tablekeeper.core.reclaim.reach.reachability import Reachability
 from tests.operator.conftest import Harness, obj, started_table
 from tests.operator.test_dry_runs import finished_run
 from tests.support import paimon as P

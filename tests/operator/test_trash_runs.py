@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from tablekeeper.core import trash
 from tablekeeper.core.paimon.table import open_table
+from tablekeeper.core.safety import trash
 from tests.operator.conftest import Harness, started_table
 from tests.operator.test_dry_runs import finished_run
 from tests.operator.test_recovery_runs import ended_run, reason_of

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tablekeeper.cli.main import main
-from tablekeeper.core import trash
 from tablekeeper.core.paimon.table import open_table
+from tablekeeper.core.safety import trash
 from tests.support import paimon as P
 
 HEAD = "apiVersion: tablekeeper.io/v1alpha1\n"

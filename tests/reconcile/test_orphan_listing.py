@@ -10,8 +10,8 @@ from pathlib import Path
 
 from tablekeeper import reconcile
 from tablekeeper.cli import demo
-from tablekeeper.core.orphans import planning
 from tablekeeper.core.paimon.table import open_table
+from tablekeeper.core.reclaim.orphans import planning
 from tablekeeper.reconcile import actions as A
 from tests.reconcile.test_planner import _manifests, _plan
 from tests.support.paimon import snapshot_views

@@ -476,7 +476,7 @@ def test_decoupled_changelog_is_expired_by_its_own_retention(demo_wh: Path, exam
 def test_plan_table_kinds_filter_plans_only_those(demo_wh: Path, examples: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A maintenance run of one type plans (and sizes) only its own kinds."""
-    from tablekeeper.core.orphans import planning as core_orphans
+    from tablekeeper.core.reclaim.orphans import planning as core_orphans
     from tablekeeper.reconcile import planner
 
     desired = demo.load_examples(examples, ("01", "02", "03", "04"), str(demo_wh))

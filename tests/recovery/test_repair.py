@@ -18,7 +18,7 @@ import pytest
 from tablekeeper.cli.main import main
 from tablekeeper.core import errors, recovery
 from tablekeeper.core.paimon.table import open_table
-from tablekeeper.core.reach.reachability import Reachability
+from tablekeeper.core.reclaim.reach.reachability import Reachability
 from tests.support import paimon as P
 
 T = "db.orders"

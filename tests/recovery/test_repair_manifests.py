@@ -19,9 +19,9 @@ import fastavro
 import pytest
 
 from tablekeeper.cli.main import main
-from tablekeeper.core.concurrency import seams
 from tablekeeper.core.paimon.table import open_table
-from tablekeeper.core.reach.reachability import Reachability
+from tablekeeper.core.reclaim.reach.reachability import Reachability
+from tablekeeper.core.safety.concurrency import seams
 from tests.support import paimon as P
 
 T = "db.orders"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tablekeeper.cli.main import main
-from tablekeeper.core.concurrency import seams
 from tablekeeper.core.paimon.table import open_table
+from tablekeeper.core.safety.concurrency import seams
 from tests.recovery.cli import ok, run
 from tests.support import paimon as P
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tablekeeper.core.expire import planning
 from tablekeeper.core.plans import execution
+from tablekeeper.core.reclaim.expire import planning
 from tests.maintenance.helpers import append_table, handle, overwrite, rows, write
 
 NOW = 4_102_444_800_000  # 2100-01-01: every snapshot is old enough to expire

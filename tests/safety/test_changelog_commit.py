@@ -1,5 +1,5 @@
 """Changelog expiration beside concurrent changes (issue #12): the expiring ``changelog-N`` files
-are unpublished first, then the decision is made again and compared (core/expire/commit.py), as
+are unpublished first, then the decision is made again and compared (core/reclaim/expire/commit.py), as
 for snapshots. A consumer that moves back after planning gets its changelogs written back with
 their files; a tag or branch created meanwhile is a root of the second decision; a crash at any
 phase is finished by a rerun. Afterwards every retained snapshot, tag, branch head and kept
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.core.concurrency import seams
-from tablekeeper.core.expire import commit, planning
 from tablekeeper.core.plans import execution
+from tablekeeper.core.reclaim.expire import commit, planning
 from tablekeeper.core.refs import branches, tags
+from tablekeeper.core.safety.concurrency import seams
 from tests.maintenance.helpers import (
     IDENT,
     append_table,

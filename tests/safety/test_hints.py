@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from tablekeeper.core.concurrency import hint_writes, seams
-from tablekeeper.core.expire import planning
 from tablekeeper.core.plans import execution
+from tablekeeper.core.reclaim.expire import planning
+from tablekeeper.core.safety.concurrency import hint_writes, seams
 from tests.maintenance.helpers import build_mixed, handle, run, table_root, views
 
 NOW = 4_102_444_800_000  # 2100-01-01: every snapshot is old

@@ -1,5 +1,5 @@
 """Deterministic interleavings (issue #12): each destructive operation runs in this process with
-a test hook (core/concurrency/seams.py) that injects one concurrent change at one phase boundary: a writer
+a test hook (core/safety/concurrency/seams.py) that injects one concurrent change at one phase boundary: a writer
 commit (pypaimon), an expiration (as Paimon's own procedure would: no lease), a tag on the
 oldest snapshot (or on the tag being deleted), a branch from a tag, a consumer that moved back,
 or a crash (then the operation is rerun). For every pair (operation, change), at two boundaries
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.concurrency import seams
-from tablekeeper.core.expire import commit, planning
-from tablekeeper.core.orphans import planning as orphans
 from tablekeeper.core.plans import execution
+from tablekeeper.core.reclaim.expire import commit, planning
+from tablekeeper.core.reclaim.orphans import planning as orphans
 from tablekeeper.core.refs import branches, tag_deletion, tags
+from tablekeeper.core.safety.concurrency import seams
 from tests.maintenance.helpers import (
     DAY_MS,
     backdate_tree,

@@ -1,4 +1,4 @@
-"""The table maintenance lease (core/concurrency/lease.py, issue #12): one tablekeeper maintainer per table.
+"""The table maintenance lease (core/safety/concurrency/lease.py, issue #12): one tablekeeper maintainer per table.
 
 Local files and S3 (moto): exactly one of several racing acquirers wins; a holder blocks others
 (exit 2 naming the holder and its expiry from the CLI, ``--wait`` waits, ``apply -f`` and the
@@ -18,9 +18,9 @@ import pytest
 
 from tablekeeper.cli.main import main
 from tablekeeper.core import errors
-from tablekeeper.core.concurrency import lease, seams
-from tablekeeper.core.expire import planning
 from tablekeeper.core.plans import execution
+from tablekeeper.core.reclaim.expire import planning
+from tablekeeper.core.safety.concurrency import lease, seams
 from tablekeeper.core.storage import FileIO
 from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import classify

@@ -1,5 +1,5 @@
 """SIGKILL trials (issue #12): ``tablekeeper expire``, ``tag delete`` and ``branch drop`` run as real
-processes that kill themselves (``TABLEKEEPER_TEST_KILL_AT``, core/concurrency/seams.py) at each phase
+processes that kill themselves (``TABLEKEEPER_TEST_KILL_AT``, core/safety/concurrency/seams.py) at each phase
 boundary of the operation; then the same command is rerun. The end state must equal an
 uninterrupted run (the same files, EARLIEST the same and naming an existing snapshot), every
 retained snapshot, tag and branch must read through pypaimon as before, and the dead process's
@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from tablekeeper.cli.main import cli, main
-from tablekeeper.core.concurrency import seams
+from tablekeeper.core.safety.concurrency import seams
 from tests.maintenance.helpers import (
     build_mixed,
     copy_tree,

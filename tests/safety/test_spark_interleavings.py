@@ -1,5 +1,5 @@
 """Deterministic interleavings for the Spark engine (issue #12): the Spark driver runs in this
-process, so core's seam points (core/concurrency/seams.py) fire in it and a test hook injects one
+process, so core's seam points (core/safety/concurrency/seams.py) fire in it and a test hook injects one
 concurrent change at one phase boundary of a Spark job, as tests/safety/test_interleavings.py
 does for the in-process engine. Afterwards every retained snapshot, tag and branch head reads
 through pypaimon and no file a retained root needs is missing; the run says what it did about
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core.concurrency import seams
-from tablekeeper.core.expire import commit
+from tablekeeper.core.reclaim.expire import commit
+from tablekeeper.core.safety.concurrency import seams
 from tablekeeper.spark import job, job_request, result_artifact
 from tests.maintenance.helpers import (
     handle,

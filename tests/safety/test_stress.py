@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.concurrency import lease
-from tablekeeper.core.expire import commit, planning, retention
-from tablekeeper.core.orphans import planning as orphans
 from tablekeeper.core.plans import execution
+from tablekeeper.core.reclaim.expire import commit, planning, retention
+from tablekeeper.core.reclaim.orphans import planning as orphans
 from tablekeeper.core.refs import branches, tag_deletion
+from tablekeeper.core.safety.concurrency import lease
 from tests.maintenance.helpers import (
     DAY_MS,
     IDENT,

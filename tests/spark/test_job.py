@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.expire import commit
+from tablekeeper.core.reclaim.expire import commit
 from tablekeeper.spark import __main__ as spark_main
 from tablekeeper.spark import dispatch, job, job_request, result_artifact
 from tests.maintenance.helpers import (
@@ -336,12 +336,12 @@ def test_nothing_to_expire_is_planned_by_core_without_spark_stages(spark: Any, t
 
 
 def test_a_spark_run_takes_the_table_lease(spark: Any, two_copies: tuple[str, str]) -> None:
-    """One maintainer per table (core/concurrency/lease.py, issue #12): a Spark run on a table another
+    """One maintainer per table (core/safety/concurrency/lease.py, issue #12): a Spark run on a table another
     tablekeeper maintains fails with TableLocked naming the holder, having changed nothing; a
     dry run needs no lease; once the holder is done, the run goes ahead."""
     import threading
 
-    from tablekeeper.core.concurrency import lease
+    from tablekeeper.core.safety.concurrency import lease
 
     _local_wh, wh = two_copies
     h = handle(wh)

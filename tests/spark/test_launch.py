@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.expire.retention import Retention, RetentionFlags, from_options
+from tablekeeper.core.reclaim.expire.retention import Retention, RetentionFlags, from_options
 from tablekeeper.core.values import rails
 from tablekeeper.spark import (
     dispatch,

@@ -1,5 +1,5 @@
 """No Paimon rule lives in tablekeeper/spark: the Spark job evaluates core's decisions
-(tablekeeper.core.orphans.decision) and every module says which. These checks read the source, so a
+(tablekeeper.core.reclaim.orphans.decision) and every module says which. These checks read the source, so a
 rule copied back into the Spark side fails here before it can drift from core's."""
 
 from __future__ import annotations

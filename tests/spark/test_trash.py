@@ -1,5 +1,5 @@
 """``--engine spark --keep-deleted``: the Spark job's delete stage moves core's planned files into
-the command's trash run (core/trash, the same move as in process), and ``undo`` brings every view
+the command's trash run (core/safety/trash, the same move as in process), and ``undo`` brings every view
 back."""
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ MODULES = (
     "tablekeeper.spark.executor",
 )
 NATIVE = (
-    "tablekeeper.core.orphans._name_scan_native",
+    "tablekeeper.core.reclaim.orphans._name_scan_native",
     "tablekeeper.core.paimon.manifests._avro_native",
     "tablekeeper.core.storage._fs_native",
 )

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from tablekeeper.core import trash
-from tablekeeper.core.expire import commit, planning, retention
-from tablekeeper.core.orphans import planning as orphans
 from tablekeeper.core.paimon.table import Table
 from tablekeeper.core.plans import execution
+from tablekeeper.core.reclaim.expire import commit, planning, retention
+from tablekeeper.core.reclaim.orphans import planning as orphans
 from tablekeeper.core.refs import tag_deletion
+from tablekeeper.core.safety import trash
 from tests.maintenance.helpers import Crash, backdate_tree, copy_tree, handle, plant, table_root, views
 
 NOW = 4_102_444_800_000  # 2100-01-01: every planted file is old enough

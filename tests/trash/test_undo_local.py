@@ -160,7 +160,8 @@ def test_bad_input_exits_2_and_changes_nothing(mixed: str, capsys: pytest.Captur
 def test_the_window_comes_from_the_flag_else_the_table_option() -> None:
     from datetime import timedelta
 
-    from tablekeeper.core import errors, trash
+    from tablekeeper.core import errors
+    from tablekeeper.core.safety import trash
 
     assert trash.keep_window(None, {}) is None
     assert trash.keep_window(None, {"trash.keep": "3 d"}) == timedelta(days=3)

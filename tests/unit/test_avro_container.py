@@ -23,7 +23,7 @@ from tablekeeper.core import errors
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon.manifests import avro_container as ac
 from tablekeeper.core.paimon.table import Table, open_table
-from tablekeeper.core.reach.reachability import Reachability
+from tablekeeper.core.reclaim.reach.reachability import Reachability
 from tablekeeper.core.storage import FileIO, join
 from tests.support import paimon as tp
 

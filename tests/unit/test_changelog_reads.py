@@ -4,11 +4,11 @@ read none of its lists and no missing list of it aborts (Java deletes them)."""
 
 from __future__ import annotations
 
-from tablekeeper.core.expire import decision
-from tablekeeper.core.expire.decision import ReadOutcome, RootUse
 from tablekeeper.core.paimon.metadata.snapshot import Snapshot
-from tablekeeper.core.reach import roles
-from tablekeeper.core.reach.roles import ListRole
+from tablekeeper.core.reclaim.expire import decision
+from tablekeeper.core.reclaim.expire.decision import ReadOutcome, RootUse
+from tablekeeper.core.reclaim.reach import roles
+from tablekeeper.core.reclaim.reach.roles import ListRole
 
 
 def _snap(changelog: str | None) -> Snapshot:

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tablekeeper.core.reach import child_process
+from tablekeeper.core.reclaim.reach import child_process
 
 pytestmark = pytest.mark.skipif(not child_process.available(), reason="fork is used on Linux only")
 

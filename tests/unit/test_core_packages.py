@@ -38,6 +38,10 @@ def _module_name(path: Path) -> str:
 
 MODULES = {_module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
 PACKAGES = sorted(_module_name(p) for p in CORE_DIR.rglob("__init__.py") if p.parent != CORE_DIR)
+# A group (``core.reclaim``, ``core.safety``) only gathers packages: it has no modules of its own,
+# so no public names; its docstring says what its packages share.
+GROUPS = sorted(_module_name(p) for p in CORE_DIR.rglob("__init__.py") if p.parent != CORE_DIR
+                and not any(m.suffix in (".py", ".c") and m.name != "__init__.py" for m in p.parent.iterdir()))
 
 
 def _inside(module: str, package: str) -> bool:
@@ -81,12 +85,19 @@ def test_every_package_of_core_has_a_face() -> None:
     for package in PACKAGES:
         public, _, tree = face(package)
         assert ast.get_docstring(tree), f"{package}: say what it decides and what it leaves to others"
-        assert public, f"{package}: no public names"
+        if package in GROUPS:
+            assert not public, f"{package}: a group of packages hands out no names of its own"
+            assert importlib.import_module(package).__all__ == []
+        else:
+            assert public, f"{package}: no public names"
 
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_a_face_names_its_public_names_once_for_type_checkers_and_once_for_the_run(package: str) -> None:
     public, typed, tree = face(package)
+    if package in GROUPS:
+        assert typed == {} and public == {}, f"{package}: a group of packages hands out no names"
+        return
     assert typed == public, f"{package}: TYPE_CHECKING imports and _PUBLIC differ: {set(typed) ^ set(public)}"
     module = importlib.import_module(package)
     assert module.__all__ == sorted(public)
@@ -168,11 +179,11 @@ def core_uses(module: str, source: str) -> Iterator[str]:
 
 
 def test_the_checker_finds_what_breaks_the_rules() -> None:
-    code = ("from tablekeeper.core import expire, plans\nfrom tablekeeper.core.orphans.planning import decide\n"
-            "from tablekeeper.core.orphans import _data_roots\nfrom tablekeeper.core.reach import reachability\n"
+    code = ("from tablekeeper.core.reclaim import expire; from tablekeeper.core import plans\nfrom tablekeeper.core.reclaim.orphans.planning import decide\n"
+            "from tablekeeper.core.reclaim.orphans import _data_roots\nfrom tablekeeper.core.reclaim.reach import reachability\n"
             "x = expire._roots(t)\ny = plans.STAGE_ORDER\nz = self._kept\nfrom tablekeeper.core.refs import nothing\n")
     assert [u.split(":")[0] for u in core_uses("tablekeeper.spark.job", code)] == ["2", "3", "4", "8", "5"]
-    assert list(core_uses("tablekeeper.core.orphans.references", "from tablekeeper.core.orphans import decision\n")) == []
+    assert list(core_uses("tablekeeper.core.reclaim.orphans.references", "from tablekeeper.core.reclaim.orphans import decision\n")) == []
 
 
 def test_no_module_reaches_into_another_package_of_core() -> None:
@@ -241,7 +252,7 @@ def test_what_the_spark_executors_run_stays_lean() -> None:
     found = reached("tablekeeper.spark.executor")
     assert "tablekeeper.core.paimon.manifests.readers" in found  # the checker follows names
     forbidden = {"pyspark", "pypaimon", "tablekeeper.spark.job", "tablekeeper.spark.dispatch",
-                 "tablekeeper.core.reach.reachability", "tablekeeper.core.paimon.pypaimon"}
+                 "tablekeeper.core.reclaim.reach.reachability", "tablekeeper.core.paimon.pypaimon"}
     assert sorted(m for m in found if any(_inside(m, f) for f in forbidden)) == []
 
 

@@ -8,13 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tablekeeper.core import errors
-from tablekeeper.core.expire import decision as expire_decisions
-from tablekeeper.core.expire.decision import ReadOutcome, RootUse
-from tablekeeper.core.orphans import decision
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon.metadata.snapshot import Snapshot
 from tablekeeper.core.plans import plan
-from tablekeeper.core.reach.roles import ListRole
+from tablekeeper.core.reclaim.expire import decision as expire_decisions
+from tablekeeper.core.reclaim.expire.decision import ReadOutcome, RootUse
+from tablekeeper.core.reclaim.orphans import decision
+from tablekeeper.core.reclaim.reach.roles import ListRole
 
 
 def snap(sid: int = 1, *, changelog: bool = False) -> Snapshot:

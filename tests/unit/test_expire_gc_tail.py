@@ -12,7 +12,7 @@ def test_promoting_after_a_paused_collector_keeps_garbage_collectable() -> None:
     import gc
     import weakref
 
-    from tablekeeper.core.expire.commit import promote_to_oldest_generation
+    from tablekeeper.core.reclaim.expire.commit import promote_to_oldest_generation
 
     class Node:
         other: Any = None

@@ -1,4 +1,4 @@
-"""tablekeeper.core.reach.forked_decode: manifests decoded by the forked helper are exactly what the
+"""tablekeeper.core.reclaim.reach.forked_decode: manifests decoded by the forked helper are exactly what the
 sequential reader returns (pypaimon- and Java-written manifests), a manifest the helper cannot read
 is left to the sequential read (which raises as always), and an expiration plans the same with
 and without the helper."""
@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.expire import planning
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon.table import open_table, open_table_path
-from tablekeeper.core.reach import forked_decode
-from tablekeeper.core.reach.reachability import Reachability
+from tablekeeper.core.reclaim.expire import planning
+from tablekeeper.core.reclaim.reach import forked_decode
+from tablekeeper.core.reclaim.reach.reachability import Reachability
 from tablekeeper.core.storage import FileIO, join
 from tests.support import paimon as tp
 

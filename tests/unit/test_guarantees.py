@@ -1,4 +1,4 @@
-"""``core/reach/guarantees.py``: the one statement of which references Paimon keeps alive, per root
+"""``core/reclaim/reach/guarantees.py``: the one statement of which references Paimon keeps alive, per root
 kind and reference (Paimon 1.3.1 and 1.4.2). Each test pins one row and names the Paimon code it
 comes from; the Java tier (tests/javapaimon/test_dangling.py) shows each dangling case on tables
 Java Paimon wrote and maintained itself."""
@@ -10,9 +10,9 @@ import itertools
 import pytest
 
 from tablekeeper.core.paimon.metadata.snapshot import Snapshot
-from tablekeeper.core.reach import guarantees
-from tablekeeper.core.reach.guarantees import Guarantee, Reference, RootKind, RootName
-from tablekeeper.core.reach.roles import ListRole
+from tablekeeper.core.reclaim.reach import guarantees
+from tablekeeper.core.reclaim.reach.guarantees import Guarantee, Reference, RootKind, RootName
+from tablekeeper.core.reclaim.reach.roles import ListRole
 
 K = RootKind
 LISTS = (Reference.BASE_LIST, Reference.DELTA_LIST, Reference.CHANGELOG_LIST)

@@ -1,4 +1,4 @@
-"""core/orphans/inventory.py on its own: S3 Inventory's manifest and row formats, plain file lists and the
+"""core/reclaim/orphans/inventory.py on its own: S3 Inventory's manifest and row formats, plain file lists and the
 checks against a table, without a store (pure parsing; the store tiers are in
 tests/maintenance/test_orphans_inventory.py)."""
 
@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tablekeeper.core.orphans import inventory
+from tablekeeper.core.reclaim.orphans import inventory
 from tablekeeper.core.storage import FileStatus
 
 CSV_SCHEMA = "Bucket, Key, VersionId, IsLatest, IsDeleteMarker, Size, LastModifiedDate"

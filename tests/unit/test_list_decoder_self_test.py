@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.core.orphans import planning
 from tablekeeper.core.paimon.manifests import decoding, native
 from tablekeeper.core.paimon.table import open_table
+from tablekeeper.core.reclaim.orphans import planning
 from tests.support import paimon as P
 
 

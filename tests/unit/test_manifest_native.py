@@ -17,13 +17,13 @@ import fastavro
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.expire import planning
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon.manifests import avro_container, compiled, fastavro_reader, self_test
 from tablekeeper.core.paimon.manifests import decoding as md
 from tablekeeper.core.paimon.manifests import native as mn
 from tablekeeper.core.paimon.table import open_table, open_table_path
-from tablekeeper.core.reach.reachability import Reachability
+from tablekeeper.core.reclaim.expire import planning
+from tablekeeper.core.reclaim.reach.reachability import Reachability
 from tablekeeper.core.storage import FileIO, join
 from tests.support import paimon as tp
 

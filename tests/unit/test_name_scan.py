@@ -10,8 +10,8 @@ import fastavro
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tablekeeper.core.orphans import name_scan
-from tablekeeper.core.orphans.name_scan import NameScanner
+from tablekeeper.core.reclaim.orphans import name_scan
+from tablekeeper.core.reclaim.orphans.name_scan import NameScanner
 
 PREFIXES = ("data-", "changelog-")
 

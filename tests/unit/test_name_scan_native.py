@@ -1,4 +1,4 @@
-"""The native byte scan of orphan cleanup (core/orphans/_name_scan_native.c via core/orphans/name_scan.py, issue
+"""The native byte scan of orphan cleanup (core/reclaim/orphans/_name_scan_native.c via core/reclaim/orphans/name_scan.py, issue
 13): it drops exactly the keys the regex path finds (random blocks with keys, near-misses,
 overlapping and nested prefixes, keys cut at the block's end), its bit filter never hides a
 listed key, and a NameScanner reports the same missing names with and without it on the
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tablekeeper.core.orphans import name_scan
 from tablekeeper.core.paimon import manifests
+from tablekeeper.core.reclaim.orphans import name_scan
 from tablekeeper.core.storage import FileIO
 from tests.support import paimon as tp
 

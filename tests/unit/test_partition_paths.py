@@ -22,13 +22,13 @@ from pypaimon.schema.data_types import AtomicType, DataField
 from pypaimon.table.row.generic_row import GenericRow, GenericRowSerializer
 
 from tablekeeper.core import errors
-from tablekeeper.core.expire import planning
 from tablekeeper.core.paimon import manifests
 from tablekeeper.core.paimon import partition_paths as pp
 from tablekeeper.core.paimon.metadata.schema import TableSchema
 from tablekeeper.core.paimon.pypaimon.adapter import PartitionPathResolver
 from tablekeeper.core.paimon.table import open_table, open_table_path
-from tablekeeper.core.reach.reachability import Reachability
+from tablekeeper.core.reclaim.expire import planning
+from tablekeeper.core.reclaim.reach.reachability import Reachability
 from tests.support import paimon as tp
 
 ROOT = "/wh/db.db/t"

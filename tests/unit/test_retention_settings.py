@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 
 from tablekeeper.core import errors
-from tablekeeper.core.expire import batches, planning
-from tablekeeper.core.expire.retention import INT_MAX, Retention, RetentionFlags, from_options, from_policy
 from tablekeeper.core.policy.duration_field import Duration
+from tablekeeper.core.reclaim.expire import batches, planning
+from tablekeeper.core.reclaim.expire.retention import INT_MAX, Retention, RetentionFlags, from_options, from_policy
 
 
 def test_paimon_defaults_and_options() -> None:

@@ -1,6 +1,6 @@
 """``tablekeeper consumer list | expire | clear | reset``: the consumer ids that hold history back.
 
-Decisions live in ``tablekeeper.core.consumers``; this module parses, runs and renders."""
+Decisions live in ``tablekeeper.core.refs.consumers``; this module parses, runs and renders."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def consumer_group() -> None:
 def consumer_list(table: str, branch: str, older_than: str | None, now: str | None, warehouse: str | None,
                   options: tuple[str, ...], output: str) -> None:
     """List the consumers of TABLE: next snapshot, last update, snapshots held."""
-    from tablekeeper.core import consumers, values
+    from tablekeeper.core import values
+    from tablekeeper.core.refs import consumers
 
     t = common.open_table(table, warehouse, options, branch)
     given = common.duration(older_than, "--older-than")
@@ -64,7 +65,7 @@ def consumer_expire(table: str, branch: str, older_than: str | None, now: str | 
                     warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete the consumers of TABLE not updated within the expiration time (Paimon's
     consumer.expiration-time); the next 'expire' reclaims the snapshots they held."""
-    from tablekeeper.core import consumers
+    from tablekeeper.core.refs import consumers
 
     t = common.open_table(table, warehouse, options, branch)
     expire_after = consumers.expiration_of(t.options(), common.duration(older_than, "--older-than"))
@@ -84,7 +85,7 @@ def consumer_expire(table: str, branch: str, older_than: str | None, now: str | 
 def consumer_clear(table: str, branch: str, including: str | None, excluding: str | None, dry_run: bool,
                    warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete consumers of TABLE by id pattern (Paimon's clear_consumers)."""
-    from tablekeeper.core import consumers
+    from tablekeeper.core.refs import consumers
 
     t = common.open_table(table, warehouse, options, branch)
     rows = consumers.list_consumers(t, common.now_ms(None), None)
@@ -105,7 +106,7 @@ def consumer_reset(table: str, consumer_id: str, branch: str, next_snapshot: int
                    warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Move CONSUMER_ID of TABLE to snapshot N, or delete it (Paimon's reset_consumer).
     Stop the job that uses it first: a running job writes its own position back."""
-    from tablekeeper.core import consumers
+    from tablekeeper.core.refs import consumers
 
     t = common.open_table(table, warehouse, options, branch)
     printer.run_plan(consumers.plan_reset(t, consumer_id, next_snapshot), t, dry_run, output, None,

@@ -32,7 +32,8 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
     """Expire old snapshots of TABLE: data, changelog, manifests, then snapshot files, EARLIEST.
 
     Options come from the flags, else from the table's own Paimon options."""
-    from tablekeeper.core import expire, plans
+    from tablekeeper.core import plans
+    from tablekeeper.core.reclaim import expire
 
     t = common.open_table(table, warehouse, options, branch)
     retention = expire.from_options(t.options(), expire.RetentionFlags(
@@ -62,14 +63,15 @@ def expire_cmd(table: str, branch: str, retain_min: int | None, retain_max: int 
 def expire_changelog_cmd(table: str, branch: str, parallelism: int | None, now: str | None, dry_run: bool,
                          warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Expire long-lived changelog-N files (decoupled changelog.* options of the table)."""
-    from tablekeeper.core import expire, plans
+    from tablekeeper.core import plans
+    from tablekeeper.core.reclaim import expire
 
     t = common.open_table(table, warehouse, options, branch)
     config = expire.changelog_config(expire.from_options(t.options()), t.options())
     if dry_run:
         printer.run_plan(expire.plan_expire_changelog(t, config, common.now_ms(now)), t, dry_run, output, parallelism)
         return
-    # unpublish, verify, then delete (core/expire/commit.py)
+    # unpublish, verify, then delete (core/reclaim/expire/commit.py)
     made, result = expire.run_expire_changelog(t, config, common.now_ms(now), lambda p: plans.execute(
         p, t.file_io, parallelism=parallelism, progress=render.progress_callback()))
     printer.report(made, result, output, branch)
@@ -97,7 +99,8 @@ def expire_partitions_cmd(table: str, branch: str, expiration_time: str | None, 
         raise errors.InvalidInputError(
             "expire-partitions deletes no file: the dropped partitions' files stay until expire removes them",
             fix="leave out --keep-deleted here and give it to the expire that follows")
-    from tablekeeper.core import concurrency, partitions
+    from tablekeeper.core.reclaim import partitions
+    from tablekeeper.core.safety import concurrency
 
     t = common.open_table(table, warehouse, options, branch, guard=False)
     with t.file_io.one_view():  # one decision: its schema, hints and snapshot read once (FileIO.one_view)
@@ -155,7 +158,9 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
                       engine: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """Delete files no snapshot, tag, branch or changelog references (never directories or
     metadata JSON)."""
-    from tablekeeper.core import concurrency, orphans, values
+    from tablekeeper.core import values
+    from tablekeeper.core.reclaim import orphans
+    from tablekeeper.core.safety import concurrency
 
     t = common.open_table(table, warehouse, options)
     now_ms = common.now_ms(now)
@@ -170,7 +175,7 @@ def clean_orphans_cmd(table: str, older_than: str | None, force: bool, paralleli
         return
     listing = None
     if listing_path is not None:
-        from tablekeeper.core import orphans
+        from tablekeeper.core.reclaim import orphans
 
         listing = orphans.load_for_table(listing_path, t.file_io, t.root, orphans.listing_roots(t),
                                            common.parse_options(options))

@@ -247,7 +247,7 @@ def explain_cmd(table: str, now: str | None, warehouse: str | None, options: tup
     Snapshot pins: snapshot.num-retained.min, snapshot.time-retained, snapshot.expire.limit and
     consumers; file pins: tags, branches created from it and kept changelogs. The counts come from
     expiration's own rule with that one pin removed: what 'tablekeeper expire' would then remove."""
-    from tablekeeper.core import pins
+    from tablekeeper.core.recovery import pins
 
     t = common.open_table(table, warehouse, options)
     branches = pins.explain_table(t, common.now_ms(now))

@@ -1,5 +1,5 @@
 """``tablekeeper undo``, ``tablekeeper trash list`` and ``tablekeeper trash purge``: the table's
-trash (core/trash), where runs with ``--keep-deleted`` (or the table option ``trash.keep``)
+trash (core/safety/trash), where runs with ``--keep-deleted`` (or the table option ``trash.keep``)
 moved what they removed."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def undo_cmd(table: str, run: str, dry_run: bool, warehouse: str | None, options
 
     Runs are undone newest first; a file whose place holds other bytes now is refused (nothing
     is changed then)."""
-    from tablekeeper.core import trash
+    from tablekeeper.core.safety import trash
 
     t = common.open_table(table, warehouse, options)
     result = trash.undo(t.file_io, t.root, run, dry_run=dry_run)
@@ -58,7 +58,8 @@ def trash_group() -> None:
 @common.common_options
 def trash_list(table: str, warehouse: str | None, options: tuple[str, ...], output: str) -> None:
     """The trash runs of TABLE, oldest first, with their state and size."""
-    from tablekeeper.core import trash, values
+    from tablekeeper.core import values
+    from tablekeeper.core.safety import trash
     from tablekeeper.core.storage import join
 
     t = common.resolve_table(table, warehouse, options)
@@ -92,7 +93,8 @@ def trash_list(table: str, warehouse: str | None, options: tuple[str, ...], outp
 def trash_purge(table: str, older_than: str | None, dry_run: bool, warehouse: str | None, options: tuple[str, ...],
                 output: str) -> None:
     """Delete trash runs of TABLE for good (only paths inside the table's trash)."""
-    from tablekeeper.core import trash, values
+    from tablekeeper.core import values
+    from tablekeeper.core.safety import trash
 
     t = common.open_table(table, warehouse, options)
     now = values.now_ms()

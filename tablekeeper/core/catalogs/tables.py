@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tablekeeper.core import concurrency, paimon
+from tablekeeper.core import paimon
 from tablekeeper.core.catalogs.catalog import Catalog, CatalogTable
 from tablekeeper.core.catalogs.commit_lock import TableCommitGuard
 from tablekeeper.core.paimon import Table, open_table_path
+from tablekeeper.core.safety import concurrency
 from tablekeeper.core.storage import FileIO
 
 __all__ = ["open_catalog_table", "expire_partitions", "metastore_spec", "unlocked_note", "CATALOG_DROPPED"]
@@ -70,7 +71,7 @@ def expire_partitions(resolved: CatalogTable, table: Table, specs: Sequence[Mapp
 
 
 def _partitions_on_other_branches(table: Table, resolved: CatalogTable) -> set[tuple[tuple[str, str], ...]]:
-    from tablekeeper.core import partitions
+    from tablekeeper.core.reclaim import partitions
 
     keys = list(resolved.details.get("partition_keys") or [])
     if not keys:

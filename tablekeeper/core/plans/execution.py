@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, TypeVar
 
-from tablekeeper.core import concurrency, paimon, storage, trash, values
+from tablekeeper.core import paimon, storage, values
 from tablekeeper.core.plans import plan as plans
+from tablekeeper.core.safety import concurrency, trash
 from tablekeeper.core.storage import DeleteOutcome, DeleteResult, FileIO, ListedEntry, basename, parent
 
 __all__ = ["ExecutionResult", "execute", "default_parallelism", "delete_batch", "delete_batch_size", "Progress",

@@ -60,14 +60,14 @@ class RequestMinimum:
                               self.bulk_delete + other.bulk_delete, self.head + other.head, self.copy + other.copy)
 
 
-#: The maintenance lease of every changing command (core/concurrency/lease.py), beyond its first read and its
+#: The maintenance lease of every changing command (core/safety/concurrency/lease.py), beyond its first read and its
 #: write (distinct keys, in the floor already): the existence check before the create-if-absent
 #: PUT (a HEAD: stores that ignore ``If-None-Match`` must not overwrite a holder's lease), the
 #: read-back before release (a lease taken over after it expired is not ours to delete), and the
 #: DeleteObjects that releases it. Without the lease two maintainers of one table interleave.
 LEASE = RequestMinimum(get=1, head=1, bulk_delete=1)
 
-#: The intent of an unpublishing operation (expire, tag delete: core/expire/commit.py,
+#: The intent of an unpublishing operation (expire, tag delete: core/reclaim/expire/commit.py,
 #: core/refs/tag_deletion.py), beyond its read (404 unless resuming) and its write: the existence
 #: check before its create-if-absent PUT and the DeleteObjects removing it at the end. It is what
 #: makes a crash between unpublishing and deleting resumable instead of losing the snapshots.
@@ -81,7 +81,7 @@ COMMIT_POINT = RequestMinimum(get=2, head=2)
 
 
 def expire_verify(*, tags: int, branches: int = 1) -> RequestMinimum:
-    """The verify decision of an expiration (core/expire/commit.py) sees the table as it is
+    """The verify decision of an expiration (core/reclaim/expire/commit.py) sees the table as it is
     *now*, after the snapshots were unpublished: a tag, branch, changelog or consumer that
     appeared meanwhile must be a root of it. So it lists again the snapshot, tag, changelog and
     consumer directories of every branch and the branch directory, reads again every tag (Java
@@ -100,7 +100,7 @@ def tag_verify(*, tags: int, snapshots: int, branches: int = 1) -> RequestMinimu
 
 
 def trash_moves(*, files: int, batches: int) -> RequestMinimum:
-    """What a trash window (core/trash) adds on S3/OSS to a run that removes ``files`` files in
+    """What a trash window (core/safety/trash) adds on S3/OSS to a run that removes ``files`` files in
     ``batches`` delete batches: one server-side CopyObject per file into the run's fresh
     directory (no existence check: nobody else writes there), one PUT per batch record and one
     for the run record. The DeleteObjects of the sources are the run's own deletes, unchanged.

@@ -1,7 +1,8 @@
 """Getting a table back on its feet: what a rollback writes (``rollback``: the target, the new
 latest snapshot, the tags that keep it readable) and the catalog-owned writes it makes
 (``catalog_writes``: one function per operation, so a catalog service can carry them); which
-views lost files (``check``) and the commit that drops missing data files (``repair``)."""
+views lost files (``check``) and the commit that drops missing data files (``repair``); and what
+pins history, per snapshot, for a user deciding what to roll back or release (``pins``)."""
 
 # isort: skip_file
 from typing import TYPE_CHECKING

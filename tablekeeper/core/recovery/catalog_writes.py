@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tablekeeper.core import concurrency, errors, paimon, refs
+from tablekeeper.core import errors, paimon, refs
 from tablekeeper.core.paimon import Snapshot, Table
+from tablekeeper.core.safety import concurrency
 from tablekeeper.core.storage import join
 
 __all__ = ["latest_as_planned", "commit_snapshot", "advance_latest", "create_tag", "unpublish_snapshot", "unpublish_changelog",
@@ -46,7 +47,7 @@ def commit_snapshot(table: Table, snapshot: Snapshot) -> None:
 
 
 def advance_latest(table: Table, snapshot_id: int) -> None:
-    """Point the branch's LATEST hint at ``snapshot_id`` (never backwards: core/concurrency/hint_writes.py)."""
+    """Point the branch's LATEST hint at ``snapshot_id`` (never backwards: core/safety/concurrency/hint_writes.py)."""
     concurrency.write_hint(table.file_io, join(table.dir(paimon.SNAPSHOT_DIR), paimon.LATEST), snapshot_id)
 
 

@@ -5,7 +5,7 @@ A view is a root that readers may open: every snapshot and tag of every branch a
 data files (with the extra files they name), the changelog files, the index manifest with its
 index files (deletion vectors, bucket indexes) and the statistics file, each checked to exist
 and, where the metadata records a size, to have it. References Paimon lets dangle by design
-(core/reach/guarantees.py) are not damage and are left out; a missing manifest list or manifest is
+(core/reclaim/reach/guarantees.py) are not damage and are left out; a missing manifest list or manifest is
 reported for the view whose reads it stops."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tablekeeper.core.paimon import Snapshot, Table, manifests
-from tablekeeper.core.reach import ListRole, RootKind, RootName, copied_lists, dangling_roles, root_kind
+from tablekeeper.core.reclaim.reach import ListRole, RootKind, RootName, copied_lists, dangling_roles, root_kind
 
 __all__ = ["Problem", "CheckReport", "check_table", "retained_views", "view_label", "view_kind"]
 
@@ -104,7 +104,7 @@ def _label(root: RootName) -> str:
 def check_table(table: Table) -> CheckReport:
     """Check every retained view of ``table`` (all branches); reads only."""
     from tablekeeper.core import plans
-    from tablekeeper.core.reach import MissingFile, Reachability
+    from tablekeeper.core.reclaim.reach import MissingFile, Reachability
 
     reach = Reachability(table)
     producer = reach.changelog_producer()

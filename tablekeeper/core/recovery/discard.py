@@ -22,9 +22,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from tablekeeper.core import concurrency, errors, paimon, plans, refs
+from tablekeeper.core import errors, paimon, plans, refs
 from tablekeeper.core.paimon import Consumer, Snapshot, Table, Tag, manifests
-from tablekeeper.core.reach import (
+from tablekeeper.core.reclaim.reach import (
     ListRole,
     RootKind,
     RootName,
@@ -35,6 +35,7 @@ from tablekeeper.core.reach import (
 )
 from tablekeeper.core.recovery import catalog_writes, check
 from tablekeeper.core.recovery.rollback import RollbackFacts, RollbackRequest, read_facts, resolve_target
+from tablekeeper.core.safety import concurrency
 from tablekeeper.core.storage import join
 
 __all__ = ["DiscardDecision", "DiscardResult", "decide_discard", "discard_later", "intent_path"]
@@ -165,7 +166,7 @@ def _discarded_roots(table: Table, intent: _Intent) -> list[tuple[RootName, Snap
 
 def _cleanup(table: Table, intent: _Intent, *, exclude: set[RootName]) -> tuple[plans.Plan, list[str]]:
     """The files only the discarded roots reach, against every other root as it is now."""
-    from tablekeeper.core.reach import MissingFile, Reachability
+    from tablekeeper.core.reclaim.reach import MissingFile, Reachability
 
     reach = Reachability(table)
     producer = reach.changelog_producer()

@@ -121,7 +121,7 @@ def remove_missing(table: Table, plan: RemoveMissingPlan, *,
 
         def commit(t: Table, files: list[str], snapshot_id: int) -> int:
             return pypaimon.remove_data_files(t.root, t.branch, files, snapshot_id, file_io=t.file_io)
-    from tablekeeper.core import concurrency
+    from tablekeeper.core.safety import concurrency
 
     concurrency.point("repair:before:commit")
     removed = commit(table, names, plan.snapshot_id)
@@ -216,9 +216,9 @@ def remove_missing_manifests(table: Table, plan: RemoveMissingManifestsPlan, *, 
     import time
     import uuid
 
-    from tablekeeper.core import concurrency
     from tablekeeper.core.paimon import Snapshot
     from tablekeeper.core.recovery import catalog_writes, manifest_lists
+    from tablekeeper.core.safety import concurrency
 
     if plan.refused:
         tag, path = plan.tags_reading[0]

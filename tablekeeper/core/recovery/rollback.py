@@ -22,9 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tablekeeper.core import concurrency, errors, values
+from tablekeeper.core import errors, values
 from tablekeeper.core.paimon import Snapshot, Table
 from tablekeeper.core.recovery import catalog_writes, manifest_lists
+from tablekeeper.core.safety import concurrency
 
 __all__ = ["RollbackRequest", "RollbackFacts", "RollbackPlan", "RollbackResult", "TARGET_PROPERTY",
            "PREVIOUS_PROPERTY", "PROTECTION_TAG_PREFIX", "COMMIT_USER_PREFIX", "read_facts", "resolve_target", "decide",

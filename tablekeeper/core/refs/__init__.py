@@ -1,6 +1,7 @@
-"""Tags and branches: create, delete (unpublish, verify, then delete), rename, replace, list; tag
-auto-creation and expiry by Paimon's rules; fork points derived from storage. What a tag
-protects is ``reach``'s."""
+"""What pins history: tags and branches (create, delete: unpublish, verify, then delete; rename,
+replace, list), tag auto-creation and expiry by Paimon's rules, fork points derived from storage;
+and the readers' consumers (``consumers``: listing, expiry, the oldest snapshot they hold). What a
+tag or consumer protects is ``reclaim.reach``'s."""
 
 # isort: skip_file
 from typing import TYPE_CHECKING

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tablekeeper.core import concurrency, errors, paimon, trash, values
+from tablekeeper.core import errors, paimon, values
 from tablekeeper.core.paimon import Table
 from tablekeeper.core.refs import forks
+from tablekeeper.core.safety import concurrency, trash
 from tablekeeper.core.storage import join
 
 __all__ = [
@@ -246,7 +247,7 @@ def _drop_in_order(branch: Table) -> None:
     drop finishes it. Each phase ends at a ``seams`` point (crash tests)."""
     io = branch.file_io
     concurrency.point("branch-drop:begin")
-    # inside a trash window (core/trash) each file is moved into the run's trash instead
+    # inside a trash window (core/safety/trash) each file is moved into the run's trash instead
     trash.move_files(io, [s.path for s in io.list_dir(branch.dir(paimon.TAG_DIR)) if not s.is_dir], "tag")
     concurrency.point("branch-drop:tags-deleted")
     snapshot_files = [s for s in io.list_dir(branch.dir(paimon.SNAPSHOT_DIR)) if not s.is_dir]

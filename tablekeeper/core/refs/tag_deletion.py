@@ -5,7 +5,7 @@ decision is taken before a gap: a ``branch create --from-tag T`` or a new tag on
 snapshot made in between would be left reading deleted files. So the deletion runs in phases:
 
 1. **intent**: the tag's bytes are saved in ``<table>/.tablekeeper/pending/`` (create-if-absent;
-   a directory Paimon and orphan cleanup never look at, see core/concurrency/lease.py);
+   a directory Paimon and orphan cleanup never look at, see core/safety/concurrency/lease.py);
 2. **unpublish**: the tag file is deleted. From here no new reader can start from the tag, and a
    branch or tag created from it meanwhile already holds its own copy of the snapshot;
 3. **verify**: the cleanup is planned again from the saved tag against the roots as they are now
@@ -27,9 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tablekeeper.core import concurrency, errors, plans
+from tablekeeper.core import errors, plans
 from tablekeeper.core.paimon import Table, Tag
 from tablekeeper.core.refs import tags
+from tablekeeper.core.safety import concurrency
 from tablekeeper.core.storage import join
 
 __all__ = ["TagDeletion", "intent_path", "delete_tag"]

@@ -16,8 +16,8 @@ from tablekeeper.core.paimon import Snapshot, Table, Tag
 from tablekeeper.core.refs import forks
 
 if TYPE_CHECKING:  # reads manifests: imported by the tag cleanup only (``tag list`` and ``create`` start faster)
-    from tablekeeper.core import reach
-    from tablekeeper.core.reach import DataKey, ListRole, Missing
+    from tablekeeper.core.reclaim import reach
+    from tablekeeper.core.reclaim.reach import DataKey, ListRole, Missing
 
     #: A root and what it is.
     _Named = tuple[reach.RootName, Snapshot]
@@ -194,7 +194,7 @@ def _refuse_fork_tag(table: Table, name: str, verb: str, force: bool) -> None:
 def _retained_roots(table: Table, *, exclude_tag: str) -> tuple[list[_Named], list[_Named], list[_Named]]:
     """(snapshots+tags of this branch, snapshots+tags of every other branch, long-lived
     changelogs of every branch), each with its name."""
-    from tablekeeper.core import reach
+    from tablekeeper.core.reclaim import reach
 
     own: list[_Named] = []
     others: list[_Named] = []
@@ -254,7 +254,7 @@ def plan_tag_cleanup(table: Table, tag: Tag, tag_files: tuple[plans.PlannedFile,
     if others_same:
         notes.append(f"tag {others_same[0].name!r} pins the same snapshot: only the tag file is removed")
         return plans.Plan("delete-tag", table.identifier, plans.Plan.ordered_deletes(tag_files), tuple(notes))
-    from tablekeeper.core.reach import (
+    from tablekeeper.core.reclaim.reach import (
         IgnoredReference,
         MetaUnion,
         MissingFile,
@@ -336,7 +336,7 @@ def plan_tag_cleanup(table: Table, tag: Tag, tag_files: tuple[plans.PlannedFile,
 
 def _told(root: reach.RootName, snap: Snapshot, ignored: list[reach.IgnoredReference], producer: str
           ) -> Missing:
-    from tablekeeper.core import reach
+    from tablekeeper.core.reclaim import reach
 
     def told(role: ListRole, file: str, via_list: str | None) -> None:
         ignored.append(reach.ignored_reference(root, snap, role, file, via_list, producer=producer))

@@ -312,7 +312,7 @@ class FileIO:
     def immutable_reads(self, max_bytes: int = 512 << 20) -> Iterator[None]:
         """Within the block, a UUID-named manifest, manifest list or index manifest is fetched
         once and its bytes reused (up to ``max_bytes`` in all): an expiration plans twice (plan,
-        then verify after unpublishing, core/expire/commit.py) and would otherwise GET every
+        then verify after unpublishing, core/reclaim/expire/commit.py) and would otherwise GET every
         manifest twice. Only those names: they are never rewritten, so the bytes cannot be stale
         (a file deleted meanwhile still has the content every root that names it relies on).
         Schema files too: Paimon commits ``schema-N`` create-if-absent and never rewrites it.
@@ -329,7 +329,7 @@ class FileIO:
         as at one moment anyway, so reading the same snapshot, tag, schema or hint again inside
         it buys no safety, only requests (the expiration used to GET each expiring snapshot and
         every tag four times). The phases that must see the table as it is *now* (the verify
-        plans of core/expire/commit.py and core/refs/tag_deletion.py) open a view of their own. Any
+        plans of core/reclaim/expire/commit.py and core/refs/tag_deletion.py) open a view of their own. Any
         write, rename or delete through this FileIO empties the view (answers start over)."""
         with self._views.open():
             yield
@@ -425,7 +425,7 @@ class FileIO:
         ``FileNotFoundError`` when ``src`` is gone), keeping its bytes and, where the store
         keeps them, its modification time: local disk and HDFS one atomic rename (the parent
         made first); object stores a HEAD, a server-side copy and a delete (not atomic: a crash
-        in between leaves both copies). What the trash moves files with (core/trash)."""
+        in between leaves both copies). What the trash moves files with (core/safety/trash)."""
         self.backend.move_file(src, dst)
 
     @_changes_view

@@ -11,9 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from tablekeeper.core import consumers, expire, pins, values
-from tablekeeper.core.consumers import ConsumerRow
+from tablekeeper.core import values
 from tablekeeper.core.paimon import Table
+from tablekeeper.core.reclaim import expire
+from tablekeeper.core.recovery import pins
+from tablekeeper.core.refs import consumers
+from tablekeeper.core.refs.consumers import ConsumerRow
 
 __all__ = ["TablePins", "table_pins", "consumer_warning"]
 

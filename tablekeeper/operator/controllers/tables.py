@@ -32,8 +32,9 @@ from typing import Any
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core import paimon, trash, values
+from tablekeeper.core import paimon, values
 from tablekeeper.core.policy.effective import EffectivePolicy
+from tablekeeper.core.safety import trash
 from tablekeeper.operator import metrics
 from tablekeeper.operator.cluster.scopes import ScopePlan, StatusRecordStore
 from tablekeeper.operator.cluster.view import Obj, View

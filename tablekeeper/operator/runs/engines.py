@@ -16,7 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 from tablekeeper import reconcile
-from tablekeeper.core import paimon, storage, trash
+from tablekeeper.core import paimon, storage
+from tablekeeper.core.safety import trash
 from tablekeeper.operator.cluster import scopes
 from tablekeeper.operator.runs import verbs
 from tablekeeper.operator.runs.report import RunReport

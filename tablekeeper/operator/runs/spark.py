@@ -52,8 +52,10 @@ from typing import Any
 
 from tablekeeper import reconcile
 from tablekeeper.core import errors as core_errors
-from tablekeeper.core import expire, paimon, trash
+from tablekeeper.core import paimon
 from tablekeeper.core.policy.specs import ClusterPaimonCatalogSpec, PaimonMaintenanceRunSpec, PaimonTableSpec
+from tablekeeper.core.reclaim import expire
+from tablekeeper.core.safety import trash
 from tablekeeper.core.storage import join
 from tablekeeper.operator import kopfcompat
 from tablekeeper.operator.cluster.scopes import Scope, ScopePlan

@@ -129,7 +129,7 @@ def _rollback(request: RunRequest, table: Table, dry_run: bool) -> RunResult:
 
 
 def _undo(request: RunRequest, dry_run: bool) -> RunResult:
-    from tablekeeper.core import trash
+    from tablekeeper.core.safety import trash
 
     run_id = request.spec.parameters.undo_run
     assert run_id is not None  # the spec requires it for Undo

@@ -105,7 +105,7 @@ def classify(error: BaseException) -> Failure:
     """The condition reason and retry decision for ``error``."""
     if isinstance(error, OperatorError):
         return Failure(error.reason, error.message, error.temporary)
-    if isinstance(error, core_errors.TableLockedError):  # another maintainer's lease (core/concurrency/lease.py)
+    if isinstance(error, core_errors.TableLockedError):  # another maintainer's lease (core/safety/concurrency/lease.py)
         return Failure(Reason.TABLE_LOCKED, _message(error), True)
     if isinstance(error, core_errors.ConcurrentModificationError):
         return Failure(Reason.RECONCILE_ERROR, _message(error), True, short=True)

@@ -13,7 +13,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from tablekeeper.core import concurrency, errors, trash, values
+from tablekeeper.core import errors, values
+from tablekeeper.core.safety import concurrency, trash
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import result_artifact
 from tablekeeper.spark.deletes import executor as tasks

@@ -102,7 +102,8 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     failures are counted and sampled, never raised: deletion is best effort (style.md §2.3)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from tablekeeper.core import plans, trash
+    from tablekeeper.core import plans
+    from tablekeeper.core.safety import trash
     from tablekeeper.core.storage import DeleteOutcome
 
     io = file_io(spec["storage"])
@@ -132,7 +133,7 @@ def delete_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     kept = trash.TrashRun.from_spec(io, spec["trash"]) if spec.get("trash") else None
 
     def delete(chunk: list[tuple[str, str, int | None, int]]) -> list[DeleteResult]:
-        if kept is not None:  # a trash window: moved (core/trash), as core's executor moves them
+        if kept is not None:  # a trash window: moved (core/safety/trash), as core's executor moves them
             return trash.move_batch(kept, [(p, kind, size) for p, kind, size, _ in chunk])
         return plans.delete_batch(io, [x[0] for x in chunk])
 
@@ -214,7 +215,7 @@ def remove_emptied_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatc
     """(bucket dir, files listed there, files deleted there) -> as :func:`remove_empty_dirs`,
     for the directories the deletes may have emptied (``decisions.may_empty``; the others are not
     checked: a check is a request on an object store)."""
-    from tablekeeper.core import orphans
+    from tablekeeper.core.reclaim import orphans
 
     io = file_io(spec["storage"])
     depth = int(spec.get("depth") or 0)

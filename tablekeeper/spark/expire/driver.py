@@ -16,8 +16,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from tablekeeper.core import expire, plans, values
+from tablekeeper.core import plans, values
 from tablekeeper.core.paimon import Table
+from tablekeeper.core.reclaim import expire
 from tablekeeper.core.storage import DeleteOutcome, DeleteResult
 from tablekeeper.spark import run_steps
 from tablekeeper.spark.deletes import driver as deletes

@@ -108,9 +108,10 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
     root's lists (each list read once per run by the driver's list cache, whichever roots share
     it); index manifests are read here.
     """
-    from tablekeeper.core import errors, reach
+    from tablekeeper.core import errors
     from tablekeeper.core.paimon import Snapshot, manifests
-    from tablekeeper.core.reach import ListRole
+    from tablekeeper.core.reclaim import reach
+    from tablekeeper.core.reclaim.reach import ListRole
 
     io = file_io(spec["storage"])
     manifest_dir, stats_dir = spec["manifest_dir"], spec["statistics_dir"]
@@ -186,7 +187,7 @@ def expand_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> 
 def effective_deletions(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(rid, file key, the kinds of its entries within that root's delta) -> the keys the delta
     really deletes (``expire_decisions.effective_deletions``)."""
-    from tablekeeper.core import expire
+    from tablekeeper.core.reclaim import expire
 
     def one(row: tuple[Any, ...], out: Rows) -> None:
         rid, partition, bucket, file_name, kinds = row

@@ -20,11 +20,12 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from tablekeeper.core import errors, expire, paimon, plans, reach
-from tablekeeper.core.expire import ReadOutcome, RootUse
+from tablekeeper.core import errors, paimon, plans
 from tablekeeper.core.paimon import Table, manifests
 from tablekeeper.core.paimon.pypaimon import PartitionPathResolver
-from tablekeeper.core.reach import ListRole
+from tablekeeper.core.reclaim import expire, reach
+from tablekeeper.core.reclaim.expire import ReadOutcome, RootUse
+from tablekeeper.core.reclaim.reach import ListRole
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark.deletes.executor import DELETE_FIELDS
 from tablekeeper.spark.expire import executor as tasks

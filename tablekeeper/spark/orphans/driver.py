@@ -34,9 +34,11 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from tablekeeper.core import concurrency, errors, orphans, paimon, plans, reach, values
+from tablekeeper.core import errors, paimon, plans, values
 from tablekeeper.core.paimon import Table, open_table
-from tablekeeper.core.reach import ListRole
+from tablekeeper.core.reclaim import orphans, reach
+from tablekeeper.core.reclaim.reach import ListRole
+from tablekeeper.core.safety import concurrency
 from tablekeeper.spark import executor as ex
 from tablekeeper.spark import run_steps
 from tablekeeper.spark.deletes import driver as deletes

@@ -37,7 +37,7 @@ USED_FIELDS: Fields = (("source", "string"), ("name", "string"), ("error_kind", 
 def expand_bucket_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(dir, depth) -> every bucket directory ``depth`` partition levels below ``dir`` (the walk
     of ``orphans.list_candidates``, by ``decisions.is_partition_dir`` / ``is_bucket_dir``)."""
-    from tablekeeper.core import orphans
+    from tablekeeper.core.reclaim import orphans
 
     io = file_io(spec["storage"])
 
@@ -56,7 +56,8 @@ def expand_bucket_dirs(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch
 def list_files(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """(dir, temp prefix, kind) of a ``decisions.CandidateDir`` -> its candidate files
     (``decisions.is_candidate_name``) older than ``spec["older_than_ms"]``."""
-    from tablekeeper.core import orphans, plans
+    from tablekeeper.core import plans
+    from tablekeeper.core.reclaim import orphans
 
     io = file_io(spec["storage"])
     threshold = int(spec["older_than_ms"])
@@ -81,9 +82,10 @@ def read_roots(spec: Mapping[str, Any], batches: Iterator[pa.RecordBatch]) -> It
     each with the index in ``guarantees.RULES`` of the rule that says whether Paimon keeps it
     (the driver judges a missing one by it). A root that vanished yields nothing (concurrent
     expiration: nothing to protect); an unreadable one a ``root`` error row."""
-    from tablekeeper.core import errors, orphans, reach
+    from tablekeeper.core import errors
     from tablekeeper.core.paimon import Snapshot, Tag
-    from tablekeeper.core.reach import ListRole
+    from tablekeeper.core.reclaim import orphans, reach
+    from tablekeeper.core.reclaim.reach import ListRole
 
     io = file_io(spec["storage"])
     producer = spec.get("changelog_producer", "none")

@@ -230,7 +230,7 @@ def _names_stored_as_strings(info: SchemaInfo) -> bool:
 
 def read_manifest_payload(file_io: FileIO, path: str) -> list[bytes] | None:
     """The decompressed record bytes of every block of a manifest, for a byte-level name scan
-    (:mod:`tablekeeper.core.orphans.name_scan`) instead of decoding every entry.
+    (:mod:`tablekeeper.core.reclaim.orphans.name_scan`) instead of decoding every entry.
 
     The writer schema is checked as for :func:`read_manifest_refs`, so an unknown format still
     fails closed; None when a field naming files is not a plain Avro string (the caller then
