@@ -440,6 +440,41 @@ class FileIO:
         """Whether a file moves by a copy and a delete here (object stores), not by a rename."""
         return self.backend.lists_flat
 
+    # -- versions --------------------------------------------------------------------------
+    def keeps_versions(self, path: str) -> bool:
+        """Whether deleting ``path`` keeps its bytes as a noncurrent version that can be copied
+        back: S3 with bucket versioning Enabled (one GetBucketVersioning per bucket, remembered by
+        this FileIO). False on every other store (local disk, HDFS, OSS, GCS, Azure) and on S3
+        buckets whose versioning is Suspended or was never enabled. The one place the trash asks
+        whether to record versions instead of copying files (core/trash)."""
+        return self.backend.keeps_versions(path)
+
+    def version_of(self, path: str) -> tuple[str, int]:
+        """The current version id and size of ``path`` (``FileNotFoundError``); where
+        :meth:`keeps_versions` only."""
+        return self.backend.version_of(path)
+
+    def has_version(self, path: str, version_id: str) -> bool:
+        """Whether the store still holds version ``version_id`` of ``path``."""
+        return self.backend.has_version(path, version_id)
+
+    def read_version(self, path: str, version_id: str) -> bytes:
+        """The bytes of version ``version_id`` of ``path`` (``FileNotFoundError`` when gone)."""
+        return self.backend.read_version(path, version_id)
+
+    @_changes_view
+    def copy_version(self, src: str, dst: str, version_id: str) -> None:
+        """A server-side copy of version ``version_id`` of ``src`` to ``dst``, replacing what is
+        there (``FileNotFoundError`` when the version is gone): how the trash puts back a file it
+        kept as a version."""
+        self.backend.copy_version(src, dst, version_id)
+
+    @_changes_view
+    def delete_versions(self, versions: list[tuple[str, str]]) -> list[DeleteResult]:
+        """Delete these (path, version id) for good (a purge of versions the trash recorded);
+        one result per pair, in order."""
+        return self.backend.delete_versions(versions)
+
     @_changes_view
     def mkdirs(self, path: str) -> None:
         self.backend.mkdirs(path)

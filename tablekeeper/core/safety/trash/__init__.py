@@ -8,7 +8,8 @@ What this package decides, and nowhere else:
   decision's summary) and one record per batch of moves (``moves/*.json``: which files, their
   kinds and sizes) written *before* anything of that batch moves;
 - **how** a file moves (:meth:`FileIO.move_file`): local disk and HDFS one rename, object stores
-  a server-side copy then a delete;
+  a server-side copy then a delete; where the store keeps versions (:meth:`FileIO.keeps_versions`:
+  S3 with versioning Enabled) no copy, the version id recorded and the file deleted;
 - **when** a window is open: :func:`keeping` opens one for a command, and every plan executed
   inside it (``core/plans/execution.py``, the Spark delete stage, branch drop) moves instead of
   deleting, whatever planned it;

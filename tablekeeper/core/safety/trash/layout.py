@@ -4,7 +4,9 @@
 
 - ``<run id>/run.json``: the run (:class:`RunRecord`), written before its first move;
 - ``<run id>/moves/<n>-<uuid>.json``: one batch of moves, written before any file of it moves:
-  ``{"files": [[relative path, kind, size], ...]}``;
+  ``{"files": [[relative path, kind, size], ...]}``; where the store keeps versions (S3 with
+  versioning Enabled) each entry has a fourth item, the version id the delete left noncurrent,
+  and the file is not copied under ``files/`` (an entry of three items: a copy there);
 - ``<run id>/files/<relative path>``: the files themselves, under the path they had in the table;
 - ``<run id>/undone``: written once an undo put every file back;
 - ``purged/<run id>.json``: a purged run's record (its files are gone; an undo says so).
@@ -64,11 +66,14 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class MovedFile:
-    """One file of a run: its path relative to the table, kind (its restore stage) and size."""
+    """One file of a run: its path relative to the table, kind (its restore stage) and size;
+    ``version``: the store's version id of the file that the run's delete left noncurrent (the
+    file is then no copy under ``files/``), None where the run copied it there."""
 
     relative: str
     kind: str
     size: int | None
+    version: str | None = None
 
 
 def trash_root(table_root: str) -> str:
@@ -109,8 +114,10 @@ def read_moves(io: FileIO, table_root: str, run_id: str) -> list[MovedFile]:
     for status in sorted(io.list_dir(moves_dir(table_root, run_id)), key=lambda s: s.name):
         if status.is_dir or not status.name.endswith(".json"):
             continue
-        for rel, kind, size in json.loads(io.read_bytes(status.path))["files"]:
-            seen.setdefault(rel, MovedFile(rel, kind, None if size is None else int(size)))
+        for entry in json.loads(io.read_bytes(status.path))["files"]:
+            rel, kind, size = entry[:3]
+            version = str(entry[3]) if len(entry) > 3 and entry[3] is not None else None
+            seen.setdefault(rel, MovedFile(rel, kind, None if size is None else int(size), version))
     return list(seen.values())
 
 

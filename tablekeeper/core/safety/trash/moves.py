@@ -4,7 +4,10 @@ A command opens a window with :func:`keeping`; every executor that finds :func:`
 a run moves its batches with :func:`move_batch` instead of deleting them: the batch's record
 first (create-if-absent), then the files: local disk and HDFS one rename each (a directory made
 once per batch), object stores one server-side copy each and then the sources in the run's own
-delete request. A file already gone counts as missing, as a delete would. A crash leaves every
+delete request; where the store keeps versions (:meth:`FileIO.keeps_versions`: S3 with
+versioning Enabled) no copy: one HEAD per file for its version id, the record (with the
+versions), then the same delete request, which leaves each file as a noncurrent version. A file
+already gone counts as missing, as a delete would. A crash leaves every
 file at its place or in the trash (or, mid copy-then-delete, at both); the rerun plans again and
 moves what is left into a run of its own, and undoing both runs, newest first, puts every file
 back once (an equal copy at the place only has its trash copy dropped)."""
@@ -82,8 +85,9 @@ def move_batch(run: TrashRun, files: list[tuple[str, str, int | None]]) -> list[
     entries = [(run.relative(p), kind, size) for p, kind, size in files]
     if not run.started:
         run.record()
-    name = f"{int(time.time() * 1000):013d}-{secrets.token_hex(4)}.json"
-    io.write_new(join(layout.moves_dir(run.root, run.run_id), name), json.dumps({"files": entries}))
+    if io.keeps_versions(run.root):
+        return _delete_keeping_versions(run, files, [rel for rel, _, _ in entries])
+    _write_moves(run, entries)
     target = layout.files_dir(run.root, run.run_id)
     moves = [(path, join(target, rel), size) for (path, _kind, size), (rel, _, _) in zip(files, entries, strict=True)]
     if io.moves_by_copy:
@@ -112,6 +116,47 @@ def move_batch(run: TrashRun, files: list[tuple[str, str, int | None]]) -> list[
         run.moved_bytes += size or 0
         out.append(DeleteResult(path, DeleteOutcome.DELETED))
     return out
+
+
+def _write_moves(run: TrashRun, entries: list[tuple[Any, ...]]) -> None:
+    """The batch's record, create-if-absent under a fresh name, before anything of it moves."""
+    name = f"{int(time.time() * 1000):013d}-{secrets.token_hex(4)}.json"
+    run.io.write_new(join(layout.moves_dir(run.root, run.run_id), name), json.dumps({"files": entries}))
+
+
+def _delete_keeping_versions(run: TrashRun, files: list[tuple[str, str, int | None]],
+                             relatives: list[str]) -> list[DeleteResult]:
+    """A store that keeps versions: each file's current version id (one HEAD: a file gone is
+    missing and not recorded), the record with the versions, then the sources in the same
+    delete request a plain run makes. No copy: the delete leaves each file's version noncurrent,
+    and undo copies it back from there. A crash before the delete leaves the files at their
+    place (undo counts a file whose current version is the recorded one as back, purge never
+    deletes it); the rerun plans again."""
+    io = run.io
+    out: dict[str, DeleteResult] = {}
+    recorded: list[tuple[str, str, int | None, str]] = []
+    sizes: dict[str, int] = {}
+    for (path, kind, size), rel in zip(files, relatives, strict=True):
+        try:
+            version, head_size = io.version_of(path)
+        except FileNotFoundError:
+            out[path] = DeleteResult(path, DeleteOutcome.MISSING)
+            continue
+        except OSError as e:
+            out[path] = DeleteResult(path, DeleteOutcome.FAILED, str(e))
+            continue
+        sizes[path] = head_size if size is None else size
+        recorded.append((rel, kind, sizes[path], version))
+    if recorded:
+        _write_moves(run, recorded)
+    for r in io.delete_files(list(sizes), tell_missing=False):
+        if r.outcome is DeleteOutcome.FAILED:
+            out[r.path] = r
+            continue
+        run.moved += 1
+        run.moved_bytes += sizes[r.path]
+        out[r.path] = DeleteResult(r.path, DeleteOutcome.DELETED)
+    return [out[p] for p, _, _ in files]
 
 
 def _copy_then_delete(run: TrashRun, moves: list[tuple[str, str, int | None]]) -> list[DeleteResult]:

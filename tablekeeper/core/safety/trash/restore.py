@@ -13,6 +13,11 @@ numbered files a writer never reuses), so commits made since the run are untouch
 of that moment simply reappear. Then each snapshot directory's EARLIEST names the oldest snapshot
 of the unbroken run of ids ending at the latest one (forward-consistent with what exists).
 
+A file the run kept as a version (S3 with versioning: its move record names the version id)
+is copied back from that version, server-side; one whose recorded version the store no longer
+holds refuses the undo before anything moves, and one whose place holds that very version (the
+run crashed before deleting it) or equal bytes counts as back.
+
 A crash at any point is finished by a rerun: a file already back (its trash copy gone, or equal
 bytes at its place) counts as restored."""
 
@@ -96,12 +101,23 @@ def undo(io: FileIO, table_root: str, run_id: str, *, dry_run: bool = False) -> 
     moved = sorted(layout.read_moves(io, root, run_id), key=_rank)
     plan: list[tuple[layout.MovedFile, str, str, bool]] = []
     conflicts: list[str] = []
+    gone: list[str] = []
     for m in moved:
         src, dst = join(trash, m.relative), join(root, m.relative)
+        if m.version is not None:
+            to_restore = _version_to_restore(io, dst, m.version, conflicts, gone)
+            plan.append((m, dst, dst, to_restore))
+            continue
         in_trash = io.file_exists(src)
         if in_trash and io.file_exists(dst) and not same_file(io, src, dst):
             conflicts.append(dst)
         plan.append((m, src, dst, in_trash))
+    if gone:
+        raise errors.InvalidInputError(
+            f"{len(gone)} file(s) of trash run {run_id} were kept as versions the store no longer holds, "
+            f"e.g. {gone[0]}",
+            fix="nothing was restored; those versions were deleted outside tablekeeper (a lifecycle rule "
+                "expiring noncurrent versions sooner than the window?): keep them longer than trash.keep")
     if conflicts:
         raise errors.InvalidInputError(
             f"{len(conflicts)} file(s) of trash run {run_id} have other bytes at their place now, e.g. {conflicts[0]}",
@@ -118,6 +134,11 @@ def undo(io: FileIO, table_root: str, run_id: str, *, dry_run: bool = False) -> 
             else:
                 result.never_moved += 1
             continue
+        if m.version is not None:  # a server-side copy from the version (checked above: the place is empty)
+            io.copy_version(dst, dst, m.version)
+            result.restored += 1
+            result.restored_bytes += m.size or 0
+            continue
         try:
             io.move_file(src, dst)
         except FileExistsError:  # an interrupted undo copied it already (equal bytes: checked above)
@@ -131,6 +152,23 @@ def undo(io: FileIO, table_root: str, run_id: str, *, dry_run: bool = False) -> 
     result.hints = _earliest_hints(io, root, moved)
     io.write_new(layout.undone_marker(root, run_id), record.run_id)
     return result
+
+
+def _version_to_restore(io: FileIO, place: str, version: str, conflicts: list[str], gone: list[str]) -> bool:
+    """Whether the file kept as ``version`` must be copied back to ``place``: not when the place
+    holds that version (never deleted) or equal bytes (back already); a place holding other bytes
+    goes to ``conflicts``, a version the store lost to ``gone`` (one HEAD of each, and a read of
+    both when the place holds another version)."""
+    if not io.has_version(place, version):
+        gone.append(f"{place} (version {version})")
+        return False
+    try:
+        current, _size = io.version_of(place)
+    except FileNotFoundError:
+        return True
+    if current != version and io.read_bytes(place) != io.read_version(place, version):
+        conflicts.append(place)
+    return False
 
 
 def _earliest_hints(io: FileIO, root: str, moved: list[layout.MovedFile]) -> list[str]:

@@ -11,7 +11,9 @@ A store also declares what it can do, so that nothing above it asks which store 
 - ``listings_carry_status``: a listing answers size and time with each entry (everything but
   local disk, where ``readdir`` gives names only);
 - ``reads_overlap``: a read mostly waits on the network, so reads in parallel pay (not local
-  disk, where reading and decoding are CPU-bound).
+  disk, where reading and decoding are CPU-bound);
+- :meth:`StoreIO.keeps_versions`: a delete keeps the file's bytes as an older version that can be
+  copied back (S3 with bucket versioning Enabled; asked of the bucket, so a method, not a flag).
 """
 
 from __future__ import annotations
@@ -154,6 +156,37 @@ class StoreIO(abc.ABC):
 
     @abc.abstractmethod
     def mkdirs(self, path: str) -> None: ...
+
+    # -- versions (stores that keep them: :meth:`keeps_versions`) ----------------------------
+    def keeps_versions(self, path: str) -> bool:
+        """Whether deleting ``path`` keeps its bytes as a noncurrent version (the trash then
+        records the version instead of copying the file). Here: no."""
+        return False
+
+    def _no_versions(self) -> errors.StorageError:
+        return errors.StorageError(f"{self.connection.store.value} keeps no versions of deleted files",
+                                   fix="report this: versions are asked only where keeps_versions() is true")
+
+    def version_of(self, path: str) -> tuple[str, int]:
+        """The current version id and size of the file ``path`` (``FileNotFoundError``)."""
+        raise self._no_versions()
+
+    def has_version(self, path: str, version_id: str) -> bool:
+        """Whether the store still holds version ``version_id`` of ``path``."""
+        raise self._no_versions()
+
+    def read_version(self, path: str, version_id: str) -> bytes:
+        """The bytes of version ``version_id`` of ``path`` (``FileNotFoundError`` when gone)."""
+        raise self._no_versions()
+
+    def copy_version(self, src: str, dst: str, version_id: str) -> None:
+        """A server-side copy of version ``version_id`` of ``src`` to ``dst`` (replaced if there;
+        ``FileNotFoundError`` when the version is gone)."""
+        raise self._no_versions()
+
+    def delete_versions(self, versions: list[tuple[str, str]]) -> list[DeleteResult]:
+        """Delete these (path, version id) for good; one result per pair, in order."""
+        raise self._no_versions()
 
     # -- deleting --------------------------------------------------------------------------
     @abc.abstractmethod

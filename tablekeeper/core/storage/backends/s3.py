@@ -10,7 +10,10 @@ What the S3 API adds to an object store (:mod:`.object_store`):
 - a file's existence is one HEAD and a directory's one LIST of one key (s3fs's ``exists`` asks
   both), a directory is listed by its own prefix only (s3fs lists the parent as well when a
   directory is empty or absent), and a large prefix is listed in segments at once
-  (:mod:`..segmented`).
+  (:mod:`..segmented`);
+- on a bucket with versioning Enabled (GetBucketVersioning, asked once per bucket) a delete keeps
+  the object as a noncurrent version: :meth:`S3IO.keeps_versions`, which the trash uses to record
+  version ids instead of copying (OSS answers for itself and is not asked).
 """
 
 from __future__ import annotations
@@ -40,6 +43,14 @@ class S3IO(ObjectStoreIO):
 
     bulk_deletes: ClassVar[bool] = True
     exact_existence: ClassVar[bool] = True
+
+    #: largest object one CopyObject copies (5 GiB)
+    COPY_MAX: ClassVar[int] = 5 << 30
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: bucket -> whether its versioning is Enabled (asked once: :meth:`keeps_versions`)
+        self._versioned: dict[str, bool] = {}
 
     @classmethod
     def open_filesystem(cls, connection: Connection, layer: RequestLayer,
@@ -134,6 +145,80 @@ class S3IO(ObjectStoreIO):
         page = self._s3("list_objects_v2", RequestKind.LIST, Bucket=bucket, Prefix=prefix, MaxKeys=2)
         return [self.uri(f"{bucket}/{item['Key']}") for item in page.get("Contents", [])]
 
+    # -- versions --------------------------------------------------------------------------
+    def keeps_versions(self, path: str) -> bool:
+        """Whether the bucket of ``path`` has versioning Enabled: one GetBucketVersioning per
+        bucket, remembered. Suspended or never enabled: no (a delete then removes the null
+        version). Not asked on OSS. A bucket that refuses the question counts as no: the trash
+        then copies, which is right on every bucket."""
+        if self.connection.store is not Store.S3:
+            return False
+        bucket, _ = self._bucket_key(path)
+        known = self._versioned.get(bucket)
+        if known is None:
+            try:
+                answer = self._s3("get_bucket_versioning", RequestKind.OTHER, Bucket=bucket)
+            except Exception:  # noqa: BLE001 - AccessDenied and the like: copy, as without versions
+                answer = {}
+            known = self._versioned[bucket] = answer.get("Status") == "Enabled"
+        return known
+
+    def version_of(self, path: str) -> tuple[str, int]:
+        """One HEAD: the current version id (``null`` for an object written before versioning
+        was enabled, which a delete keeps as a noncurrent version too) and the size."""
+        bucket, key = self._bucket_key(path)
+        head = self._s3("head_object", RequestKind.HEAD, Bucket=bucket, Key=key)
+        return str(head.get("VersionId") or "null"), int(head.get("ContentLength") or 0)
+
+    def has_version(self, path: str, version_id: str) -> bool:
+        """One HEAD of the version."""
+        bucket, key = self._bucket_key(path)
+        try:
+            self._s3("head_object", RequestKind.HEAD, Bucket=bucket, Key=key, VersionId=version_id)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def read_version(self, path: str, version_id: str) -> bytes:
+        fs: Any = self.fs
+        raw = self.raw(path)
+        data: bytes = self._call_on(path, lambda: fs.cat_file(raw, version_id=version_id), RequestKind.GET)
+        return data
+
+    def copy_version(self, src: str, dst: str, version_id: str) -> None:
+        """One CopyObject from the version (server-side, up to :data:`COPY_MAX` bytes)."""
+        bucket, key = self._bucket_key(src)
+        dst_bucket, dst_key = self._bucket_key(dst)
+        try:
+            self._s3("copy_object", RequestKind.COPY, Bucket=dst_bucket, Key=dst_key,
+                     CopySource={"Bucket": bucket, "Key": key, "VersionId": version_id})
+        finally:
+            self.invalidate(self.raw(dst))
+
+    def delete_versions(self, versions: list[tuple[str, str]]) -> list[DeleteResult]:
+        """DeleteObjects with version ids, retried per key as :meth:`delete_batch`; a key listed
+        with two versions goes in two requests (a request names each key once)."""
+        out: dict[tuple[str, str], DeleteResult] = {}
+        pending = list(dict.fromkeys(versions))
+        while pending:
+            batch: dict[str, dict[str, tuple[str, str]]] = defaultdict(dict)
+            later: list[tuple[str, str]] = []
+            for pair in pending:
+                bucket, key = self._bucket_key(pair[0])
+                if key in batch[bucket] or sum(len(b) for b in batch.values()) >= 1000:
+                    later.append(pair)
+                    continue
+                batch[bucket][key] = pair
+            for bucket, keys in batch.items():
+                if not keys:
+                    continue
+                results = self._delete_objects(bucket, {k: p for k, (p, _v) in keys.items()},
+                                               {k: v for k, (_p, v) in keys.items()})
+                for (_k, pair), result in zip(keys.items(), results, strict=True):
+                    out[pair] = result
+            pending = later
+        return [out[pair] for pair in versions]
+
     # -- deleting --------------------------------------------------------------------------
     def delete_files(self, paths: list[str], tell_missing: bool) -> list[DeleteResult]:
         """``tell_missing=False`` (plan execution) skips the parent listings: a key already gone
@@ -152,8 +237,10 @@ class S3IO(ObjectStoreIO):
             results.extend(self._delete_objects(bucket, keys))
         return results
 
-    def _delete_objects(self, bucket: str, keys: Mapping[str, str]) -> list[DeleteResult]:
-        """DeleteObjects for ``keys`` (key -> path), retrying only keys that failed
+    def _delete_objects(self, bucket: str, keys: Mapping[str, str],
+                        versions: Mapping[str, str] | None = None) -> list[DeleteResult]:
+        """DeleteObjects for ``keys`` (key -> path; ``versions``: key -> the version to delete for
+        good, else the current one is deleted as usual), retrying only keys that failed
         transiently (a failed request: all of them; ``SlowDown``/``InternalError`` per key: those
         keys). When the budget is spent the keys still pending are reported failed; keys the
         store confirmed are reported deleted, so the caller's counts are exact."""
@@ -169,7 +256,8 @@ class S3IO(ObjectStoreIO):
                 self.calls.note(RequestKind.BULK_DELETE)
                 response = fs.call_s3(
                     "delete_objects", Bucket=bucket,
-                    Delete={"Objects": [{"Key": k} for k in pending], "Quiet": False},
+                    Delete={"Objects": [{"Key": k, **({"VersionId": versions[k]} if versions else {})}
+                                        for k in pending], "Quiet": False},
                 )
             except Exception as e:
                 message = self.calls.redact(f"{type(e).__name__}: {e}")
