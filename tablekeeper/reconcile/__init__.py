@@ -3,25 +3,25 @@
 decisions. Sits between the front ends and ``tablekeeper.core`` (import-linter: it never imports
 ``tablekeeper.cli`` or ``tablekeeper.operator``; core never imports it).
 
-Modules: :mod:`documents` (YAML documents -> validated objects), :mod:`desired` (objects -> per-table
-targets), :mod:`observe` (storage -> table state), :mod:`records` (ownership and run records),
-:mod:`schedules` (cron / ``@every`` / windows), :mod:`actions` (the action models),
-:mod:`planner` (decisions: the entry, with one module per topic — :mod:`plan_context`,
-:mod:`tags_planner`, :mod:`branches_planner`, :mod:`auto_tags_planner`, :mod:`objects_planner`,
-:mod:`maintenance_planner` with :mod:`enabled_jobs`, :mod:`table_options_planner`), :mod:`applier`
-(execution). See docs/gitops.md.
+Packages: :mod:`state` (``documents``: YAML documents -> validated objects; ``desired``: objects
+-> per-table targets; ``observe``: storage -> table state; ``records``: ownership and run records),
+:mod:`planners` (one module per topic: ``context``, ``tags``, ``branches``, ``auto_tags``,
+``objects``, ``maintenance`` with ``enabled_jobs`` and ``schedules``, ``table_options``) and
+:mod:`applier` (``results``, ``steps``: one handler per action kind, ``passes``: apply and
+converge). Modules: :mod:`actions` (the action models), :mod:`planner` (the entry: plan and
+plan_table), :mod:`opener` (one FileIO per warehouse). See docs/gitops.md.
 """
 
 from tablekeeper.reconcile import actions
 from tablekeeper.reconcile.applier import ActionResult, ApplyResult, ConvergeResult, apply, converge
-from tablekeeper.reconcile.desired import DesiredState, TableLocation, TableTarget, build_desired_state
-from tablekeeper.reconcile.documents import ManifestError, Resource, collect_manifests, load_manifests
-from tablekeeper.reconcile.objects_planner import plan_objects
-from tablekeeper.reconcile.observe import TableState, observe
 from tablekeeper.reconcile.opener import Opener
-from tablekeeper.reconcile.plan_context import ReconcileConfig
 from tablekeeper.reconcile.planner import ReconcilePlan, TablePlan, plan
-from tablekeeper.reconcile.records import MemoryRecordStore, RecordStore, TableRecords, WarehouseRecordStore
+from tablekeeper.reconcile.planners.context import ReconcileConfig
+from tablekeeper.reconcile.planners.objects import plan_objects
+from tablekeeper.reconcile.state.desired import DesiredState, TableLocation, TableTarget, build_desired_state
+from tablekeeper.reconcile.state.documents import ManifestError, Resource, collect_manifests, load_manifests
+from tablekeeper.reconcile.state.observe import TableState, observe
+from tablekeeper.reconcile.state.records import MemoryRecordStore, RecordStore, TableRecords, WarehouseRecordStore
 
 __all__ = [
     "actions",

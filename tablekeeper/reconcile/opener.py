@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from tablekeeper.core.paimon import Table, open_table
 from tablekeeper.core.storage import FileIO
-from tablekeeper.reconcile.desired import TableLocation
+from tablekeeper.reconcile.state.desired import TableLocation
 
 __all__ = ["Opener"]
 

@@ -31,18 +31,26 @@ from tablekeeper.core.policy import InvalidSpecError
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.core.safety import trash
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile import (
-    maintenance_planner,
-    objects_planner,
-    plan_context,
-    table_options_planner,
-    tags_planner,
-)
-from tablekeeper.reconcile.desired import DesiredState, TableTarget
-from tablekeeper.reconcile.documents import ManifestError, Problem
-from tablekeeper.reconcile.observe import TableState, observe
 from tablekeeper.reconcile.opener import Opener
-from tablekeeper.reconcile.records import RecordStore, TableRecords
+from tablekeeper.reconcile.planners import (
+    context as plan_context,
+)
+from tablekeeper.reconcile.planners import (
+    maintenance as maintenance_planner,
+)
+from tablekeeper.reconcile.planners import (
+    objects as objects_planner,
+)
+from tablekeeper.reconcile.planners import (
+    table_options as table_options_planner,
+)
+from tablekeeper.reconcile.planners import (
+    tags as tags_planner,
+)
+from tablekeeper.reconcile.state.desired import DesiredState, TableTarget
+from tablekeeper.reconcile.state.documents import ManifestError, Problem
+from tablekeeper.reconcile.state.observe import TableState, observe
+from tablekeeper.reconcile.state.records import RecordStore, TableRecords
 
 __all__ = ["TablePlan", "ReconcilePlan", "plan", "plan_table", "validate_against_storage"]
 

@@ -12,7 +12,7 @@ from tablekeeper.core.policy.kinds import parse_spec
 from tablekeeper.core.policy.specs.table import PaimonTableSpec
 from tablekeeper.operator.runs import schedule as maintenance
 from tablekeeper.operator.runs.report import RunReport, from_artifact
-from tablekeeper.reconcile import enabled_jobs
+from tablekeeper.reconcile.planners import enabled_jobs
 from tablekeeper.spark import result_artifact
 
 

@@ -54,7 +54,7 @@ def test_namespace_labels_select_cluster_policies(tmp_path: Path) -> None:
 
 
 def test_build_desired_state_takes_namespace_labels(tmp_path: Path) -> None:
-    from tablekeeper.reconcile.documents import parse_documents
+    from tablekeeper.reconcile.state.documents import parse_documents
 
     head = "apiVersion: tablekeeper.io/v1alpha1\n"
     text = "---\n".join([

@@ -17,7 +17,7 @@ import pytest
 from tablekeeper import reconcile
 from tablekeeper.cli.main import main
 from tablekeeper.core.paimon.table import open_table
-from tablekeeper.reconcile import enabled_jobs
+from tablekeeper.reconcile.planners import enabled_jobs
 from tests.support import paimon as P
 from tests.support.json_output import cli_json
 

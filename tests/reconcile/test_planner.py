@@ -16,10 +16,10 @@ from tablekeeper.core.policy.schedule import Schedule
 from tablekeeper.core.policy.specs.table import MaintenanceWindow
 from tablekeeper.core.refs.tag_auto import SnapshotPoint
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile.documents import parse_documents
-from tablekeeper.reconcile.observe import BranchState, TableState, TagState
-from tablekeeper.reconcile.records import BranchRecord, TableRecords, TagRecord
-from tablekeeper.reconcile.schedules import in_window, is_due, next_fire
+from tablekeeper.reconcile.planners.schedules import in_window, is_due, next_fire
+from tablekeeper.reconcile.state.documents import parse_documents
+from tablekeeper.reconcile.state.observe import BranchState, TableState, TagState
+from tablekeeper.reconcile.state.records import BranchRecord, TableRecords, TagRecord
 
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 HEAD = "apiVersion: tablekeeper.io/v1alpha1\n"

@@ -11,7 +11,7 @@ from tablekeeper import reconcile
 from tablekeeper.core import errors
 from tablekeeper.core.paimon.table import open_table
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile.documents import parse_documents
+from tablekeeper.reconcile.state.documents import parse_documents
 from tests.support import paimon as P
 
 HEAD = "apiVersion: tablekeeper.io/v1alpha1\n"
@@ -84,7 +84,7 @@ def test_planning_error_of_one_object_is_its_own(tmp_path: Path, monkeypatch: ob
     """An error raised while planning one declared tag becomes that tag's InvalidSpec conflict."""
     import pytest
 
-    from tablekeeper.reconcile import tags_planner
+    from tablekeeper.reconcile.planners import tags as tags_planner
 
     wh = tmp_path / "wh"
     P.build_history(str(wh), commits=3)

@@ -12,7 +12,7 @@ joins them, :func:`~tablekeeper.reconcile.observe` reads storage, the planner de
 - :func:`plan_scope` builds the desired state of the scope, attributes every problem to the CR
   it concerns (a bad tag never blocks its siblings), checks that the table lies inside the
   catalog's warehouse, observes the table and plans;
-- ownership records (:class:`~tablekeeper.reconcile.records.TableRecords`) are not a warehouse
+- ownership records (:class:`~tablekeeper.reconcile.state.records.TableRecords`) are not a warehouse
   file as for the CLI but the ``status`` of each PaimonTag/PaimonBranch (``owned``,
   ``snapshotId``, ``expireTime``...), read by :func:`records_of`; :class:`StatusRecordStore` is the
   ``RecordStore`` the applier writes through, with an optional write-ahead callback;
@@ -57,10 +57,10 @@ from tablekeeper.operator.cluster.view import (
 from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import Failure, OperatorError
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile.desired import TableTarget
-from tablekeeper.reconcile.documents import Problem
-from tablekeeper.reconcile.observe import TableState
-from tablekeeper.reconcile.records import BranchRecord, TableRecords, TagRecord
+from tablekeeper.reconcile.state.desired import TableTarget
+from tablekeeper.reconcile.state.documents import Problem
+from tablekeeper.reconcile.state.observe import TableState
+from tablekeeper.reconcile.state.records import BranchRecord, TableRecords, TagRecord
 
 __all__ = [
     "SOURCE",

@@ -43,7 +43,7 @@ from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import Failure, failure_of
 from tablekeeper.operator.status.outcome import Outcome, url_of
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile.records import TableRecords
+from tablekeeper.reconcile.state.records import TableRecords
 
 __all__ = ["reconcile_branch", "KEPT_REASONS"]
 

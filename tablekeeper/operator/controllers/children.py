@@ -52,8 +52,8 @@ from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import Failure, OperatorError, classify, failure_of
 from tablekeeper.operator.status.outcome import Outcome, label_changes, render, url_of
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile.observe import TableState
-from tablekeeper.reconcile.records import TableRecords
+from tablekeeper.reconcile.state.observe import TableState
+from tablekeeper.reconcile.state.records import TableRecords
 
 __all__ = ["Phase", "ChildContext", "PLURAL", "STATE_LABEL", "kept_in_trash", "needs_finalizer", "kopf_holds_finalizer",
            "table_fields", "state_outcome", "child_labels", "failed_outcome", "persist_records", "in_flight",

@@ -48,8 +48,8 @@ from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import Failure, OperatorError, classify, failure_of
 from tablekeeper.operator.status.outcome import Event, Outcome, url_of
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile import table_options_planner
-from tablekeeper.reconcile.observe import TableState
+from tablekeeper.reconcile.planners import table_options as table_options_planner
+from tablekeeper.reconcile.state.observe import TableState
 
 __all__ = ["TableOutcome", "reconcile_table", "table_stats"]
 

@@ -38,7 +38,7 @@ from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import Failure
 from tablekeeper.operator.status.outcome import Outcome
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile.records import TableRecords
+from tablekeeper.reconcile.state.records import TableRecords
 
 __all__ = ["reconcile_tag"]
 

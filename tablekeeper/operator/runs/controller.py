@@ -48,7 +48,7 @@ from tablekeeper.operator.status import conditions, markers
 from tablekeeper.operator.status.conditions import Reason
 from tablekeeper.operator.status.errors import OperatorError, classify
 from tablekeeper.operator.status.outcome import Outcome, url_of
-from tablekeeper.reconcile import maintenance_planner
+from tablekeeper.reconcile.planners import maintenance as maintenance_planner
 from tablekeeper.spark import result_artifact
 
 __all__ = ["start_run", "execute_run", "check_run", "duration_text"]

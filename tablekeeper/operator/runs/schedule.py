@@ -44,7 +44,7 @@ from tablekeeper.core.policy.specs import PaimonTableSpec
 from tablekeeper.operator.cluster.view import Obj
 from tablekeeper.operator.status import markers
 from tablekeeper.operator.status.outcome import Event
-from tablekeeper.reconcile import enabled_jobs, schedules
+from tablekeeper.reconcile.planners import enabled_jobs, schedules
 
 __all__ = ["Job", "JOBS", "RUN_TYPES", "TERMINAL", "Decision", "decide", "run_body", "run_name", "enabled",
            "schedule_of", "is_operator_run", "is_dry_run", "table_lags"]
@@ -79,7 +79,7 @@ _KIND = {"ExpirePartitions": "ExpirePartitions", "ExpireConsumers": "ExpireConsu
 
 def enabled(job: Job, spec: PaimonTableSpec, policy: EffectivePolicy) -> bool:
     """Whether the operator runs ``job`` for the table: the planner's rule
-    (:func:`tablekeeper.reconcile.enabled_jobs.enabled`), never a copy of it."""
+    (:func:`tablekeeper.reconcile.planners.enabled_jobs.enabled`), never a copy of it."""
     return enabled_jobs.enabled(_KIND[job.run_type], spec.enforcement, policy)
 
 

@@ -9,10 +9,21 @@ from datetime import datetime
 from tablekeeper.core import paimon
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile import auto_tags_planner, branches_planner, plan_context, tags_planner
-from tablekeeper.reconcile.desired import TableTarget
-from tablekeeper.reconcile.observe import TableState
-from tablekeeper.reconcile.records import TableRecords
+from tablekeeper.reconcile.planners import (
+    auto_tags as auto_tags_planner,
+)
+from tablekeeper.reconcile.planners import (
+    branches as branches_planner,
+)
+from tablekeeper.reconcile.planners import (
+    context as plan_context,
+)
+from tablekeeper.reconcile.planners import (
+    tags as tags_planner,
+)
+from tablekeeper.reconcile.state.desired import TableTarget
+from tablekeeper.reconcile.state.observe import TableState
+from tablekeeper.reconcile.state.records import TableRecords
 
 __all__ = ["plan_objects", "plan_removed"]
 

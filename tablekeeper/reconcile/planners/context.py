@@ -16,9 +16,9 @@ from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.core.reclaim import expire
 from tablekeeper.core.storage import FileIO
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile.desired import TableTarget, describe
-from tablekeeper.reconcile.observe import TableState
-from tablekeeper.reconcile.records import TableRecords
+from tablekeeper.reconcile.state.desired import TableTarget, describe
+from tablekeeper.reconcile.state.observe import TableState
+from tablekeeper.reconcile.state.records import TableRecords
 
 __all__ = ["INT_MAX", "POLICY_TRIGGER_LABEL", "ReconcileConfig", "PlanContext", "writer_zone", "wall_clock", "td", "with_sizes", "estimate_plan", "invalid_reason"]
 

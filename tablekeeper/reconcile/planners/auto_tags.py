@@ -8,7 +8,7 @@ from datetime import timedelta, tzinfo
 
 from tablekeeper.core import errors, paimon, refs
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile import plan_context
+from tablekeeper.reconcile.planners import context as plan_context
 
 __all__ = ["auto_handler", "auto_rules", "plan_auto_tags"]
 

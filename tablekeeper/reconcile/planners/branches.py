@@ -11,9 +11,9 @@ from typing import Any
 
 from tablekeeper.core import errors, paimon, values
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile import plan_context
-from tablekeeper.reconcile.desired import BranchTarget
-from tablekeeper.reconcile.observe import TableState
+from tablekeeper.reconcile.planners import context as plan_context
+from tablekeeper.reconcile.state.desired import BranchTarget
+from tablekeeper.reconcile.state.observe import TableState
 
 __all__ = ["branch_matches", "plan_branch", "drop_guarded", "isolated_branch"]
 

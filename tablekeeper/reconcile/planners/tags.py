@@ -10,9 +10,17 @@ from collections.abc import Sequence
 from tablekeeper.core import errors, paimon, refs, values
 from tablekeeper.core.paimon import Table
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile import auto_tags_planner, enabled_jobs, plan_context
-from tablekeeper.reconcile.desired import TagTarget
-from tablekeeper.reconcile.observe import TableState
+from tablekeeper.reconcile.planners import (
+    auto_tags as auto_tags_planner,
+)
+from tablekeeper.reconcile.planners import (
+    context as plan_context,
+)
+from tablekeeper.reconcile.planners import (
+    enabled_jobs,
+)
+from tablekeeper.reconcile.state.desired import TagTarget
+from tablekeeper.reconcile.state.observe import TableState
 
 __all__ = ["resolve_tag_snapshot", "plan_tag", "isolated_tag", "plan_tag_expiry", "size_tag_deletions"]
 

@@ -25,7 +25,7 @@ from tablekeeper.core.policy.specs import (
     PaimonTableSpec,
     PaimonTagSpec,
 )
-from tablekeeper.reconcile.documents import ManifestError, Problem, Resource
+from tablekeeper.reconcile.state.documents import ManifestError, Problem, Resource
 
 __all__ = [
     "TableLocation",

@@ -1,5 +1,5 @@
 """Planning maintenance due by schedule: partition, consumer, snapshot and changelog expiration,
-orphan cleanup. Which kinds the policy enables is :mod:`tablekeeper.reconcile.enabled_jobs`; the sizes
+orphan cleanup. Which kinds the policy enables is :mod:`tablekeeper.reconcile.planners.enabled_jobs`; the sizes
 come from the core planners (which read metadata, never write); each expiration action carries
 the resolved retention it was planned with.
 """
@@ -18,10 +18,11 @@ from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.core.reclaim import expire, orphans, partitions
 from tablekeeper.core.refs import consumers
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile import enabled_jobs, plan_context
-from tablekeeper.reconcile.desired import TableTarget
-from tablekeeper.reconcile.observe import TableState
-from tablekeeper.reconcile.schedules import is_due
+from tablekeeper.reconcile.planners import context as plan_context
+from tablekeeper.reconcile.planners import enabled_jobs
+from tablekeeper.reconcile.planners.schedules import is_due
+from tablekeeper.reconcile.state.desired import TableTarget
+from tablekeeper.reconcile.state.observe import TableState
 
 __all__ = ["writers_enforce", "engine_for", "plan_maintenance"]
 

@@ -11,8 +11,8 @@ from tablekeeper.core import paimon
 from tablekeeper.core.policy.effective import EffectivePolicy
 from tablekeeper.core.policy.specs import PAIMON_OPTIONS
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile.desired import TableTarget, describe
-from tablekeeper.reconcile.observe import TableState
+from tablekeeper.reconcile.state.desired import TableTarget, describe
+from tablekeeper.reconcile.state.observe import TableState
 
 __all__ = ["managed_table_options", "plan_table_options"]
 

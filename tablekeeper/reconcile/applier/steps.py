@@ -1,19 +1,10 @@
-"""Applying a plan: each change action is carried out through the core planners and executors.
+"""One step per change action: each kind's handler carries the action out through core's
+planners and executors on the table as it is now, and returns ``(status, message)``.
 
-- Maintenance steps are **re-planned** at apply time with the parameters recorded in the action
-  (the core planners are fail-closed and read the table as it is now); expiration runs batch
-  after batch (``expireLimit`` / ``maxPerRun``) until nothing more is due, bounded by
-  ``ReconcileConfig.max_batches``, so a plan right after an apply is empty.
-- Ownership records are written *before* creating a tag or branch (a crash in between leaves a
-  record the next plan repairs by recreating, never an untracked object), and removed after a
-  deletion.
-- One failing action does not stop the others (an action depending on it then fails too); its
-  error is in the result.
-- Reported actions (conflicts, notes, dry-run orphan reports) are never applied.
-
-:func:`converge` plans and applies up to three times, because applying can make new work due:
-a partition drop commits a snapshot that may cross an auto-tag period, a new branch can only
-receive its declared tags once it exists.
+Maintenance steps are **re-planned** here with the parameters recorded in the action (core's
+planners are fail-closed); ownership records are written *before* a tag or branch is created (a
+crash in between leaves a record the next plan repairs by recreating, never an untracked
+object) and removed after a deletion. :class:`ActionRun` is what the steps of one table share.
 """
 
 from __future__ import annotations
@@ -21,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from tablekeeper.core import errors, paimon, plans, refs, values
@@ -29,128 +20,17 @@ from tablekeeper.core.paimon import Table
 from tablekeeper.core.policy import Duration
 from tablekeeper.core.reclaim import expire, orphans, partitions
 from tablekeeper.core.refs import consumers
-from tablekeeper.core.safety import concurrency, trash
 from tablekeeper.reconcile import actions as A
-from tablekeeper.reconcile.desired import DesiredState
-from tablekeeper.reconcile.opener import Opener
-from tablekeeper.reconcile.plan_context import ReconcileConfig, with_sizes
-from tablekeeper.reconcile.planner import ReconcilePlan, TablePlan, plan
-from tablekeeper.reconcile.records import BranchRecord, RecordStore, TableRecords, TagRecord
+from tablekeeper.reconcile.applier.results import Status
+from tablekeeper.reconcile.planner import TablePlan
+from tablekeeper.reconcile.planners.context import ReconcileConfig, with_sizes
+from tablekeeper.reconcile.state.records import BranchRecord, RecordStore, TableRecords, TagRecord
 
-__all__ = ["ActionResult", "ApplyResult", "ConvergeResult", "KeptRun", "apply", "converge"]
-
-Status = Literal["applied", "unchanged", "failed"]
-
-
-@dataclass(frozen=True)
-class ActionResult:
-    """What happened to one change action."""
-
-    action: A.Action
-    status: Status
-    message: str
-    deleted_files: int = 0
-    deleted_bytes: int = 0
-    engine: str | None = None
-    #: For maintenance: how many snapshots, changelogs or partitions it actually expired (the
-    #: action's own numbers are the plan's, made before earlier actions of the run changed the table).
-    expired: int | None = None
-    #: The exception of a failed action (its type, message and ``fix`` are what front ends
-    #: report: the operator turns it into a condition reason and an Event).
-    error: BaseException | None = field(default=None, compare=False)
-
-    @property
-    def fix(self) -> str | None:
-        return self.error.fix if isinstance(self.error, errors.TablekeeperError) else None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.action.kind, "table": self.action.table, "branch": self.action.branch,
-                               "status": self.status, "message": self.message,
-                               "deletedFiles": self.deleted_files, "deletedBytes": self.deleted_bytes}
-        if self.error is not None:
-            err = self.error
-            out["error"] = {"type": type(err).__name__,
-                            "message": err.message if isinstance(err, errors.TablekeeperError) else str(err),
-                            "fix": self.fix}
-        name = getattr(self.action, "tag", None) or getattr(self.action, "name", None)
-        if name:
-            out["name"] = name
-        if self.engine:
-            out["engine"] = self.engine
-        return out
-
-
-@dataclass(frozen=True)
-class KeptRun:
-    """A trash run that applying filled: what it removed from ``table`` can be put back until
-    ``keep_until_ms`` (``tablekeeper undo TABLE RUN``)."""
-
-    table: str
-    run: str
-    keep_until_ms: int
-    moved_files: int
-    moved_bytes: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"table": self.table, "run": self.run,
-                "keepUntil": values.iso_ms(self.keep_until_ms),
-                "movedFiles": self.moved_files, "movedBytes": self.moved_bytes}
-
-
-@dataclass(frozen=True)
-class ApplyResult:
-    results: tuple[ActionResult, ...] = ()
-    #: the trash runs of tables whose policy keeps what is removed (``trash.keep``)
-    kept: tuple[KeptRun, ...] = ()
-
-    @property
-    def failed(self) -> tuple[ActionResult, ...]:
-        return tuple(r for r in self.results if r.status == "failed")
-
-    @property
-    def ok(self) -> bool:
-        return not self.failed
-
-    def totals(self) -> dict[str, int]:
-        return {"applied": sum(1 for r in self.results if r.status == "applied"),
-                "unchanged": sum(1 for r in self.results if r.status == "unchanged"),
-                "failed": len(self.failed),
-                "deletedFiles": sum(r.deleted_files for r in self.results),
-                "deletedBytes": sum(r.deleted_bytes for r in self.results)}
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"totals": self.totals(), "results": [r.to_dict() for r in self.results]}
-        if self.kept:
-            out["trash"] = [k.to_dict() for k in self.kept]
-        return out
-
-
-@dataclass(frozen=True)
-class ConvergeResult:
-    """Plans and results of each pass; ``final`` is the plan after the last pass (empty when
-    converged)."""
-
-    plans: tuple[ReconcilePlan, ...]
-    applied: tuple[ApplyResult, ...]
-    final: ReconcilePlan
-
-    @property
-    def ok(self) -> bool:
-        return all(r.ok for r in self.applied)
-
-    @property
-    def results(self) -> tuple[ActionResult, ...]:
-        return tuple(r for a in self.applied for r in a.results)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"plan": self.plans[0].to_dict() if self.plans else None,
-                "passes": [a.to_dict() for a in self.applied],
-                "converged": self.final.is_empty,
-                "remaining": self.final.to_dict() if not self.final.is_empty else None}
+__all__ = ["HANDLERS", "ActionRun"]
 
 
 @dataclass
-class _Run:
+class ActionRun:
     table_plan: TablePlan
     table: Table
     records: TableRecords
@@ -194,7 +74,7 @@ def _td(text: str | None) -> timedelta | None:
 # One handler per action kind; each returns (status, message).
 
 
-def _create_tag(run: _Run, a: A.CreateTag) -> tuple[Status, str]:
+def _create_tag(run: ActionRun, a: A.CreateTag) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
     ttl = _td(a.time_retained)
     previous = run.records
@@ -213,7 +93,7 @@ def _create_tag(run: _Run, a: A.CreateTag) -> tuple[Status, str]:
     return "applied", f"created tag {a.tag!r} at snapshot {a.snapshot_id}{zone}"
 
 
-def _adopt_tag(run: _Run, a: A.AdoptTag) -> tuple[Status, str]:
+def _adopt_tag(run: ActionRun, a: A.AdoptTag) -> tuple[Status, str]:
     existing = run.table.on_branch(a.branch).tag(a.tag)
     expires = None
     if existing.create_time is not None and existing.time_retained is not None and run.zone is not None:
@@ -224,7 +104,7 @@ def _adopt_tag(run: _Run, a: A.AdoptTag) -> tuple[Status, str]:
     return "applied", f"adopted tag {a.tag!r} at snapshot {existing.snapshot_id}"
 
 
-def _delete_tag(run: _Run, a: A.DeleteTag) -> tuple[Status, str]:
+def _delete_tag(run: ActionRun, a: A.DeleteTag) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
     if not t.tag_exists(a.tag):
         run.save(run.records.with_tag(a.branch, a.tag, None))
@@ -235,7 +115,7 @@ def _delete_tag(run: _Run, a: A.DeleteTag) -> tuple[Status, str]:
     return "applied", f"deleted tag {a.tag!r} and {run.deleted_files - before - 1} file(s) only it referenced"
 
 
-def _expire_tags(run: _Run, a: A.ExpireTags) -> tuple[Status, str]:
+def _expire_tags(run: ActionRun, a: A.ExpireTags) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
     done, kept = [], []
     for entry in a.tags:
@@ -259,7 +139,7 @@ def _expire_tags(run: _Run, a: A.ExpireTags) -> tuple[Status, str]:
     return ("applied" if done else "unchanged"), message
 
 
-def _create_branch(run: _Run, a: A.CreateBranch) -> tuple[Status, str]:
+def _create_branch(run: ActionRun, a: A.CreateBranch) -> tuple[Status, str]:
     fork_tag = refs.fork_tag_name(a.name, a.from_snapshot_id) if a.from_snapshot_id is not None else None
     previous = run.records
     record = BranchRecord(a.resource or "", a.deletion_policy or "Delete", values.epoch_ms(run.now), fork_tag, pending=True)
@@ -275,7 +155,7 @@ def _create_branch(run: _Run, a: A.CreateBranch) -> tuple[Status, str]:
     return "applied", f"created branch {a.name!r} from {origin} ({len(change.written)} metadata file(s))"
 
 
-def _adopt_branch(run: _Run, a: A.AdoptBranch) -> tuple[Status, str]:
+def _adopt_branch(run: ActionRun, a: A.AdoptBranch) -> tuple[Status, str]:
     run.table.on_branch(a.name)  # must still exist
     old = run.records.branches.get(a.name)
     run.save(run.records.with_branch(a.name, BranchRecord(a.resource or "", a.deletion_policy or "Delete",
@@ -284,7 +164,7 @@ def _adopt_branch(run: _Run, a: A.AdoptBranch) -> tuple[Status, str]:
     return "applied", f"adopted branch {a.name!r}"
 
 
-def _drop_branch(run: _Run, a: A.DropBranch) -> tuple[Status, str]:
+def _drop_branch(run: ActionRun, a: A.DropBranch) -> tuple[Status, str]:
     main = run.table.on_branch(paimon.MAIN)
     if a.name not in main.branch_names():
         status: Status = "unchanged"
@@ -306,7 +186,7 @@ def _drop_branch(run: _Run, a: A.DropBranch) -> tuple[Status, str]:
     return status, message
 
 
-def _release(run: _Run, a: A.ReleaseObject) -> tuple[Status, str]:
+def _release(run: ActionRun, a: A.ReleaseObject) -> tuple[Status, str]:
     if a.object_kind == "tag":
         run.save(run.records.with_tag(a.branch, a.name, None))
     else:
@@ -314,7 +194,7 @@ def _release(run: _Run, a: A.ReleaseObject) -> tuple[Status, str]:
     return "applied", f"forgot {a.object_kind} {a.name!r} (storage untouched)"
 
 
-def _set_table_options(run: _Run, a: A.SetTableOptions) -> tuple[Status, str]:
+def _set_table_options(run: ActionRun, a: A.SetTableOptions) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
     result = paimon.alter_options(t, a.changed, now_ms=values.epoch_ms(run.now))
     if result.schema_id is None:
@@ -323,7 +203,7 @@ def _set_table_options(run: _Run, a: A.SetTableOptions) -> tuple[Status, str]:
                        f"(schema {result.schema_id})")
 
 
-def _expire_partitions(run: _Run, a: A.ExpirePartitions) -> tuple[Status, str]:
+def _expire_partitions(run: ActionRun, a: A.ExpirePartitions) -> tuple[Status, str]:
     config = partitions.PartitionConfig(
         expiration_time=Duration(a.expiration).to_timedelta(), strategy=a.strategy,
         timestamp_formatter=a.timestamp_formatter, timestamp_pattern=a.timestamp_pattern,
@@ -344,7 +224,7 @@ def _expire_partitions(run: _Run, a: A.ExpirePartitions) -> tuple[Status, str]:
     return "applied", f"dropped {len(dropped)} partition(s) ({files} files leave the latest snapshot)"
 
 
-def _expire_consumers(run: _Run, a: A.ExpireConsumers) -> tuple[Status, str]:
+def _expire_consumers(run: ActionRun, a: A.ExpireConsumers) -> tuple[Status, str]:
     """Re-listed now: a consumer whose job wrote its position since the plan is kept."""
     t = run.table.on_branch(a.branch)
     after = Duration(a.expiration).to_timedelta()
@@ -357,7 +237,7 @@ def _expire_consumers(run: _Run, a: A.ExpireConsumers) -> tuple[Status, str]:
     return "applied", f"expired {len(gone)} consumer(s) not updated for more than {a.expiration}: {', '.join(gone)}"
 
 
-def _expire_snapshots(run: _Run, a: A.ExpireSnapshots) -> tuple[Status, str]:
+def _expire_snapshots(run: ActionRun, a: A.ExpireSnapshots) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
     config = expire.expire_config(a.retention, t.options())
 
@@ -374,7 +254,7 @@ def _expire_snapshots(run: _Run, a: A.ExpireSnapshots) -> tuple[Status, str]:
     return "applied", f"expired {done.expired} snapshot(s) in {done.batches} batch(es)"
 
 
-def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
+def _expire_changelog(run: ActionRun, a: A.ExpireChangelog) -> tuple[Status, str]:
     t = run.table.on_branch(a.branch)
     config = expire.changelog_config(a.retention, t.options())  # the planned limit, not the table option's
 
@@ -392,7 +272,7 @@ def _expire_changelog(run: _Run, a: A.ExpireChangelog) -> tuple[Status, str]:
     return "applied", f"expired {done.expired} changelog(s)"
 
 
-def _clean_orphans(run: _Run, a: A.CleanOrphans) -> tuple[Status, str]:
+def _clean_orphans(run: ActionRun, a: A.CleanOrphans) -> tuple[Status, str]:
     listing = None if a.listing is None else orphans.load_for_table(
         a.listing, run.table.file_io, run.table.root, orphans.listing_roots(run.table))
     oplan = orphans.plan_orphan_clean(run.table, orphans.OrphanConfig(a.older_than_ms, listing=listing))
@@ -403,7 +283,7 @@ def _clean_orphans(run: _Run, a: A.CleanOrphans) -> tuple[Status, str]:
     return "applied", f"deleted {run.deleted_files - before} orphan file(s) older than {a.older_than}"
 
 
-_HANDLERS: dict[str, Callable[[_Run, Any], tuple[Status, str]]] = {
+HANDLERS: dict[str, Callable[[ActionRun, Any], tuple[Status, str]]] = {
     "CreateTag": _create_tag,
     "AdoptTag": _adopt_tag,
     "DeleteTag": _delete_tag,
@@ -419,99 +299,3 @@ _HANDLERS: dict[str, Callable[[_Run, Any], tuple[Status, str]]] = {
     "ExpireChangelog": _expire_changelog,
     "CleanOrphans": _clean_orphans,
 }
-
-
-def apply(plan_: ReconcilePlan, *, store: RecordStore, opener: Opener | None = None,
-          config: ReconcileConfig | None = None,
-          on_result: Callable[[ActionResult], None] | None = None) -> ApplyResult:
-    """Carry out the changes of ``plan_`` in order (reported actions are skipped).
-
-    Args:
-        plan_: from :func:`tablekeeper.reconcile.plan`.
-        store: ownership/run records (updated as actions complete).
-        opener: opens tables (one FileIO per warehouse).
-        config: batches, engine threshold.
-        on_result: called after each action (progress output).
-    """
-    opener = opener or Opener()
-    config = config or ReconcileConfig()
-    results: list[ActionResult] = []
-    kept: list[KeptRun] = []
-    for table_plan in plan_.tables:
-        if not table_plan.changes:
-            continue
-        loc = table_plan.target.location
-        table = opener.open(loc)
-        run = _Run(table_plan, table, store.load(loc.warehouse, loc.identifier), store, plan_.now, config)
-        # One maintainer per table (core/safety/concurrency/lease.py): a locked table fails its actions with TableLocked.
-        maintainer = concurrency.held(table.file_io, table.root, f"apply {loc.identifier}")
-        try:
-            maintainer.__enter__()
-        except errors.TableLockedError as locked:
-            for action in table_plan.changes:
-                result = ActionResult(action, "failed", locked.message + f" ({locked.fix})",
-                                      engine=getattr(action, "engine", None), error=locked)
-                results.append(result)
-                if on_result is not None:
-                    on_result(result)
-            continue
-        # the table's undo window: what its actions remove goes into one trash run (unless the
-        # caller opened one already: an operator run reports its own)
-        window = table_plan.trash_window if trash.active() is None else None
-        try:
-            with trash.keeping(table.file_io, table.root, "apply", window, table=loc.identifier) as kept_run:
-                for action in table_plan.changes:
-                    start_files, start_bytes = run.deleted_files, run.deleted_bytes
-                    engine = getattr(action, "engine", None)
-                    error: BaseException | None = None
-                    run.expired = None
-                    try:
-                        status, message = _HANDLERS[action.kind](run, action)
-                        if action.kind in A.MAINTENANCE_KINDS:
-                            run.save(run.records.with_run(action.kind, values.epoch_ms(plan_.now)))
-                        if engine == "spark":
-                            message += " (engine spark: no Spark runner in this process, ran in-process)"
-                            engine = "in-process"
-                    except Exception as e:  # one failing action must not stop the others
-                        status, error = "failed", e
-                        message = (e.message + (f" ({e.fix})" if e.fix else "")
-                                   if isinstance(e, errors.TablekeeperError) else f"{type(e).__name__}: {e}")
-                    result = ActionResult(action, status, message, run.deleted_files - start_files,
-                                          run.deleted_bytes - start_bytes, engine, run.expired, error)
-                    results.append(result)
-                    if on_result is not None:
-                        on_result(result)
-        finally:
-            maintainer.__exit__(None, None, None)
-        if kept_run is not None and kept_run.started:
-            kept.append(KeptRun(loc.identifier, kept_run.run_id, kept_run.keep_until_ms, kept_run.moved,
-                                kept_run.moved_bytes))
-    return ApplyResult(tuple(results), tuple(kept))
-
-
-def converge(desired: DesiredState, *, now: datetime, store: RecordStore, opener: Opener | None = None,
-             config: ReconcileConfig | None = None, max_passes: int = 3,
-             on_result: Callable[[ActionResult], None] | None = None,
-             first_plan: ReconcilePlan | None = None) -> ConvergeResult:
-    """Plan and apply until nothing changes (at most ``max_passes`` applies).
-
-    Raises:
-        ManifestError: from planning (before anything is applied in the first pass).
-    """
-    opener = opener or Opener()
-    config = config or ReconcileConfig()
-    plans_: list[ReconcilePlan] = []
-    applied: list[ApplyResult] = []
-    current = first_plan or plan(desired, now=now, store=store, opener=opener, config=config)
-    for _ in range(max_passes):
-        if current.is_empty:
-            break
-        plans_.append(current)
-        result = apply(current, store=store, opener=opener, config=config, on_result=on_result)
-        applied.append(result)
-        current = plan(desired, now=now, store=store, opener=opener, config=config)
-        if not result.ok:
-            break
-    if not plans_:
-        plans_.append(current)
-    return ConvergeResult(tuple(plans_), tuple(applied), current)
