@@ -102,8 +102,12 @@ class Moto:
         import requests
 
         requests.post(f"{self.endpoint}/moto-api/reset", timeout=30).raise_for_status()
+        self.backend().create_bucket(BUCKET, "us-east-1")
+        return self.fresh_copy_keep_bucket(local_warehouse, prefix)
+
+    def fresh_copy_keep_bucket(self, local_warehouse: str, prefix: str) -> int:
+        """:meth:`fresh_copy` into the bucket as it is (its versioning kept)."""
         backend = self.backend()
-        backend.create_bucket(BUCKET, "us-east-1")
         when = (datetime.now(UTC) - timedelta(days=2)).replace(tzinfo=None, microsecond=0)
         n = 0
         cache: dict[tuple[int, int], bytes] = {}

@@ -131,6 +131,7 @@ def child(args: argparse.Namespace) -> int:
         proc = getattr(gateway, "proc", None)
         out["jvm_peak_kb"] = _vm_hwm_kb(proc.pid) if proc is not None else 0
         out["phases"] = dict(stages.PHASES)
+        out["spark_jobs"] = result.spark_jobs
         out["python_peak_kb"] = _vm_hwm_kb(os.getpid())
         spark.stop()
     # VmHWM, not ru_maxrss: Linux carries the parent's RSS at fork into a child's ru_maxrss
@@ -253,6 +254,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
                   f"JVM (driver + local executors) peak RSS {_mb(spk['jvm_peak_kb'])}")
             print(f"  ratio spark/in-process time: job {spk['seconds'] / loc['seconds']:.2f}x, "
                   f"with start-up {spk['total'] / loc['total']:.2f}x")
+            print(f"  Spark jobs of the run: {spk.get('spark_jobs')}")
             slow = sorted(spk.get("phases", {}).items(), key=lambda kv: -kv[1])[:4]
             print("  slowest Spark planning phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in slow))
             result["same"] = same

@@ -22,7 +22,7 @@ import os
 import shutil
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -208,7 +208,7 @@ def prepare_cluster(warehouse: str, manifests: str, *, namespace: str = CLUSTER_
     say = click.echo if echo else (lambda *_a, **_k: None)
     examples_dir = _examples_dir(examples)
     shutil.rmtree(warehouse, ignore_errors=True)
-    history = build_history(warehouse, datetime.now(UTC))
+    history = build_history(warehouse, datetime.now(timezone.utc))
     files = write_cluster_manifests(examples_dir, warehouse, Path(manifests), namespace)
     out = os.path.relpath(manifests)
     out = manifests if out.startswith("..") else out
@@ -239,7 +239,7 @@ def run(warehouse: str, *, echo: bool = True, examples: str | None = None) -> di
     started = time.monotonic()
     examples_dir = _examples_dir(examples)
     shutil.rmtree(warehouse, ignore_errors=True)
-    t0 = datetime.now(UTC)
+    t0 = datetime.now(timezone.utc)
     history = build_history(warehouse, t0)
     say(f"demo warehouse: {warehouse}")
     say(f"  {history['commits_per_table']} commits into {ORDERS} (primary key) and {EVENTS} (append-only), "
@@ -253,7 +253,7 @@ def run(warehouse: str, *, echo: bool = True, examples: str | None = None) -> di
     reclaimed_files = reclaimed_bytes = 0
     for title, prefixes in STEPS:
         desired = load_examples(examples_dir, prefixes, warehouse)
-        now = datetime.now(UTC)
+        now = datetime.now(timezone.utc)
         say(f"\n=== apply {title}: examples/{{{','.join(prefixes)}}}-*.yaml")
         result = reconcile.converge(desired, now=now, store=store, opener=opener)
         first = result.plans[0]
@@ -294,7 +294,7 @@ def run(warehouse: str, *, echo: bool = True, examples: str | None = None) -> di
                       "dropped_partitions": {k: sorted(v) for k, v in dropped.items()}})
         say(f"  verified: {checked} retained views re-read identically"
             + (" (latest views minus the expired partitions)" if dropped else ""))
-    final = reconcile.plan(load_examples(examples_dir, STEPS[-1][1], warehouse), now=datetime.now(UTC), store=store,
+    final = reconcile.plan(load_examples(examples_dir, STEPS[-1][1], warehouse), now=datetime.now(timezone.utc), store=store,
                            opener=opener)
     if not final.is_empty:
         raise RuntimeError(f"a plan right after apply is not empty: {[a.kind for a in final.changes]}")

@@ -5,14 +5,14 @@ carries it out. Decisions live in ``tablekeeper.reconcile``; this module only re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import click
 
 from tablekeeper import reconcile
 from tablekeeper.cli.render import human_bytes
-from tablekeeper.core import errors
+from tablekeeper.core import errors, pycompat
 from tablekeeper.reconcile import actions as A
 
 __all__ = ["parse_now", "action_line", "render_plan", "render_result", "render_summary", "human_bytes", "EXIT_CHANGES",
@@ -28,15 +28,15 @@ EXIT_APPLY_FAILED = 1
 def parse_now(value: str | None) -> datetime:
     """``--now``: ISO-8601 (a naive value is UTC) or epoch ms; default: the current time."""
     if value is None:
-        return datetime.now(UTC)
+        return datetime.now(timezone.utc)
     if value.isdigit():
-        return datetime.fromtimestamp(int(value) / 1000, tz=UTC)
+        return datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc)
     try:
-        parsed = datetime.fromisoformat(value)
+        parsed = pycompat.fromisoformat(value)
     except ValueError as e:
         raise errors.InvalidInputError(f"--now {value!r} is neither ISO-8601 nor epoch ms",
                                        fix="e.g. 2026-11-20T12:00:00Z") from e
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
 
 
 def load_desired(paths: Sequence[str], relative_to: str) -> reconcile.DesiredState:
@@ -115,7 +115,7 @@ def action_line(a: A.Action) -> tuple[str, str]:
 
 def render_plan(plan: reconcile.ReconcilePlan, *, verbose: bool = False) -> None:
     """Print the plan: one block per table, then a summary line."""
-    click.echo(f"tablekeeper plan at {plan.now.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC "
+    click.echo(f"tablekeeper plan at {plan.now.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC "
                f"({len(plan.tables)} table(s))")
     for tp in plan.tables:
         loc = tp.target.location

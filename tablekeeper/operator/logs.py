@@ -21,7 +21,7 @@ import logging
 import re
 import threading
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from tablekeeper.operator.cluster.view import View
@@ -171,7 +171,7 @@ class JsonFormatter(logging.Formatter):
     ``object`` (``kind``, ``namespace``, ``name``) when the record is about one, ``exception``."""
 
     def format(self, record: logging.LogRecord) -> str:
-        stamp = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+        stamp = datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")
         line: dict[str, Any] = {"timestamp": stamp.replace("+00:00", "Z"), "level": record.levelname,
                                 "logger": record.name, "message": record.getMessage()}
         where = _where(record)

@@ -26,6 +26,9 @@ variable                               meaning                                  
 ``TABLEKEEPER_MATERIALIZE_POLICY_TAGS``  policy auto tags also become PaimonTags    false
 ``TABLEKEEPER_SPARK_IMAGE``            image of Spark runs; empty = no Spark runs  (empty)
 ``TABLEKEEPER_SPARK_VERSION``          Spark version of that image                 4.0.1
+``TABLEKEEPER_SPARK_MAIN_FILE``        the job's main file in that image           /opt/tablekeeper/job.py
+``TABLEKEEPER_SPARK_PYTHON``           the Python of that image                    /usr/bin/python3
+``TABLEKEEPER_SPARK_SUBMIT``           spark-submit in that image (SparkJob)       /opt/spark/bin/spark-submit
 ``TABLEKEEPER_SPARK_NAMESPACE``        where Spark objects go; empty = the run's   (empty)
 ``TABLEKEEPER_SPARK_SERVICE_ACCOUNT``  service account of the Spark driver         tablekeeper-spark
 ``TABLEKEEPER_SPARK_ENGINE``           what ``Auto`` picks above the threshold:    Detect
@@ -46,10 +49,11 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Literal
 
 from tablekeeper.core import errors
+from tablekeeper.spark import k8s_manifests
 
 __all__ = ["OperatorConfig", "SparkConfig", "SparkEngine", "AutoEngine", "StepHook", "utcnow"]
 
@@ -65,7 +69,7 @@ StepHook = Callable[[str, str], Awaitable[None]]
 
 def utcnow() -> datetime:
     """The current time, timezone-aware (UTC)."""
-    return datetime.now(UTC)
+    return datetime.now(timezone.utc)
 
 
 def _float(env: Mapping[str, str], key: str, default: float, minimum: float = 0.0) -> float:
@@ -107,7 +111,9 @@ class SparkConfig:
     that asks for ``SparkOperator`` or ``SparkJob`` says so in its status."""
 
     image: str = ""
-    spark_version: str = "4.0.1"
+    spark_version: str = k8s_manifests.IMAGE_SPARK_VERSION
+    #: Where the image has the main file, Python and spark-submit (default: the project's job image).
+    paths: k8s_manifests.JobImage = field(default_factory=k8s_manifests.JobImage)
     #: Namespace of the launched objects; empty = the run's own namespace. In another namespace
     #: the object cannot carry an ownerReference (Kubernetes ignores cross-namespace owners and
     #: garbage-collects the dependent), so the operator deletes it itself.
@@ -137,7 +143,11 @@ class SparkConfig:
                             else "SparkJob" if engine == "SparkJob" else "Detect")
         return cls(
             image=env.get("TABLEKEEPER_SPARK_IMAGE") or "",
-            spark_version=env.get("TABLEKEEPER_SPARK_VERSION") or "4.0.1",
+            spark_version=env.get("TABLEKEEPER_SPARK_VERSION") or k8s_manifests.IMAGE_SPARK_VERSION,
+            paths=k8s_manifests.JobImage(
+                main_file=env.get("TABLEKEEPER_SPARK_MAIN_FILE") or k8s_manifests.IMAGE_MAIN_FILE,
+                python=env.get("TABLEKEEPER_SPARK_PYTHON") or k8s_manifests.IMAGE_PYTHON,
+                spark_submit=env.get("TABLEKEEPER_SPARK_SUBMIT") or k8s_manifests.IMAGE_SPARK_SUBMIT),
             namespace=env.get("TABLEKEEPER_SPARK_NAMESPACE") or "",
             service_account=env.get("TABLEKEEPER_SPARK_SERVICE_ACCOUNT") or "tablekeeper-spark",
             auto_engine=auto,
@@ -186,7 +196,7 @@ class OperatorConfig:
     def now(self) -> datetime:
         """The configured clock's current time (timezone-aware)."""
         value = self.clock()
-        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:

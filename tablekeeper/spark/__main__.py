@@ -28,17 +28,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except errors.TablekeeperError as e:
         print(f"error: {e.message}", file=sys.stderr)
         return 2
-    from pyspark.sql import SparkSession
-
     from tablekeeper.spark import job, session
 
-    existing = SparkSession.getActiveSession()
-    spark = session.local_session(settings["master"], settings["conf"], app_name=request.run_name or "tablekeeper")
-    try:
-        result = job.run_to_result(spark, request)
-    finally:
-        if existing is None:  # stop only the session this entry point started
-            spark.stop()
+    result = job.run_started(request, lambda: session.start(settings["master"], settings["remote"], settings["conf"],
+                                                            app_name=request.run_name or "tablekeeper"))
     if request.result:
         result_artifact.write_result(request.result, result, request.storage_options())
     print(json.dumps(dispatch.describe(result), indent=2, default=str))

@@ -34,12 +34,12 @@ from tablekeeper.core import values
 from tablekeeper.core.reclaim import expire
 from tablekeeper.core.safety import trash
 from tablekeeper.spark import executor as ex
-from tablekeeper.spark import job_request, request_tally, result_artifact, run_steps
+from tablekeeper.spark import job_count, job_request, request_tally, result_artifact, run_steps
 from tablekeeper.spark.expire import driver as expiration
 from tablekeeper.spark.orphans import driver as orphan_cleanup
 from tablekeeper.spark.stages import PHASES, RunContext
 
-__all__ = ["run", "run_to_result", "worker_pids"]
+__all__ = ["run", "run_to_result", "run_started", "worker_pids"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,7 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
     PHASES.clear()
     maintainer = contextlib.ExitStack()  # one maintainer per table (core/safety/concurrency/lease.py); released below
     tally = maintainer.enter_context(request_tally.Tally(spark))  # storage requests of the run
+    jobs = maintainer.enter_context(job_count.JobCount(spark, request.operation))  # and its Spark jobs
     ctx = RunContext(spark, request, result, fault)
     result.details["parallelism"] = ctx.n
     try:
@@ -103,6 +104,7 @@ def run(spark: SparkSession, request: job_request.JobRequest, *, fault: Mapping[
     finally:
         ctx.release()
         result.requests = tally.total()
+        result.spark_jobs = jobs.total()
         result.details["executorRequests"] = tally.executors()
         result.details["requestsCounted"] = "driver" if tally.accumulators is None else "driver and executors"
         maintainer.close()
@@ -137,16 +139,39 @@ def _changelog_due(request: job_request.JobRequest) -> bool:
     return run_steps.changelog_due(table, run_steps.changelog_config(request, table), now)
 
 
+def _new_result(request: job_request.JobRequest) -> result_artifact.RunResult:
+    return result_artifact.RunResult(operation=request.operation, table=request.table, branch=request.branch,
+                                     dry_run=request.dry_run, engine="spark", run_name=request.run_name,
+                                     warehouse=request.warehouse, versions=run_steps.versions())
+
+
 def run_to_result(spark: SparkSession, request: job_request.JobRequest) -> result_artifact.RunResult:
     """``run``, with every error recorded in the result (status ``Failed``) instead of raised."""
-    result = result_artifact.RunResult(operation=request.operation, table=request.table, branch=request.branch,
-                              dry_run=request.dry_run, engine="spark", run_name=request.run_name,
-                              warehouse=request.warehouse, versions=run_steps.versions())
+    result = _new_result(request)
     try:
         run(spark, request, result=result)
     except Exception as e:
         log.exception("tablekeeper spark job failed")
         result.fail(e)
+    return result
+
+
+def run_started(request: job_request.JobRequest, start: Callable[[], SparkSession]) -> result_artifact.RunResult:
+    """:func:`run_to_result` on the session ``start`` makes, inside the run: a session that cannot be
+    made (a refused master, an unreachable Connect server) is the run's failure, in its artifact.
+    The session is stopped afterwards unless one was active before (a caller's)."""
+    result = _new_result(request)
+    existing = SparkSession.getActiveSession()
+    spark: SparkSession | None = None
+    try:
+        spark = start()
+        run(spark, request, result=result)
+    except Exception as e:
+        log.exception("tablekeeper spark job failed")
+        result.fail(e)
+    finally:
+        if spark is not None and existing is None:
+            spark.stop()
     return result
 
 

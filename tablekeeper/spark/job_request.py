@@ -184,6 +184,9 @@ def argument_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-name", help="Name of the run (recorded in the artifact).")
     p.add_argument("--result", metavar="PATH", help="Where to write the JSON result (local path or s3://...).")
     p.add_argument("--master", help="Spark master when not started by spark-submit (default local[*]).")
+    p.add_argument("--remote", metavar="sc://HOST:PORT",
+                   help="Run on this Spark Connect server (default: $SPARK_REMOTE, else classic Spark); the "
+                        "package is added to the session, the server's Python needs only the dependencies.")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Extra Spark configuration.")
     return p
 
@@ -211,8 +214,11 @@ def _retention(text: str | None) -> Retention | None:
 
 
 def parse_args(argv: Sequence[str]) -> tuple[JobRequest, dict[str, Any]]:
-    """(request, launcher settings {"master", "conf"}) from a command line."""
+    """(request, launcher settings {"master", "remote", "conf"}) from a command line."""
     ns = argument_parser().parse_args(list(argv))
+    if ns.master and ns.remote:
+        raise errors.InvalidInputError(f"--master {ns.master} and --remote {ns.remote} exclude each other",
+                                       fix="give the master to the Connect server, or drop --remote")
     request = JobRequest(
         operation=ns.operation, warehouse=ns.warehouse, table=ns.table, branch=ns.branch,
         options=_pairs(ns.option, "--option"), dry_run=ns.dry_run, older_than=ns.older_than, force=ns.force,
@@ -220,4 +226,4 @@ def parse_args(argv: Sequence[str]) -> tuple[JobRequest, dict[str, Any]]:
         run_name=ns.run_name, result=ns.result, with_changelog=ns.with_changelog, batches=ns.batches,
         env_options=tuple(ns.env_option), listing=ns.listing,
         trash_run=None if ns.trash_run is None else json.loads(ns.trash_run))
-    return request, {"master": ns.master, "conf": _pairs(ns.conf, "--conf")}
+    return request, {"master": ns.master, "remote": ns.remote, "conf": _pairs(ns.conf, "--conf")}

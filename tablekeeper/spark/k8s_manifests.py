@@ -14,15 +14,21 @@ from tablekeeper.core import errors, storage
 from tablekeeper.spark.job_request import JobRequest, is_secret_option
 from tablekeeper.spark.run_names import check_name
 
-__all__ = ["SPARK_APPLICATION_API", "RUN_LABEL", "TABLE_LABEL", "TYPE_LABEL", "DEADLINE_ANNOTATION", "IMAGE_MAIN_FILE", "OwnerReference", "SparkResources", "executor_secret_keys", "job_manifest", "spark_application_manifest"]
+__all__ = ["SPARK_APPLICATION_API", "RUN_LABEL", "TABLE_LABEL", "TYPE_LABEL", "DEADLINE_ANNOTATION", "IMAGE_SPARK_VERSION", "IMAGE_MAIN_FILE", "IMAGE_PYTHON", "IMAGE_SPARK_SUBMIT", "JobImage", "OwnerReference", "SparkResources", "executor_secret_keys", "job_manifest", "spark_application_manifest"]
 
 SPARK_APPLICATION_API = "sparkoperator.k8s.io/v1beta2"
 RUN_LABEL = "tablekeeper.io/run"
 TABLE_LABEL = "tablekeeper.io/table"
 TYPE_LABEL = "tablekeeper.io/type"
 DEADLINE_ANNOTATION = "tablekeeper.io/active-deadline-seconds"
-#: Default location of the driver entry point inside a job image.
-IMAGE_MAIN_FILE = "/opt/tablekeeper/tablekeeper/spark/__main__.py"
+#: The Spark version of the job image ``docker/spark-job.Dockerfile`` builds (its ``SPARK_VERSION``).
+IMAGE_SPARK_VERSION = "4.0.1"
+#: Where that image has the job's main file (a link to the installed ``tablekeeper/spark/__main__.py``).
+IMAGE_MAIN_FILE = "/opt/tablekeeper/job.py"
+#: The image's Python (the driver's and the executors').
+IMAGE_PYTHON = "/usr/bin/python3"
+#: The image's spark-submit (the ``SparkJob`` engine runs it in the driver pod).
+IMAGE_SPARK_SUBMIT = "/opt/spark/bin/spark-submit"
 #: Keys of ``credentials_secret`` handed to executor pods as environment variables.
 _CREDENTIAL_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 _RUN_TYPES: Mapping[str, str] = {"expire": "ExpireSnapshots", "expire-changelog": "ExpireSnapshots",
@@ -41,6 +47,17 @@ class OwnerReference:
     def as_dict(self) -> dict[str, Any]:
         return {"apiVersion": self.api_version, "kind": self.kind, "name": self.name, "uid": self.uid,
                 "controller": True, "blockOwnerDeletion": True}
+
+
+@dataclass(frozen=True)
+class JobImage:
+    """Where a job image has what the launched objects run: the main file, Python and
+    spark-submit. The defaults are what ``docker/spark-job.Dockerfile`` installs; another image
+    gives its own (the chart's ``spark.mainFile``, ``spark.python``, ``spark.sparkSubmit``)."""
+
+    main_file: str = IMAGE_MAIN_FILE
+    python: str = IMAGE_PYTHON
+    spark_submit: str = IMAGE_SPARK_SUBMIT
 
 
 @dataclass(frozen=True)
@@ -97,15 +114,16 @@ def job_manifest(request: JobRequest, *, name: str, namespace: str, owner: Owner
                  service_account: str, active_deadline_seconds: int, ttl_seconds_after_finished: int,
                  executor: SparkResources | None = None, driver: SparkResources | None = None,
                  spark_conf: Mapping[str, str] | None = None, credentials_secret: str | None = None,
-                 credentials_keys: Sequence[str] | None = None, spark_submit: str = "/opt/spark/bin/spark-submit", main_file: str = IMAGE_MAIN_FILE,
-                 python: str = "/usr/bin/python3", backoff_limit: int = 0,
-                 labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+                 credentials_keys: Sequence[str] | None = None, paths: JobImage | None = None,
+                 backoff_limit: int = 0, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A ``batch/v1`` Job whose pod is the Spark driver (client mode), executors as pods.
 
     The Job's exit code is the run's result; retries belong to the run CR (``backoffLimit`` 0
     by default); ``activeDeadlineSeconds`` and ``ttlSecondsAfterFinished`` are enforced by
     Kubernetes. The pod's own name and IP reach Spark through the downward API."""
     _check_launch(name, request, active_deadline_seconds, ttl_seconds_after_finished)
+    paths = paths or JobImage()
+    python = paths.python
     executor = executor or SparkResources()
     driver = driver or SparkResources(instances=1)
     all_labels = _labels(name, request, labels)
@@ -132,11 +150,11 @@ def job_manifest(request: JobRequest, *, name: str, namespace: str, owner: Owner
         for key in keys:  # executors are created by Spark, not from this pod spec
             conf[f"spark.kubernetes.executor.secretKeyRef.{key}"] = f"{credentials_secret}:{key}"
     conf.update(spark_conf or {})
-    command = [spark_submit, "--master", "k8s://https://kubernetes.default.svc", "--deploy-mode", "client",
+    command = [paths.spark_submit, "--master", "k8s://https://kubernetes.default.svc", "--deploy-mode", "client",
                "--name", name]
     for key, value in sorted(conf.items()):
         command += ["--conf", f"{key}={value}"]
-    command += [main_file, *request.to_args()]
+    command += [paths.main_file, *request.to_args()]
     env: list[dict[str, Any]] = [
         {"name": "TK_POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "TK_POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
@@ -182,7 +200,7 @@ def spark_application_manifest(request: JobRequest, *, name: str, namespace: str
                                active_deadline_seconds: int, ttl_seconds_after_finished: int,
                                executor: SparkResources | None = None, driver: SparkResources | None = None,
                                spark_conf: Mapping[str, str] | None = None, credentials_secret: str | None = None,
-                               main_file: str = IMAGE_MAIN_FILE, python: str = "/usr/bin/python3",
+                               paths: JobImage | None = None,
                                labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A ``SparkApplication`` (Kubeflow Spark Operator, ``sparkoperator.k8s.io/v1beta2``).
 
@@ -192,6 +210,8 @@ def spark_application_manifest(request: JobRequest, *, name: str, namespace: str
     ``tablekeeper.io/active-deadline-seconds`` annotation and enforced by the operator (apps
     hang in ``SUBMITTED`` on ImagePullBackOff, #2667)."""
     _check_launch(name, request, active_deadline_seconds, ttl_seconds_after_finished)
+    paths = paths or JobImage()
+    python = paths.python
     executor = executor or SparkResources()
     driver = driver or SparkResources(instances=1)
     all_labels = _labels(name, request, labels)
@@ -204,7 +224,7 @@ def spark_application_manifest(request: JobRequest, *, name: str, namespace: str
     pod_extra: dict[str, Any] = {}
     if credentials_secret:
         pod_extra["envFrom"] = [{"secretRef": {"name": credentials_secret}}]
-    main = main_file if "://" in main_file else f"local://{main_file}"
+    main = paths.main_file if "://" in paths.main_file else f"local://{paths.main_file}"
     return {
         "apiVersion": SPARK_APPLICATION_API,
         "kind": "SparkApplication",

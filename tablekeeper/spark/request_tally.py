@@ -13,8 +13,10 @@ On Spark Connect there is no SparkContext and no accumulator: executor requests 
 counted (``details["requestsCounted"]`` says ``driver``).
 
 The request-rate cap (``tablekeeper.max-requests-per-second``) is per prefix and per FileIO;
-every concurrent task has its own FileIO, so executors get the cap divided by the number of
-task slots (``defaultParallelism``: executors x cores), and all of them together stay under it.
+every concurrent task has its own FileIO, so executors get the cap divided by the tasks that can
+run at once: the task slots (``defaultParallelism``: executors x cores) or a stage's partitions,
+whichever is smaller; on Connect, where the slots are unknown, the partitions. All of them
+together stay under it.
 """
 
 from __future__ import annotations
@@ -74,19 +76,26 @@ def active() -> Tally | None:
     return _ACTIVE[-1] if _ACTIVE else None
 
 
-def slots(spark: Any) -> int:
-    """Tasks that run at once (``defaultParallelism``; 1 when unknown)."""
+def slots(spark: Any) -> int | None:
+    """Tasks that run at once (``defaultParallelism``), or None when the session cannot say
+    (Spark Connect has no SparkContext; ``spark.default.parallelism`` when the server sets it)."""
     try:
         return max(1, int(spark.sparkContext.defaultParallelism))
     except Exception:  # Spark Connect
-        return max(1, int(spark.conf.get("spark.default.parallelism", "1") or 1))
+        try:
+            configured = spark.conf.get("spark.default.parallelism", None)
+        except Exception:
+            configured = None
+        return max(1, int(configured)) if configured else None
 
 
-def executor_options(options: Mapping[str, str], spark: Any) -> dict[str, str]:
+def executor_options(options: Mapping[str, str], spark: Any, partitions: int) -> dict[str, str]:
     """The storage options executors open their FileIO with: the request-rate cap divided by the
-    task slots, so all tasks together stay under the run's cap (each has its own pacer)."""
+    task slots, so all tasks together stay under the run's cap (each has its own pacer). When the
+    slots are unknown (Connect), by the stage's ``partitions``: no more tasks than that run at once."""
     out = dict(options)
     cap = storage.pacing_from_options(out)
     if cap is not None:
-        out[storage.PACING_OPTION] = repr(cap / slots(spark))
+        known = slots(spark)
+        out[storage.PACING_OPTION] = repr(cap / (min(known, partitions) if known else max(1, partitions)))
     return out

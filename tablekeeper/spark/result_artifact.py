@@ -66,6 +66,8 @@ class RunResult:
     versions: dict[str, str] = field(default_factory=dict)
     #: storage requests of the run by kind, plus ``total`` (Spark: driver and executors, summed)
     requests: dict[str, int] = field(default_factory=dict)
+    #: Spark jobs the run started (None in process and on Spark Connect, which cannot count them)
+    spark_jobs: int | None = None
 
     @property
     def total_planned(self) -> int:
@@ -113,6 +115,7 @@ class RunResult:
             "notes": list(self.notes),
             "versions": dict(self.versions),
             "requests": dict(self.requests),
+            "sparkJobs": self.spark_jobs,
         }
 
     def to_json(self) -> str:
@@ -158,6 +161,7 @@ class RunResult:
                 notes=[str(x) for x in data.get("notes", [])],
                 versions={str(k): str(v) for k, v in dict(data.get("versions", {})).items()},
                 requests=_int_map(data.get("requests", {}), "requests"),
+                spark_jobs=None if data.get("sparkJobs") is None else int(data["sparkJobs"]),
             )
         except errors.FormatError:
             raise

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import platform
 
 from tablekeeper.core import plans, values
 from tablekeeper.core.paimon import Table, open_table
@@ -21,7 +22,8 @@ __all__ = ["versions", "orphan_threshold", "retention_of", "expire_config", "cha
 
 
 def versions() -> dict[str, str]:
-    out = {}
+    """What ran the job, for the result artifact: tablekeeper, pypaimon, pyspark and the driver's Python."""
+    out = {"python": platform.python_version()}
     for package in ("tablekeeper", "pypaimon", "pyspark"):
         try:
             out[package] = importlib.metadata.version(package)

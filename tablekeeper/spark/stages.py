@@ -92,7 +92,7 @@ class RunContext:
         directory, delete batch size, and ``extra``."""
         main = table.on_branch(paimon.MAIN)
         return {"storage": {"uri": main.root,
-                            "options": request_tally.executor_options(self.request.options, self.spark),
+                            "options": request_tally.executor_options(self.request.options, self.spark, self.n),
                             "env_options": list(self.request.env_options)}, "root": main.root,
                 "manifest_dir": main.shared_dir(paimon.MANIFEST_DIR),
                 "batch_size": plans.delete_batch_size(main.file_io, self.request.batch_size),
@@ -119,6 +119,15 @@ def short_error(error: BaseException) -> str:
 PHASES: dict[str, float] = {}
 
 
+def _fix_for(error: BaseException) -> str:
+    """What to do about a planning stage's failure: ship the package when the executors lack it,
+    else look at storage access (the usual cause)."""
+    if "No module named 'tablekeeper" in str(error):
+        return ("nothing was deleted; the executors cannot import tablekeeper: ship it (spark-submit --py-files "
+                "tablekeeper.zip, or an image with it installed; on Spark Connect the job adds it itself) and rerun")
+    return "nothing was deleted; check storage access from the executors and rerun"
+
+
 def planning(fn: Callable[[], _T], what: str) -> _T:
     """Run a planning action: an executor failure (after Spark's retries) fails closed."""
     t0 = time.perf_counter()
@@ -127,9 +136,7 @@ def planning(fn: Callable[[], _T], what: str) -> _T:
     except errors.TablekeeperError:
         raise
     except Exception as e:
-        raise errors.IncompleteProtectionSetError(
-            f"{what} failed in Spark: {short_error(e)}",
-            fix="nothing was deleted; check storage access from the executors and rerun") from e
+        raise errors.IncompleteProtectionSetError(f"{what} failed in Spark: {short_error(e)}", fix=_fix_for(e)) from e
     finally:
         PHASES[what] = PHASES.get(what, 0.0) + time.perf_counter() - t0
         log.debug("%s: %.2fs", what, time.perf_counter() - t0)

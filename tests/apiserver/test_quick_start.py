@@ -4,7 +4,7 @@ test server's kubeconfig, ``tablekeeper`` through its CLI); only ``scripts/k8s-t
 session's server is already up), ``tablekeeper operator &`` (the harness's operator, with the
 chart's RBAC) and the final ``kill``/``stop`` are the harness's own. Every object the examples
 create ends Ready; the seconds from the catalog's Ready to its children's are printed (bounded
-by ``bench/operator.py``, never asserted)."""
+by ``bench/operator_reactions.py``, never asserted)."""
 
 from __future__ import annotations
 

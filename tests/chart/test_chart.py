@@ -21,7 +21,9 @@ import yaml
 
 from tablekeeper.cli.main import cli
 from tablekeeper.operator import rbac
+from tablekeeper.operator.runs import spark as sparkruns
 from tablekeeper.operator.settings import OperatorConfig, SparkConfig
+from tablekeeper.spark import job_request, k8s_manifests
 from tests.support.k8s import CRD_DIR, REPO_ROOT
 
 CHART = REPO_ROOT / "charts" / "tablekeeper"
@@ -239,6 +241,49 @@ def test_dockerfile_matches_the_chart() -> None:
     install = dockerfile.index('pip install ".[operator]"')
     assert -1 < dockerfile.find("apt-get install -y --no-install-recommends gcc") < install
     assert dockerfile.find("import tablekeeper.core.paimon.manifests._avro_native") > install
+
+
+def test_the_job_image_is_what_the_chart_and_the_launched_objects_run(chart: helm.Chart) -> None:
+    """docker/spark-job.Dockerfile cannot be built here (no registry): its steps are checked instead,
+    and the SparkApplication and Job the operator would launch with the chart's defaults must run
+    exactly the main file, Python and spark-submit it installs, on the Spark version it carries."""
+    dockerfile = (REPO_ROOT / "docker" / "spark-job.Dockerfile").read_text(encoding="utf-8")
+    [version] = re.findall(r"^ARG SPARK_VERSION=(\S+)$", dockerfile, re.MULTILINE)
+    assert re.search(r"^FROM apache/spark:\$\{SPARK_VERSION\}-python3$", dockerfile, re.MULTILINE)
+    install = dockerfile.index('/usr/bin/python3 -m pip install ".[stores]"')
+    [main_file] = re.findall(r"print\(m\.__file__\)'\)\" (\S+) ", dockerfile)
+    assert dockerfile.index("ln -s ") > install and "import tablekeeper.spark.__main__ as m" in dockerfile
+    assert dockerfile.find("test -x /opt/spark/bin/spark-submit") > install
+    assert dockerfile.find("import tablekeeper.spark.job_request") > install  # the package imports in the image
+    assert re.search(r"^USER 185$", dockerfile, re.MULTILINE)  # apache/spark's own user
+
+    env = _operator_env(render(chart, {"spark": {"image": "registry.example.com/tablekeeper-spark:0.1.0"}}))
+    config = OperatorConfig.from_env(env).spark
+    assert config.spark_version == version
+    assert config.paths == k8s_manifests.JobImage(main_file=main_file, python="/usr/bin/python3",
+                                                  spark_submit="/opt/spark/bin/spark-submit")
+    request = job_request.JobRequest(operation="expire", warehouse="s3://lake/wh", table="db.t")
+    common = {"request": request, "name": "tk-12345678-exp-abcd", "namespace": "jobs", "owner_name": "run",
+              "owner_uid": "uid", "image": config.image, "service_account": config.service_account,
+              "active_deadline_seconds": 3600, "spark_version": config.spark_version, "paths": config.paths}
+    app = sparkruns.launch_manifest(engine="SparkOperator", **common)["spec"]
+    assert app["mainApplicationFile"] == f"local://{main_file}" and app["sparkVersion"] == version
+    assert app["sparkConf"]["spark.pyspark.python"] == "/usr/bin/python3"
+    for side in ("driver", "executor"):
+        assert {"name": "PYSPARK_PYTHON", "value": "/usr/bin/python3"} in app[side]["env"]
+    [container] = sparkruns.launch_manifest(engine="SparkJob", **common)["spec"]["template"]["spec"]["containers"]
+    command = container["command"]
+    assert command[0] == "/opt/spark/bin/spark-submit" and command[command.index(main_file) + 1:] == request.to_args()
+    assert "spark.pyspark.python=/usr/bin/python3" in command
+    # another image says where its files are
+    other = OperatorConfig.from_env(_operator_env(render(chart, {"spark": {
+        "image": "registry.example.com/own-spark:1", "sparkVersion": "3.5.5", "mainFile": "local:///app/tk_job.py",
+        "python": "/opt/venv/bin/python", "sparkSubmit": "/usr/lib/spark/bin/spark-submit"}}))).spark
+    assert other.paths == k8s_manifests.JobImage("local:///app/tk_job.py", "/opt/venv/bin/python",
+                                                 "/usr/lib/spark/bin/spark-submit")
+    for bad in ({"spark": {"mainFile": "job.py"}}, {"spark": {"python": "python3"}}):
+        with pytest.raises(helm.HelmValuesError):
+            chart.validate_schema(bad)
 
 
 def _operator_env(objects: list[dict[str, Any]]) -> dict[str, str]:

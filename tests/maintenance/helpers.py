@@ -500,6 +500,19 @@ _RETENTION_FLAGS = ("retain_min", "retain_max", "time_retained", "expire_limit",
                     "changelog_retain_min", "changelog_retain_max", "changelog_time_retained")
 
 
+def build_mixed_with_orphans(warehouse: str) -> None:
+    """:func:`build_mixed` plus planted orphans: old data files in an existing bucket and in a
+    partition nothing references (its directories go too), an old manifest, a crashed writer's temp
+    file in snapshot/, and one young orphan that must stay (``dt=b/bucket-0/data-young.parquet``)."""
+    build_mixed(warehouse)
+    root = table_root(warehouse)
+    plant(f"{root}/dt=a/bucket-0/data-orphan-1.parquet", b"x" * 10)
+    plant(f"{root}/dt=zz/bucket-0/data-orphan-2.parquet", b"x" * 20)
+    plant(f"{root}/manifest/manifest-orphan-0", b"x" * 30)
+    plant(f"{root}/snapshot/.snapshot-9.tmp", b"x" * 5)
+    plant(f"{root}/dt=b/bucket-0/data-young.parquet", b"y", age_s=None)
+
+
 def spark_request(warehouse: str, operation: str, identifier: str = IDENT, **kw: Any) -> Any:
     """A Spark ``JobRequest``; retention flags (``retain_min=1, time_retained="0 ms"``...) are
     resolved over the table's options (``retention_settings.from_options``), as the CLI resolves

@@ -23,12 +23,11 @@ from tablekeeper.spark import dispatch, job, job_request, result_artifact
 from tests.maintenance.helpers import (
     IDENT,
     append_table,
-    build_mixed,
+    build_mixed_with_orphans,
     copy_tree,
     handle,
     now_ms,
     pk_table,
-    plant,
     rows,
     spark_request,
     table_root,
@@ -73,17 +72,9 @@ def assert_same_outcome(local: result_artifact.RunResult, spark: result_artifact
 # -- tables ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def mixed_with_orphans(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """build_mixed (two branches, tags, overwrites) plus planted orphans: old data files in an
-    existing bucket and in a partition nothing references (its directories go too), an old
-    manifest, a crashed writer's temp file in snapshot/, and one young orphan that must stay."""
+    """build_mixed (two branches, tags, overwrites) plus planted orphans (build_mixed_with_orphans)."""
     wh = str(tmp_path_factory.mktemp("mixed") / "wh")
-    build_mixed(wh)
-    root = table_root(wh)
-    plant(f"{root}/dt=a/bucket-0/data-orphan-1.parquet", b"x" * 10)
-    plant(f"{root}/dt=zz/bucket-0/data-orphan-2.parquet", b"x" * 20)
-    plant(f"{root}/manifest/manifest-orphan-0", b"x" * 30)
-    plant(f"{root}/snapshot/.snapshot-9.tmp", b"x" * 5)
-    plant(f"{root}/dt=b/bucket-0/data-young.parquet", b"y", age_s=None)
+    build_mixed_with_orphans(wh)
     return wh
 
 
@@ -295,6 +286,7 @@ def test_entry_point_writes_the_result_artifact(spark: Any, two_copies: tuple[st
     assert artifact.status == "Succeeded" and artifact.run_name == "tk-12345678-exp-abcd"
     assert artifact.planned_files == local.planned_files and artifact.deleted == local.deleted
     assert artifact.timings["totalSeconds"] > 0 and artifact.versions["spark"]
+    assert artifact.spark_jobs is not None and artifact.spark_jobs > 0  # the run's jobs, counted by their group
     assert names(spark_wh) == names(local_wh)
     # a failing run still writes an artifact, with the error and exit code 1
     bad = tmp_path / "results" / "bad.json"

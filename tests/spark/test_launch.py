@@ -103,7 +103,9 @@ def test_request_round_trips_through_the_command_line() -> None:
             force=True, now_ms=123, parallelism=8, batch_size=500, run_name="tk-1", result="s3://r/x.json")
     parsed, settings = job_request.parse_args([*r.to_args(), "--master", "local[2]", "--conf", "a.b=c"])
     assert parsed == r
-    assert settings == {"master": "local[2]", "conf": {"a.b": "c"}}
+    assert settings == {"master": "local[2]", "remote": None, "conf": {"a.b": "c"}}
+    _, remote = job_request.parse_args([*r.to_args(), "--remote", "sc://connect:15002"])
+    assert remote["remote"] == "sc://connect:15002" and remote["master"] is None
     kept = from_options({}, RetentionFlags(retain_min=2, retain_max=9, time_retained=timedelta(hours=1),
                                            expire_limit=5))
     assert not kept.changelog_decoupled  # unset changelog values follow the snapshot values

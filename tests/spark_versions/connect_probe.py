@@ -72,6 +72,10 @@ def main() -> None:
     report["after_arrow"] = run(spark, arrow_probe)
     report["after_pandas"] = run(spark, pandas_probe, "pandas")
     report["add_again"] = attempt(lambda: spark.addArtifacts(tk_zip, pyfile=True))
+    from tablekeeper.spark import request_tally, session
+
+    report["slots"] = request_tally.slots(spark)  # the driver's side: the client has tablekeeper
+    report["is_connect"] = session.is_connect(spark)
     other = SparkSession.builder.remote(url).create()  # a second session of the same server
     report["other_session"] = run(other, arrow_probe)
     other.stop()

@@ -17,7 +17,14 @@ from tablekeeper.core.storage import FileIO
 from tests.maintenance.helpers import IDENT, now_ms
 from tests.stores.conftest import StoreUnderTest
 from tests.stores.test_scenario import _cli, _upload
-from tests.stores.test_trash import DAY_MS, ROOT, _views, template  # noqa: F401 - the module's fixture
+from tests.stores.test_trash import (  # noqa: F401 - template: the module's fixture
+    DAY_MS,
+    ROOT,
+    _assert_undone_beside_the_writer,
+    _views,
+    _writer_commits,
+    template,
+)
 from tests.support import s3 as s3support
 
 pytestmark = [pytest.mark.s3]
@@ -80,11 +87,13 @@ def test_moves_record_versions_and_undo_copies_them_back(versioned: StoreUnderTe
     store.fs.invalidate_cache()
     assert not store.fs.exists(store.raw(f"{ROOT}/.tablekeeper/trash/{runs[1]}/files"))  # nothing copied
     assert not store.exists(f"{ROOT}/dt=a/bucket-0/data-orphan-0.parquet")
+    written = _writer_commits(store, tmp_path / "writer")  # a writer commits before the undo
     for run in reversed(runs):
         undone = _cli(capsys, store, wh, "undo", IDENT, run)
         assert undone["restored"] == len(_move_records(store, run))
     assert store.read(f"{ROOT}/dt=a/bucket-0/data-orphan-0.parquet") == b"o" * 10
-    assert _views(store, tmp_path / "v1") == before
+    restored = _views(store, tmp_path / "v1")
+    _assert_undone_beside_the_writer(before, written, restored)
     left = _versions(store)
     purged = _cli(capsys, store, wh, "trash", "purge", IDENT)
     assert sorted(purged["purged_runs"]) == sorted(runs)
@@ -93,7 +102,7 @@ def test_moves_record_versions_and_undo_copies_them_back(versioned: StoreUnderTe
     trash_prefix = store.raw(f"{ROOT}/.tablekeeper/trash/").split("/", 1)[1]
     # nothing else: only the recorded versions and the trash's own records went
     assert {v for v in left - after if not v[0].startswith(trash_prefix)} == recorded
-    assert _views(store, tmp_path / "v2") == before
+    assert _views(store, tmp_path / "v2") == restored
 
 
 @pytest.mark.timeout(900)
@@ -180,3 +189,40 @@ def test_a_crash_between_the_record_and_the_delete_loses_and_duplicates_nothing(
     trash.purge(io, table, now_ms=3_000)  # the undone rerun: its versions go, the restored copies stay
     assert not versions & _versions(store)
     assert all(store.read(f"tbl/{rel}") == data for rel, data in files.items())
+
+
+@pytest.mark.parametrize("versioning", [None, "Enabled"])
+def test_a_move_and_its_undo_make_the_floor_of_requests_on_s3(s3: Any, s3_bucket: str, s3_endpoint: str,
+                                                              versioning: str | None) -> None:
+    """Per file: a move is one CopyObject (a versioned bucket: one HEAD for the version id) and the
+    batch's one DeleteObjects; an undo is two HEADs (the trash copy and the empty place; a versioned
+    bucket: the version and the place) and one CopyObject, the trash copies in one DeleteObjects.
+    No LIST per file (fsspec's generic copy asks whether the target is a directory) and no HEAD
+    before a copy."""
+    if versioning:
+        s3.call_s3("put_bucket_versioning", Bucket=s3_bucket, VersioningConfiguration={"Status": versioning})
+    root = f"s3://{s3_bucket}/floor"
+    io = FileIO.for_uri(root, s3support.paimon_s3_options(s3_endpoint))
+    files = [f"{root}/dt=a/bucket-0/data-{i}.parquet" for i in range(20)]
+    for i, path in enumerate(files):
+        io.overwrite(path, b"d" * (i + 1))
+    io.keeps_versions(root)  # asked once per bucket, before the counting
+
+    def counted(action: Any) -> dict[str, int]:
+        before = io.requests.counts.snapshot()
+        action()
+        after = io.requests.counts.snapshot()
+        return {k: after[k] - before.get(k, 0) for k in after if k != "total" and after[k] - before.get(k, 0)}
+
+    with trash.keeping(io, root, "floor", timedelta(days=1)) as run:
+        assert run is not None
+        moved = counted(lambda: trash.move_batch(run, [(p, "data", i + 1) for i, p in enumerate(files)]))
+    # per file: the copy (or the version's HEAD); per batch: its record (a create-if-absent PUT, and
+    # up to two HEADs and two LISTs of the run's directories) and the one DeleteObjects
+    assert moved.get("copy", 0) == (0 if versioning else 20) and moved["bulk_delete"] == 1, moved
+    assert moved.get("head", 0) - (20 if versioning else 0) <= 2 and moved.get("list", 0) <= 2, moved
+    assert not any(io.file_exists(p) for p in files)
+    undone = counted(lambda: trash.undo(io, root, run.run_id))
+    assert undone["copy"] == 20 and undone.get("bulk_delete", 0) == (0 if versioning else 1), undone
+    assert 40 <= undone["head"] <= 44 and undone.get("list", 0) <= 4, undone  # the run's records, not the files
+    assert [io.read_bytes(p) for p in files] == [b"d" * (i + 1) for i in range(20)]

@@ -1,7 +1,9 @@
 """Loading a script of ``bench/`` in a test: each benchmark's smoke test runs the benchmark's own
 code (no copy), under a module name of its own, and unloads it afterwards. With ``siblings``,
 ``bench/`` is importable while it loads (benchmarks that import ``_synth``, ``_s3count``...);
-otherwise not, since ``bench/operator.py`` would shadow the standard library's ``operator``."""
+otherwise not. No script of ``bench/`` is named like a standard-library module: ``python
+bench/X.py`` puts ``bench/`` first on ``sys.path``, where it would shadow it in every benchmark
+(tests/bench/test_bench_names.py)."""
 
 from __future__ import annotations
 

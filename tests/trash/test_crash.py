@@ -18,6 +18,7 @@ from tablekeeper.core.reclaim.expire import commit, planning, retention
 from tablekeeper.core.reclaim.orphans import planning as orphans
 from tablekeeper.core.refs import tag_deletion
 from tablekeeper.core.safety import trash
+from tablekeeper.core.storage import FileIO
 from tests.maintenance.helpers import Crash, backdate_tree, copy_tree, handle, plant, table_root, views
 
 NOW = 4_102_444_800_000  # 2100-01-01: every planted file is old enough
@@ -141,6 +142,23 @@ def test_a_crash_at_every_move_then_a_rerun_loses_and_duplicates_nothing(
             assert views(wh) == before, (at, inside)
 
 
+def _undo_crashes_then_reruns(wh: str, scenario: str, crash: Callable[[Any], None]) -> int:
+    """Run ``scenario`` with a window, undo it on a FileIO that ``crash`` makes fail part way, then
+    undo again: every moved file counts as restored or already back. Returns the files moved."""
+    t = handle(wh)
+    with trash.keeping(t.file_io, t.root, scenario, timedelta(days=1)) as run:
+        SCENARIOS[scenario](t)
+    assert run is not None
+    crashing = handle(wh)
+    crash(crashing.file_io)
+    with pytest.raises(Crash):
+        trash.undo(crashing.file_io, crashing.root, run.run_id)
+    again = handle(wh)
+    done = trash.undo(again.file_io, again.root, run.run_id)
+    assert done.restored + done.already_back == run.moved
+    return run.moved
+
+
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_a_crash_at_every_move_of_an_undo_then_a_rerun_restores_everything(
         scenario: str, template: str, tmp_path: Path) -> None:
@@ -149,17 +167,50 @@ def test_a_crash_at_every_move_of_an_undo_then_a_rerun_restores_everything(
     for at in _points(moves):
         for inside in (False, True):
             wh = copy_tree(template, tmp_path / f"undo-{at}-{inside}")
-            t = handle(wh)
-            with trash.keeping(t.file_io, t.root, scenario, timedelta(days=1)) as run:
-                SCENARIOS[scenario](t)
-            assert run is not None
-            crashing = handle(wh)
-            _crashing(crashing.file_io, at, inside)
-            with pytest.raises(Crash):
-                trash.undo(crashing.file_io, crashing.root, run.run_id)
-            again = handle(wh)
-            done = trash.undo(again.file_io, again.root, run.run_id)
-            assert done.restored + done.already_back == run.moved
+            _undo_crashes_then_reruns(wh, scenario, lambda io, at=at, inside=inside: _crashing(io, at, inside))
             assert _table_files(wh) == files, (at, inside)
             assert _left_in_trash(wh) == [], (at, inside)
             assert views(wh) == before, (at, inside)
+
+
+def _crashing_copies(io: Any, at: int | str, inside: bool) -> None:
+    """Make the ``at``-th ``copy_file`` of ``io`` crash (before it, or ``inside``: after it), or with
+    ``at="deletes"`` the undo's delete of the trash copies."""
+    count = [0]
+    real_copy, real_delete = io.copy_file, io.delete_files
+
+    def copy(src: str, dst: str) -> None:
+        count[0] += 1
+        if count[0] == at:
+            if inside:
+                real_copy(src, dst)
+            raise Crash(f"crash at copy {at}")
+        real_copy(src, dst)
+
+    def delete(paths: Any, **kw: Any) -> Any:
+        if at == "deletes":
+            raise Crash("crash before the trash copies are deleted")
+        return real_delete(paths, **kw)
+
+    io.copy_file, io.delete_files = copy, delete
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_a_crash_in_an_object_store_undo_then_a_rerun_restores_everything(
+        scenario: str, template: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Object stores undo by one copy per file, then delete the trash copies together: a crash
+    before or after any copy, or before the deletes, then a rerun: every file back once, the trash
+    empty. Local disk with FileIO's object-store path switched on (the same copy_file and
+    delete_files calls an object store makes; tests/stores runs the path on the real stores)."""
+    monkeypatch.setattr(FileIO, "moves_by_copy", property(lambda self: True))
+    before, files = views(template), _table_files(template)
+    moves = _count_moves(template, tmp_path, scenario)
+    points: list[tuple[int | str, bool]] = [(at, inside) for at in _points(moves) for inside in (False, True)]
+    for at, inside in [*points, ("deletes", False)]:
+        wh = copy_tree(template, tmp_path / f"copy-undo-{at}-{inside}")
+        moved = _undo_crashes_then_reruns(wh, scenario,
+                                          lambda io, at=at, inside=inside: _crashing_copies(io, at, inside))
+        assert moved == moves
+        assert _table_files(wh) == files, (at, inside)
+        assert _left_in_trash(wh) == [], (at, inside)
+        assert views(wh) == before, (at, inside)

@@ -59,6 +59,16 @@ def test_s3_requests_are_paced_per_prefix_on_moto(s3_warehouse: str, s3_options:
 
 def test_spark_tasks_share_the_cap() -> None:
     spark = SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=4))
-    out = request_tally.executor_options({rq.PACING_OPTION: "100", "s3.endpoint": "x"}, spark)
+    out = request_tally.executor_options({rq.PACING_OPTION: "100", "s3.endpoint": "x"}, spark, 200)
     assert out == {rq.PACING_OPTION: "25.0", "s3.endpoint": "x"}
-    assert request_tally.executor_options({"s3.endpoint": "x"}, spark) == {"s3.endpoint": "x"}
+    assert request_tally.executor_options({"s3.endpoint": "x"}, spark, 200) == {"s3.endpoint": "x"}
+    # fewer partitions than slots: only that many tasks run at once
+    assert request_tally.executor_options({rq.PACING_OPTION: "100"}, spark, 2) == {rq.PACING_OPTION: "50.0"}
+
+
+def test_when_the_slots_are_unknown_the_cap_is_divided_by_the_partitions() -> None:
+    """A Spark Connect session has no SparkContext (tests/spark_versions/test_connect.py asks a real
+    one); then no more tasks than a stage's partitions run at once."""
+    no_context = SimpleNamespace(conf=SimpleNamespace(get=lambda key, default=None: default))
+    assert request_tally.slots(no_context) is None
+    assert request_tally.executor_options({rq.PACING_OPTION: "100"}, no_context, 8) == {rq.PACING_OPTION: "12.5"}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import platform
+import sys
+
 import click
 
 from tablekeeper.core import errors
@@ -19,7 +22,10 @@ __all__ = ["operator"]
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Log lines as text, or as one JSON object per line (timestamp, level, logger, message, object).")
 def operator(namespaces: tuple[str, ...], liveness: str, metrics_port: int, log_format: str) -> None:
-    """Run the Kubernetes operator (Kopf, standalone; needs the 'operator' extra)."""
+    """Run the Kubernetes operator (Kopf, standalone; needs the 'operator' extra and Python 3.11+)."""
+    if sys.version_info < (3, 11):  # kopf 1.45 needs 3.11; the CLI and the Spark job run on 3.10
+        raise errors.InvalidInputError(f"the operator needs Python 3.11 or newer, this is {platform.python_version()}",
+                                       fix="run the operator image, or install tablekeeper[operator] on Python 3.11+")
     try:
         from tablekeeper.operator import main as operator_main
     except ImportError as e:

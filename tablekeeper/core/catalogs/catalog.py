@@ -8,7 +8,6 @@ storage behind its back."""
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,11 +15,12 @@ from typing import Any
 from tablekeeper.core import errors
 from tablekeeper.core.catalogs.commit_lock import TableLock
 from tablekeeper.core.catalogs.options import CatalogOptions
+from tablekeeper.core.pycompat import StrEnum
 
 __all__ = ["Operation", "Owner", "Catalog", "CatalogTable", "SkippedTable", "split_identifier"]
 
 
-class Operation(enum.StrEnum):
+class Operation(StrEnum):
     """Everything tablekeeper changes in a table, named as its command (and lease) is."""
 
     TAG_CREATE = "tag create"
@@ -41,7 +41,7 @@ class Operation(enum.StrEnum):
     SET_OPTIONS = "set options"
 
 
-class Owner(enum.StrEnum):
+class Owner(StrEnum):
     """Who carries an operation out: tablekeeper on storage, or the catalog (through its API)."""
 
     STORAGE = "storage"

@@ -4,18 +4,19 @@ objects; dry run = the same plan, executed by nothing."""
 
 from __future__ import annotations
 
-import enum
 import operator
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tablekeeper.core.pycompat import StrEnum
+
 __all__ = ["FileKind", "PlannedFile", "DeleteStep", "WriteStep", "RemoveEmptyDirsStep", "Step", "Plan",
            "STAGE_ORDER", "stage_of"]
 
 
-class FileKind(enum.StrEnum):
+class FileKind(StrEnum):
     DATA = "data"
     CHANGELOG_DATA = "changelog"
     MANIFEST = "manifest"

@@ -9,7 +9,7 @@ so a rerun after a crash finishes the job."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from tablekeeper.core import errors, paimon, values
@@ -74,7 +74,7 @@ def list_branches(table: Table) -> list[BranchRow]:
             mtime = main.file_io.stat(path).mtime_ms
         except FileNotFoundError:
             continue
-        rows.append(BranchRow(fp.branch, datetime.fromtimestamp(mtime / 1000, tz=UTC),
+        rows.append(BranchRow(fp.branch, datetime.fromtimestamp(mtime / 1000, tz=timezone.utc),
                               fp.from_tag, fp.snapshot_id))
     return rows
 

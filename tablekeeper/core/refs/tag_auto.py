@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
+from datetime import date, datetime, timedelta, timezone, tzinfo
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -152,7 +152,7 @@ def parse_zone_id(text: str) -> tzinfo:
     """
     value = text.strip()
     if value in ("Z", "UTC", "GMT", "UT"):
-        return UTC
+        return timezone.utc
     match = _OFFSET_ZONE.fullmatch(value)
     if match:
         hours, minutes = int(match.group(2)), int(match.group(3) or 0)
@@ -184,7 +184,7 @@ def extract_time(mode: CreationMode, snapshot: SnapshotPoint, zone: tzinfo) -> d
         millis = snapshot.watermark
     else:
         millis = snapshot.time_millis
-    instant = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=millis)
+    instant = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=millis)
     return local_wall_clock(instant, zone)
 
 
@@ -326,7 +326,7 @@ def plan_ttl_expiry(tags: Iterable[TagPoint], now: datetime, zone: tzinfo | None
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     if zone is None:
-        wall = local_wall_clock(now, UTC) - values.UNKNOWN_ZONE_MARGIN
+        wall = local_wall_clock(now, timezone.utc) - values.UNKNOWN_ZONE_MARGIN
         clock = "UTC - 12 h (writer zone unknown)"
     else:
         wall = local_wall_clock(now, zone)

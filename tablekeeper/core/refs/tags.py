@@ -8,7 +8,7 @@ and tag deletion protects the files of every other branch and changelog (fail cl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from tablekeeper.core import errors, paimon, plans, values
@@ -85,7 +85,7 @@ def list_tags(table: Table) -> list[TagRow]:
             tag_name=tag.name,
             snapshot_id=snap.id,
             schema_id=snap.schema_id,
-            commit_time=datetime.fromtimestamp(snap.time_millis / 1000, tz=UTC),
+            commit_time=datetime.fromtimestamp(snap.time_millis / 1000, tz=timezone.utc),
             record_count=snap.total_record_count,
             create_time=tag.create_time,
             time_retained=_iso_duration(tag.time_retained),

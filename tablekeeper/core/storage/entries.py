@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from tablekeeper.core.pycompat import StrEnum
 from tablekeeper.core.storage.paths import basename
 
 __all__ = ["FileStatus", "ListedEntry", "DeleteOutcome", "DeleteResult"]
@@ -38,7 +38,7 @@ class ListedEntry(NamedTuple):
     status: FileStatus | None = None
 
 
-class DeleteOutcome(enum.StrEnum):
+class DeleteOutcome(StrEnum):
     DELETED = "deleted"
     MISSING = "missing"
     FAILED = "failed"

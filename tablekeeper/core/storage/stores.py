@@ -17,15 +17,15 @@ here with the option to set, before any request is made.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 
 from tablekeeper.core import errors
+from tablekeeper.core.pycompat import StrEnum
 
 __all__ = ["Store", "SCHEMES", "store_of", "split_scheme", "credential_env_names", "executor_credential_env"]
 
 
-class Store(enum.StrEnum):
+class Store(StrEnum):
     LOCAL = "local"
     S3 = "s3"
     OSS = "oss"

@@ -11,10 +11,10 @@ where the docstring says so).
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from tablekeeper.core import errors
+from tablekeeper.core import errors, pycompat
 
 __all__ = ["now_ms", "epoch_ms", "from_epoch_ms", "iso_ms", "rfc3339", "rfc3339_ms", "parse_rfc3339",
            "parse_rfc3339_ms", "parse_instant_ms", "parse_time_or_age"]
@@ -32,7 +32,7 @@ def epoch_ms(when: datetime) -> int:
 
 def from_epoch_ms(ms: float) -> datetime:
     """The UTC datetime of epoch milliseconds."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
 
 
 def iso_ms(ms: float) -> str:
@@ -42,8 +42,8 @@ def iso_ms(ms: float) -> str:
 
 def rfc3339(when: datetime) -> str:
     """RFC 3339 in UTC with second precision (``metav1.Time``); a naive ``when`` is UTC."""
-    aware = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    aware = when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+    return aware.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def rfc3339_ms(ms: int | None) -> str | None:
@@ -56,10 +56,10 @@ def parse_rfc3339(text: Any) -> datetime | None:
     if not isinstance(text, str) or not text:
         return None
     try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        parsed = pycompat.fromisoformat(text)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
 
 
 def parse_rfc3339_ms(text: Any) -> int | None:
@@ -77,7 +77,7 @@ def parse_instant_ms(value: str, *, flag: str) -> int:
     if value.isdigit():
         return int(value)
     try:
-        return epoch_ms(datetime.fromisoformat(value))
+        return epoch_ms(pycompat.fromisoformat(value))
     except ValueError as e:
         raise errors.InvalidInputError(f"{flag} {value!r} is neither epoch ms nor ISO-8601",
                                        fix="write e.g. 2026-01-31T23:00:00 or 1769900400000") from e

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -136,7 +136,7 @@ def _create_time(local: datetime | None, zone: str | None) -> str | None:
         return None
     if zone is None:
         return local.strftime("%Y-%m-%dT%H:%M:%S")
-    return values.rfc3339_ms(int(local.replace(tzinfo=ZoneInfo(zone)).astimezone(UTC).timestamp() * 1000))
+    return values.rfc3339_ms(int(local.replace(tzinfo=ZoneInfo(zone)).astimezone(timezone.utc).timestamp() * 1000))
 
 
 def _tag_ready(plan: ScopePlan, member: Member, records: TableRecords, reason: str, now: datetime) -> Outcome:
@@ -151,7 +151,7 @@ def _tag_ready(plan: ScopePlan, member: Member, records: TableRecords, reason: s
     if (expire_ms is None and tag is not None and tag.create_time is not None and tag.time_retained is not None
             and plan.target.writer_zone):
         local = (tag.create_time + tag.time_retained).replace(tzinfo=ZoneInfo(plan.target.writer_zone))
-        expire_ms = int(local.astimezone(UTC).timestamp() * 1000)
+        expire_ms = int(local.astimezone(timezone.utc).timestamp() * 1000)
     forks = plan.state.protected_tags(member.branch).get(name, ())
     outcome.fields.update(
         owned=True, tagName=name, branch=member.branch,

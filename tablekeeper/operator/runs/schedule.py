@@ -33,7 +33,7 @@ import hashlib
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -99,11 +99,11 @@ def _next_after(schedule: Schedule, after: datetime, spec: PaimonTableSpec) -> d
     if interval is not None:
         return after + interval
     window = spec.maintenance.window if spec.maintenance is not None else None
-    zone = ZoneInfo(window.time_zone) if window is not None else UTC
+    zone = ZoneInfo(window.time_zone) if window is not None else timezone.utc
     cron = schedule.cron
     assert cron is not None
     wall = schedules.next_fire(cron, after.astimezone(zone).replace(tzinfo=None))
-    return wall.replace(tzinfo=zone).astimezone(UTC)
+    return wall.replace(tzinfo=zone).astimezone(timezone.utc)
 
 
 def run_name(table: Obj, job: Job, rng: random.Random) -> str:

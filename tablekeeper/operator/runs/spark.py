@@ -199,10 +199,12 @@ def launch_request(spec: PaimonMaintenanceRunSpec, warehouse: str, identifier: s
 
 def launch_manifest(request: job_request.JobRequest, *, engine: str, name: str, namespace: str, owner_name: str,
                     owner_uid: str, image: str, service_account: str, active_deadline_seconds: int,
-                    ttl_seconds_after_finished: int = 604800, spark_version: str = "4.0.1",
+                    ttl_seconds_after_finished: int = 604800,
+                    spark_version: str = k8s_manifests.IMAGE_SPARK_VERSION,
                     credentials_secret: str | None = None, driver: k8s_manifests.SparkResources | None = None,
                     executor: k8s_manifests.SparkResources | None = None,
-                    spark_conf: Mapping[str, str] | None = None) -> dict[str, Any]:
+                    spark_conf: Mapping[str, str] | None = None,
+                    paths: k8s_manifests.JobImage | None = None) -> dict[str, Any]:
     """The ``batch/v1`` Job (``SparkJob``) or ``SparkApplication`` (``SparkOperator``) that runs
     ``request``, owned by the run."""
     owner = k8s_manifests.OwnerReference(name=owner_name, uid=owner_uid)
@@ -211,11 +213,11 @@ def launch_manifest(request: job_request.JobRequest, *, engine: str, name: str, 
             request, name=name, namespace=namespace, owner=owner, image=image, spark_version=spark_version,
             service_account=service_account, active_deadline_seconds=active_deadline_seconds,
             ttl_seconds_after_finished=ttl_seconds_after_finished, credentials_secret=credentials_secret,
-            driver=driver, executor=executor, spark_conf=spark_conf)
+            driver=driver, executor=executor, spark_conf=spark_conf, paths=paths)
     return k8s_manifests.job_manifest(
         request, name=name, namespace=namespace, owner=owner, image=image, service_account=service_account,
         active_deadline_seconds=active_deadline_seconds, ttl_seconds_after_finished=ttl_seconds_after_finished,
-        credentials_secret=credentials_secret, driver=driver, executor=executor, spark_conf=spark_conf)
+        credentials_secret=credentials_secret, driver=driver, executor=executor, spark_conf=spark_conf, paths=paths)
 
 
 def wants_spark(config: SparkConfig, requested: str | None, spec: PaimonMaintenanceRunSpec) -> bool:
@@ -355,7 +357,7 @@ async def launch_run(rt: Runtime, ctx: RunContext, *, now: datetime, plan: Scope
             image=image or config.image, service_account=config.service_account,
             active_deadline_seconds=ctx.deadline_seconds, ttl_seconds_after_finished=config.ttl_seconds,
             spark_version=version or config.spark_version, credentials_secret=secret, driver=driver,
-            executor=executor, spark_conf=conf)
+            executor=executor, spark_conf=conf, paths=config.paths)
     except core_errors.InvalidInputError as e:  # credentials in options, bad memory syntax...
         raise OperatorError(Reason.SPARK_SUBMISSION_FAILED, f"cannot build the {engine} object: {e.message}") from e
     meta = manifest["metadata"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -63,7 +63,7 @@ class ActionRun:
         return result
 
     def wall_now(self) -> datetime:
-        return refs.local_wall_clock(self.now, self.zone or UTC)
+        return refs.local_wall_clock(self.now, self.zone or timezone.utc)
 
 
 def _td(text: str | None) -> timedelta | None:
@@ -98,7 +98,7 @@ def _adopt_tag(run: ActionRun, a: A.AdoptTag) -> tuple[Status, str]:
     expires = None
     if existing.create_time is not None and existing.time_retained is not None and run.zone is not None:
         local = (existing.create_time + existing.time_retained).replace(tzinfo=run.zone)
-        expires = values.epoch_ms(local.astimezone(UTC))
+        expires = values.epoch_ms(local.astimezone(timezone.utc))
     run.save(run.records.with_tag(a.branch, a.tag, TagRecord(a.resource or "", existing.snapshot_id,
                                                              a.deletion_policy or "Delete", False, expires)))
     return "applied", f"adopted tag {a.tag!r} at snapshot {existing.snapshot_id}"

@@ -6,7 +6,7 @@ the writers' wall clock and plan sizes read from storage.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -58,7 +58,7 @@ def writer_zone(target: TableTarget) -> tzinfo | None:
 
 def wall_clock(now: datetime, zone: tzinfo | None) -> datetime:
     """The writers' wall clock at ``now``; UTC's when their zone is unknown."""
-    return refs.local_wall_clock(now, zone or UTC)
+    return refs.local_wall_clock(now, zone or timezone.utc)
 
 
 def td(value: Duration | None) -> timedelta | None:

@@ -10,7 +10,7 @@ restricted, either may match). A window, when given, must contain ``now``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, time, timedelta
+from datetime import datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 from tablekeeper.core.policy import Schedule
@@ -104,16 +104,16 @@ def is_due(schedule: Schedule | None, last_run_ms: int | None, now: datetime, *,
         return Due(True, "no schedule: runs on every apply")
     if last_run_ms is None:
         return Due(True, f"never ran (schedule {schedule})")
-    last = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=last_run_ms)
+    last = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=last_run_ms)
     interval = schedule.interval
     if interval is not None:
         nxt = last + interval
     else:
-        zone = ZoneInfo(window.time_zone) if window is not None else UTC
+        zone = ZoneInfo(window.time_zone) if window is not None else timezone.utc
         cron = schedule.cron
         assert cron is not None
         wall = next_fire(cron, last.astimezone(zone).replace(tzinfo=None))
-        nxt = wall.replace(tzinfo=zone).astimezone(UTC)
+        nxt = wall.replace(tzinfo=zone).astimezone(timezone.utc)
     if now >= nxt:
         return Due(True, f"due since {nxt:%Y-%m-%d %H:%M} UTC (schedule {schedule})", nxt)
     return Due(False, f"not due until {nxt:%Y-%m-%d %H:%M} UTC (schedule {schedule}, last run "

@@ -11,7 +11,7 @@ unions raise ``ValueError``."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 __all__ = ["encode", "encode_blocks", "self_test_files"]
@@ -108,7 +108,7 @@ def self_test_files() -> list[tuple[dict[str, Any], list[dict[str, Any]], tuple[
             {"name": "_WRITE_COLS_SEQUENCES", "type": ["null", {"type": "array", "items": "long"}]},
         ]}},
     ]}
-    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
     records = [
         {"_VERSION": 2, "_KIND": i % 2, "_PARTITION": bytes([i % 256]) * (i % 40), "_BUCKET": i - 3,
          "_TOTAL_BUCKETS": 7, "_FILE": {

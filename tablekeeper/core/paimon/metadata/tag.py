@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from tablekeeper.core import errors
+from tablekeeper.core import errors, pycompat
 from tablekeeper.core.paimon.metadata import jackson
 from tablekeeper.core.paimon.metadata.json_fields import parse_json_object
 from tablekeeper.core.paimon.metadata.snapshot import Snapshot
@@ -47,7 +47,7 @@ def decode_local_datetime(value: Any, what: str = "tag") -> datetime | None:
             raise bad from e
     if isinstance(value, str):
         try:
-            return datetime.fromisoformat(value)
+            return pycompat.fromisoformat(value)
         except ValueError as e:
             raise bad from e
     raise bad

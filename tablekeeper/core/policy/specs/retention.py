@@ -16,7 +16,7 @@ resolver checks them again on the merged result.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, ClassVar, Literal, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -131,6 +131,9 @@ def period_length(period: str | None, period_duration: Duration | None) -> timed
     return PERIODS[period or "daily"]
 
 
+_Counts = TypeVar("_Counts", bound="_RetainedCounts")  # typing.Self is 3.11+; core runs on 3.10
+
+
 class _RetainedCounts(SpecModel):
     """The safety rails of a section with ``minRetained``/``maxRetained`` counts (snapshots,
     changelog): each at least ``safety.MIN_RETAIN_MIN``, ``maxRetained >= minRetained``.
@@ -152,7 +155,7 @@ class _RetainedCounts(SpecModel):
         return _unsafe_min_retained(value, "maxRetained")
 
     @model_validator(mode="after")
-    def _check(self) -> Self:
+    def _check(self: _Counts) -> _Counts:
         _check_min_max(self.min_retained, self.max_retained, self._section)
         return self
 

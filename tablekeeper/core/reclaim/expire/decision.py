@@ -11,13 +11,13 @@ and ``expire.decide_expire_changelog`` and read by both evaluators, never restat
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from tablekeeper.core import errors, plans
 from tablekeeper.core.paimon import Snapshot
 from tablekeeper.core.paimon.manifests import FileRef
+from tablekeeper.core.pycompat import StrEnum
 from tablekeeper.core.reclaim import reach
 from tablekeeper.core.reclaim.reach import ListRole
 
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-class ReadOutcome(enum.StrEnum):
+class ReadOutcome(StrEnum):
     """What a missing manifest list, manifest or index manifest means for one use of a root."""
 
     #: a protecting read failed: the protection set is incomplete, plan nothing

@@ -36,11 +36,11 @@ import json
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any, Literal
 from urllib.parse import unquote_plus
 
-from tablekeeper.core import errors
+from tablekeeper.core import errors, pycompat
 from tablekeeper.core.storage import FileIO, FileStatus, basename, parent, split_scheme
 
 __all__ = [
@@ -211,15 +211,15 @@ def _parse_time(value: Any, where: str) -> int:
     """Epoch ms from an ISO-8601 string (S3 Inventory CSV: ``2016-11-06T21:32:00.000Z``), epoch ms
     as a number or string, or a datetime (ORC/Parquet timestamps)."""
     if isinstance(value, datetime):
-        return int((value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp() * 1000)
+        return int((value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp() * 1000)
     text = str(value).strip()
     try:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return int(value)
         if text.isdigit():
             return int(text)
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        return int((parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp() * 1000)
+        parsed = pycompat.fromisoformat(text)
+        return int((parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp() * 1000)
     except (ValueError, OverflowError) as e:  # (NaN, an infinity, a year out of range too)
         raise InventoryError(f"{where}: last-modified {text[:40]!r} is not a time",
                              fix="last-modified must be ISO-8601 (2026-01-31T12:00:00Z) or epoch milliseconds") from e
@@ -388,8 +388,8 @@ def check_listing(listing: Listing, table_root: str, older_than_ms: int) -> None
             f"({listing.rows} row(s) read)",
             fix="give an inventory whose bucket and prefix filter cover the table (the warehouse prefix)")
     if listing.taken_ms >= older_than_ms:
-        taken = datetime.fromtimestamp(listing.taken_ms / 1000, UTC).isoformat(timespec="seconds")
-        limit = datetime.fromtimestamp(older_than_ms / 1000, UTC).isoformat(timespec="seconds")
+        taken = datetime.fromtimestamp(listing.taken_ms / 1000, timezone.utc).isoformat(timespec="seconds")
+        limit = datetime.fromtimestamp(older_than_ms / 1000, timezone.utc).isoformat(timespec="seconds")
         raise InventoryTooRecentError(
             f"the listing {listing.source} was taken at {taken}, not before the older-than threshold {limit}",
             fix="use an older inventory report, or an older --older-than (the inventory must predate the "

@@ -22,13 +22,13 @@ the job's error judgement in Spark), expiration (``RootUse.dangling``, set by
 
 from __future__ import annotations
 
-import enum
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tablekeeper.core import errors, paimon
 from tablekeeper.core.paimon import Snapshot
+from tablekeeper.core.pycompat import StrEnum
 from tablekeeper.core.reclaim.reach import roles
 from tablekeeper.core.reclaim.reach.roles import ListRole
 
@@ -37,7 +37,7 @@ __all__ = ["RootKind", "Reference", "Guarantee", "Condition", "Rule", "RULES", "
            "details_of", "missing_kept_file"]
 
 
-class RootKind(enum.StrEnum):
+class RootKind(StrEnum):
     SNAPSHOT = "snapshot"
     TAG = "tag"
     BRANCH_SNAPSHOT = "branch snapshot"
@@ -52,7 +52,7 @@ class RootKind(enum.StrEnum):
         return {RootKind.BRANCH_SNAPSHOT: "snapshot", RootKind.BRANCH_TAG: "tag"}.get(self, self.value)
 
 
-class Reference(enum.StrEnum):
+class Reference(StrEnum):
     BASE_LIST = "base manifest list"
     DELTA_LIST = "delta manifest list"
     CHANGELOG_LIST = "changelog manifest list"
@@ -62,7 +62,7 @@ class Reference(enum.StrEnum):
     NEXT_SNAPSHOT = "next snapshot"
 
 
-class Guarantee(enum.StrEnum):
+class Guarantee(StrEnum):
     #: Paimon keeps the file while the root exists: missing means damage (fail closed)
     KEPT = "kept"
     #: Paimon deletes the file while the root may still name it: protects while it exists,
@@ -73,7 +73,7 @@ class Guarantee(enum.StrEnum):
     KEPT_UNLESS_COPIED = "kept unless copied"
 
 
-class Condition(enum.StrEnum):
+class Condition(StrEnum):
     ALWAYS = "always"
     #: a changelog-N read through its delta: changelog-producer ``none`` and no changelog list
     READS_DELTA = "reads its delta"

@@ -3,14 +3,13 @@ which every evaluator states what a root reaches."""
 
 from __future__ import annotations
 
-import enum
-
 from tablekeeper.core.paimon import Snapshot
+from tablekeeper.core.pycompat import StrEnum
 
 __all__ = ["ListRole", "changelog_reads"]
 
 
-class ListRole(enum.StrEnum):
+class ListRole(StrEnum):
     """The three manifest lists of a snapshot, plus its index manifest."""
 
     BASE = "base"

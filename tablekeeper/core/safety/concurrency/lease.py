@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from tablekeeper.core import errors
@@ -99,7 +99,7 @@ class LeaseRecord:
         return "".join(c if c.isalnum() else "_" for c in self.owner.rsplit(":", 1)[-1])
 
     def describe(self) -> str:
-        until = datetime.fromtimestamp(self.expires_ms / 1000, tz=UTC).isoformat(timespec="seconds")
+        until = datetime.fromtimestamp(self.expires_ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
         return f"{self.owner} ({self.operation}); its lease expires {until} unless renewed"
 
     def to_json(self) -> str:

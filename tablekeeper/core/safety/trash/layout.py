@@ -15,11 +15,11 @@ Run ids sort by time: ``<UTC yyyymmddThhmmssmmmZ>-<operation>-<6 hex>``."""
 
 from __future__ import annotations
 
-import enum
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tablekeeper.core.pycompat import StrEnum
 from tablekeeper.core.safety import concurrency
 from tablekeeper.core.storage import FileIO, join
 
@@ -34,7 +34,7 @@ UNDONE = "undone"
 PURGED_DIR = "purged"
 
 
-class RunState(enum.StrEnum):
+class RunState(StrEnum):
     KEPT = "kept"          # within its window: can be undone
     EXPIRED = "expired"    # past its window, not purged yet: can still be undone
     UNDONE = "undone"      # every file is back

@@ -19,7 +19,7 @@ import secrets
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from tablekeeper.core.safety.trash import layout
@@ -44,7 +44,7 @@ def resumed(io: FileIO, spec: Mapping[str, Any]) -> Iterator[TrashRun]:
 
 
 def _run_id(operation: str, now_ms: int) -> str:
-    stamp = datetime.fromtimestamp(now_ms / 1000, tz=UTC).strftime("%Y%m%dT%H%M%S") + f"{now_ms % 1000:03d}Z"
+    stamp = datetime.fromtimestamp(now_ms / 1000, tz=timezone.utc).strftime("%Y%m%dT%H%M%S") + f"{now_ms % 1000:03d}Z"
     return f"{stamp}-{operation.replace(' ', '-')}-{secrets.token_hex(3)}"
 
 

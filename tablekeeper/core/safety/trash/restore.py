@@ -18,6 +18,10 @@ is copied back from that version, server-side; one whose recorded version the st
 holds refuses the undo before anything moves, and one whose place holds that very version (the
 run crashed before deleting it) or equal bytes counts as back.
 
+On object stores a file goes back by one server-side copy (its place was checked empty: one
+HEAD), and the trash copies are deleted together once every file is back, in the store's bulk
+deletes; local disk and HDFS rename each file back.
+
 A crash at any point is finished by a rerun: a file already back (its trash copy gone, or equal
 bytes at its place) counts as restored."""
 
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 from tablekeeper.core import errors, paimon
 from tablekeeper.core.safety.trash import layout
 from tablekeeper.core.safety.trash.moves import same_file
-from tablekeeper.core.storage import FileIO, basename, join, parent
+from tablekeeper.core.storage import DeleteOutcome, FileIO, basename, join, parent
 
 __all__ = ["UndoResult", "undo", "RESTORE_ORDER"]
 
@@ -94,24 +98,27 @@ def undo(io: FileIO, table_root: str, run_id: str, *, dry_run: bool = False) -> 
     Raises:
         InvalidInputError: unknown, purged or undone run, a later run still in the trash, or a
         place that holds other bytes now; nothing was changed.
+        StorageError: every file is back but some trash copies could not be deleted (a rerun
+        deletes them).
     """
     root = table_root.rstrip("/")
     record = _checked(io, root, run_id)
     trash = layout.files_dir(root, run_id)
     moved = sorted(layout.read_moves(io, root, run_id), key=_rank)
-    plan: list[tuple[layout.MovedFile, str, str, bool]] = []
+    plan: list[tuple[layout.MovedFile, str, str, bool, bool]] = []  # (file, from, to, in the trash, at its place)
     conflicts: list[str] = []
     gone: list[str] = []
     for m in moved:
         src, dst = join(trash, m.relative), join(root, m.relative)
         if m.version is not None:
             to_restore = _version_to_restore(io, dst, m.version, conflicts, gone)
-            plan.append((m, dst, dst, to_restore))
+            plan.append((m, dst, dst, to_restore, False))
             continue
         in_trash = io.file_exists(src)
-        if in_trash and io.file_exists(dst) and not same_file(io, src, dst):
+        at_place = in_trash and io.file_exists(dst)
+        if at_place and not same_file(io, src, dst):
             conflicts.append(dst)
-        plan.append((m, src, dst, in_trash))
+        plan.append((m, src, dst, in_trash, at_place))
     if gone:
         raise errors.InvalidInputError(
             f"{len(gone)} file(s) of trash run {run_id} were kept as versions the store no longer holds, "
@@ -123,10 +130,12 @@ def undo(io: FileIO, table_root: str, run_id: str, *, dry_run: bool = False) -> 
             f"{len(conflicts)} file(s) of trash run {run_id} have other bytes at their place now, e.g. {conflicts[0]}",
             fix="move those files away first if they are not the table's (nothing was restored)")
     result = UndoResult(record)
-    for m, src, dst, in_trash in plan:
+    copied: list[str] = []  # object stores: trash copies to delete once every file is back
+    for m, src, dst, in_trash, at_place in plan:
         if dry_run:
-            result.restored += in_trash
-            result.restored_bytes += (m.size or 0) if in_trash else 0
+            result.restored += in_trash and not at_place
+            result.already_back += at_place
+            result.restored_bytes += (m.size or 0) if in_trash and not at_place else 0
             continue
         if not in_trash:
             if io.file_exists(dst):
@@ -139,16 +148,31 @@ def undo(io: FileIO, table_root: str, run_id: str, *, dry_run: bool = False) -> 
             result.restored += 1
             result.restored_bytes += m.size or 0
             continue
-        try:
-            io.move_file(src, dst)
-        except FileExistsError:  # an interrupted undo copied it already (equal bytes: checked above)
-            io.delete_files([src])
+        if at_place:  # an interrupted undo copied it already (equal bytes: checked above)
+            copied.append(src)
             result.already_back += 1
             continue
+        if io.moves_by_copy:
+            # the place was empty a moment ago and restored names are immutable: one server-side
+            # copy, the trash copy deleted with the others after every file is back
+            io.copy_file(src, dst)
+            copied.append(src)
+        else:
+            try:
+                io.move_file(src, dst)  # local disk, HDFS: one rename
+            except FileExistsError:
+                io.delete_files([src])
+                result.already_back += 1
+                continue
         result.restored += 1
         result.restored_bytes += m.size or 0
     if dry_run:
         return result
+    failed = [r for r in io.delete_files(copied, tell_missing=False) if r.outcome is DeleteOutcome.FAILED]
+    if failed:  # every file is back; only trash copies are left over (a rerun deletes them)
+        raise errors.StorageError(f"trash run {run_id} is restored, but {len(failed)} trash copies could not be "
+                                  f"deleted, e.g. {failed[0].path}: {failed[0].error}",
+                                  fix="run the undo again to delete them (the table reads as before already)")
     result.hints = _earliest_hints(io, root, moved)
     io.write_new(layout.undone_marker(root, run_id), record.run_id)
     return result

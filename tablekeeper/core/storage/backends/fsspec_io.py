@@ -7,10 +7,10 @@ listings, "not found" as ``FileNotFoundError``, and the delete pipeline of
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tablekeeper.core import errors
+from tablekeeper.core import errors, pycompat
 from tablekeeper.core.storage.backends import remote_deletes
 from tablekeeper.core.storage.backends.base import StoreIO
 from tablekeeper.core.storage.connections import Connection
@@ -33,12 +33,12 @@ def mtime_ms(info: Mapping[str, Any]) -> int:
             continue
         if isinstance(value, str):
             try:
-                value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+                value = pycompat.fromisoformat(value)
             except ValueError:
                 continue
         if isinstance(value, datetime):
             if value.tzinfo is None:
-                value = value.replace(tzinfo=UTC)
+                value = value.replace(tzinfo=timezone.utc)
             return int(value.timestamp() * 1000)
         if isinstance(value, (int, float)):
             return int(value * 1000) if value < 1e11 else int(value)

@@ -164,11 +164,12 @@ class ObjectStoreIO(FsspecIO):
                                       fix="delete the source file by hand")
 
     def copy_file(self, src: str, dst: str) -> None:
-        """One server-side copy (S3 CopyObject, GCS rewrite, Azure copy from URL: the bytes never
-        leave the store); ``dst`` is replaced if it exists."""
+        """One server-side copy (GCS rewrite, Azure copy from URL: the bytes never leave the
+        store); ``dst`` is replaced if it exists. File to file (``cp_file``): fsspec's generic
+        ``copy`` first asks whether ``dst`` is a directory, a LIST per file."""
         raw_src, raw_dst = self.raw(src), self.raw(dst)
         try:
-            self._call(lambda: self.fs.copy(raw_src, raw_dst), RequestKind.COPY)
+            self._call(lambda: self.fs.cp_file(raw_src, raw_dst), RequestKind.COPY)
         except FileNotFoundError:
             raise FileNotFoundError(src) from None
         finally:

@@ -185,6 +185,24 @@ class S3IO(ObjectStoreIO):
         data: bytes = self._call_on(path, lambda: fs.cat_file(raw, version_id=version_id), RequestKind.GET)
         return data
 
+    def copy_file(self, src: str, dst: str) -> None:
+        """One CopyObject: no HEAD of the source first (s3fs's ``cp_file`` asks its size to pick a
+        plain or a multipart copy). A source over :data:`COPY_MAX`, which S3 refuses to copy in one
+        request, goes through s3fs's multipart copy."""
+        bucket, key = self._bucket_key(src)
+        dst_bucket, dst_key = self._bucket_key(dst)
+        try:
+            self._s3("copy_object", RequestKind.COPY, Bucket=dst_bucket, Key=dst_key,
+                     CopySource={"Bucket": bucket, "Key": key})
+        except FileNotFoundError:
+            raise FileNotFoundError(src) from None
+        except OSError as e:
+            if "copy source is larger than the maximum" not in str(e):
+                raise
+            super().copy_file(src, dst)
+        finally:
+            self.invalidate(self.raw(dst))
+
     def copy_version(self, src: str, dst: str, version_id: str) -> None:
         """One CopyObject from the version (server-side, up to :data:`COPY_MAX` bytes)."""
         bucket, key = self._bucket_key(src)

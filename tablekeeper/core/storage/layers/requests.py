@@ -24,7 +24,6 @@ worker can report the requests of one task (it runs one task at a time) whatever
 
 from __future__ import annotations
 
-import enum
 import re
 import threading
 import time
@@ -33,13 +32,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tablekeeper.core import errors
+from tablekeeper.core.pycompat import StrEnum
 
 __all__ = ["RequestKind", "RequestCounts", "TokenBucket", "Pacer", "RequestLayer", "PACING_OPTION",
            "S3_OPERATION_KINDS", "kind_of_s3_operation", "pacing_from_options", "since", "plus", "process_snapshot",
            "prefix_of_request"]
 
 
-class RequestKind(enum.StrEnum):
+class RequestKind(StrEnum):
     LIST = "list"
     GET = "get"
     HEAD = "head"

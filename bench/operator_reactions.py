@@ -14,7 +14,7 @@ dependency becoming Ready can bring the children to Ready within seconds.
 
 Nothing is asserted.
 
-    .venv/bin/python bench/operator.py [--children 100]
+    .venv/bin/python bench/operator_reactions.py [--children 100]
 """
 
 from __future__ import annotations
