@@ -139,40 +139,42 @@ def _changelog_due(request: job_request.JobRequest) -> bool:
     return run_steps.changelog_due(table, run_steps.changelog_config(request, table), now)
 
 
-def _new_result(request: job_request.JobRequest) -> result_artifact.RunResult:
-    return result_artifact.RunResult(operation=request.operation, table=request.table, branch=request.branch,
-                                     dry_run=request.dry_run, engine="spark", run_name=request.run_name,
-                                     warehouse=request.warehouse, versions=run_steps.versions())
-
-
-def run_to_result(spark: SparkSession, request: job_request.JobRequest) -> result_artifact.RunResult:
-    """``run``, with every error recorded in the result (status ``Failed``) instead of raised."""
-    result = _new_result(request)
+def _recorded(request: job_request.JobRequest,
+              body: Callable[[result_artifact.RunResult], object]) -> result_artifact.RunResult:
+    """A new result of ``request`` filled by ``body``, every error recorded in it (status
+    ``Failed``) instead of raised."""
+    result = result_artifact.RunResult(operation=request.operation, table=request.table, branch=request.branch,
+                                       dry_run=request.dry_run, engine="spark", run_name=request.run_name,
+                                       warehouse=request.warehouse, versions=run_steps.versions())
     try:
-        run(spark, request, result=result)
+        body(result)
     except Exception as e:
         log.exception("tablekeeper spark job failed")
         result.fail(e)
     return result
+
+
+def run_to_result(spark: SparkSession, request: job_request.JobRequest) -> result_artifact.RunResult:
+    """``run``, with every error recorded in the result (status ``Failed``) instead of raised."""
+    return _recorded(request, lambda result: run(spark, request, result=result))
 
 
 def run_started(request: job_request.JobRequest, start: Callable[[], SparkSession]) -> result_artifact.RunResult:
     """:func:`run_to_result` on the session ``start`` makes, inside the run: a session that cannot be
     made (a refused master, an unreachable Connect server) is the run's failure, in its artifact.
     The session is stopped afterwards unless one was active before (a caller's)."""
-    result = _new_result(request)
     existing = SparkSession.getActiveSession()
-    spark: SparkSession | None = None
+    started: list[SparkSession] = []
+
+    def body(result: result_artifact.RunResult) -> None:
+        started.append(start())
+        run(started[0], request, result=result)
+
     try:
-        spark = start()
-        run(spark, request, result=result)
-    except Exception as e:
-        log.exception("tablekeeper spark job failed")
-        result.fail(e)
+        return _recorded(request, body)
     finally:
-        if spark is not None and existing is None:
-            spark.stop()
-    return result
+        if started and existing is None:
+            started[0].stop()
 
 
 def worker_pids(spark: SparkSession, partitions: int = 4) -> set[int]:
